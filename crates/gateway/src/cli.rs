@@ -1,0 +1,126 @@
+//! The command-line surface shared by the gateway binaries, and their start-up sequence.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+
+use crate::executor::Executor;
+use crate::host::Capabilities;
+use crate::server::{ServerConfig, serve};
+
+/// Flags every gateway binary takes.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServerArgs {
+    /// Address to bind. Loopback by default: expose the gateway deliberately.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: std::net::IpAddr,
+    /// Port to bind; 0 takes an ephemeral port (printed on stdout).
+    #[arg(long, default_value_t = 8080)]
+    pub port: u16,
+    /// Runtime worker threads (default: one per core).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Answer every request with `Connection: close` and serve one connection at a time per
+    /// thread: with `--threads 1`, the gateway study's blocking server.
+    #[arg(long)]
+    pub connection_close: bool,
+    /// Base URL of the upstream that /proxy forwards to, e.g. http://127.0.0.1:9000.
+    #[arg(long)]
+    pub upstream: Option<String>,
+    /// Largest request body accepted (bytes); larger ones get 413.
+    #[arg(long, default_value_t = 1 << 20)]
+    pub max_body_bytes: usize,
+    /// Seconds a client has to send a complete request head.
+    #[arg(long, default_value_t = 10.0)]
+    pub header_timeout_secs: f64,
+}
+
+impl ServerArgs {
+    pub fn threads(&self) -> usize {
+        self.threads
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+            .max(1)
+    }
+
+    pub fn server_config(&self) -> ServerConfig {
+        ServerConfig {
+            keep_alive: !self.connection_close,
+            accept_loops: self.threads(),
+            max_body_bytes: self.max_body_bytes,
+            header_timeout: Duration::from_secs_f64(self.header_timeout_secs.max(0.001)),
+        }
+    }
+
+    /// Builds the runtime, the capabilities and (inside the runtime) the executor, binds, prints
+    /// `listening on http://ADDR` and serves until SIGINT/SIGTERM.
+    pub fn run<E, F, Fut>(&self, make_executor: F) -> anyhow::Result<()>
+    where
+        E: Executor,
+        F: FnOnce(Arc<Capabilities>) -> Fut,
+        Fut: Future<Output = anyhow::Result<E>>,
+    {
+        let threads = self.threads();
+        let runtime = if threads == 1 {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?
+        } else {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(threads)
+                .enable_all()
+                .build()?
+        };
+        runtime.block_on(async {
+            let caps = Arc::new(Capabilities::new(self.upstream.as_deref())?);
+            let executor = Arc::new(make_executor(caps).await?);
+            let addr = SocketAddr::new(self.host, self.port);
+            let listener = bind(addr)?;
+            let local = listener.local_addr()?;
+            let config = self.server_config();
+            eprintln!(
+                "executor={} threads={threads} keep_alive={} max_body_bytes={} header_timeout={:?}",
+                executor.name(),
+                config.keep_alive,
+                config.max_body_bytes,
+                config.header_timeout,
+            );
+            // The lab and the tests read this line to learn the port.
+            println!("listening on http://{local}");
+            use std::io::Write;
+            std::io::stdout().flush()?;
+            tokio::select! {
+                res = serve(listener, executor, config) => res.map_err(Into::into),
+                _ = shutdown_signal() => Ok(()),
+            }
+        })
+    }
+}
+
+/// Binds with a deep accept queue, so a burst of connects (the gateway study's 1,200) is not
+/// dropped by the kernel before the server sees it.
+pub fn bind(addr: SocketAddr) -> anyhow::Result<TcpListener> {
+    let socket = socket2::Socket::new(
+        socket2::Domain::for_address(addr),
+        socket2::Type::STREAM,
+        Some(socket2::Protocol::TCP),
+    )?;
+    socket.set_reuse_address(true)?;
+    socket.set_nonblocking(true)?;
+    socket
+        .bind(&addr.into())
+        .map_err(|e| anyhow::anyhow!("bind {addr}: {e}"))?;
+    socket.listen(4096)?;
+    Ok(TcpListener::from_std(socket.into())?)
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).expect("install SIGTERM handler");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}

@@ -1,0 +1,98 @@
+//! What runs a request: the trait every executor implements, and the native executor.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use hyper::header::{HeaderName, HeaderValue};
+
+use crate::host::Capabilities;
+
+/// A request as handed to an executor: owned, body already read (within the size limit).
+#[derive(Debug, Clone)]
+pub struct ExecRequest {
+    pub method: hyper::Method,
+    /// Path and query.
+    pub target: String,
+    pub body: Bytes,
+}
+
+/// An executor's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+    pub body: Bytes,
+}
+
+impl Reply {
+    /// A plain-text reply produced by the gateway itself (errors, limits).
+    pub fn text(status: u16, body: impl Into<String>) -> Self {
+        Self {
+            status,
+            headers: vec![(
+                hyper::header::CONTENT_TYPE,
+                HeaderValue::from_static("text/plain; charset=utf-8"),
+            )],
+            body: Bytes::from(body.into()),
+        }
+    }
+
+    /// Converts headers given as strings; a header that is not valid HTTP fails the whole reply.
+    pub fn from_parts<'a>(
+        status: u16,
+        headers: impl IntoIterator<Item = (&'a str, &'a str)>,
+        body: impl Into<Bytes>,
+    ) -> Result<Self, String> {
+        let headers = headers
+            .into_iter()
+            .map(|(k, v)| {
+                let name = HeaderName::from_bytes(k.as_bytes())
+                    .map_err(|_| format!("invalid header name {k:?}"))?;
+                let value =
+                    HeaderValue::from_str(v).map_err(|_| format!("invalid header value {v:?}"))?;
+                Ok((name, value))
+            })
+            .collect::<Result<_, String>>()?;
+        Ok(Self {
+            status,
+            headers,
+            body: body.into(),
+        })
+    }
+
+    /// The reply of a handler run natively.
+    pub fn from_handler(resp: wasmlab_handlers::Response) -> Self {
+        let headers = resp.headers.iter().map(|(k, v)| (*k, v.as_str()));
+        Self::from_parts(resp.status, headers, resp.body)
+            .unwrap_or_else(|e| Reply::text(500, format!("handler produced {e}")))
+    }
+}
+
+/// Runs one request. Implementations are shared by every connection of the server.
+pub trait Executor: Send + Sync + 'static {
+    /// A short name for logs and the start banner.
+    fn name(&self) -> &'static str;
+    fn execute(&self, req: ExecRequest) -> impl Future<Output = Reply> + Send;
+}
+
+/// Calls the handlers directly.
+pub struct NativeExecutor {
+    caps: Arc<Capabilities>,
+}
+
+impl NativeExecutor {
+    pub fn new(caps: Arc<Capabilities>) -> Self {
+        Self { caps }
+    }
+}
+
+impl Executor for NativeExecutor {
+    fn name(&self) -> &'static str {
+        "native"
+    }
+
+    async fn execute(&self, req: ExecRequest) -> Reply {
+        let hreq = wasmlab_handlers::Request::new(req.method.as_str(), &req.target, &req.body);
+        Reply::from_handler(wasmlab_handlers::handle(hreq, self.caps.as_ref()).await)
+    }
+}

@@ -1,0 +1,13 @@
+//! The wasmlab gateway: an HTTP/1.1 server on hyper 1 and tokio that hands each request to an
+//! [`Executor`]. This crate holds the server, the host capabilities and the native executor; it
+//! links no Wasm engine, so the native binary's size and cold start pay nothing for Wasm. The Wasm
+//! executors live in `wasmlab-gateway-wasm` and plug into the same server.
+
+pub mod cli;
+pub mod executor;
+pub mod host;
+pub mod server;
+
+pub use executor::{ExecRequest, Executor, NativeExecutor, Reply};
+pub use host::Capabilities;
+pub use server::{ServerConfig, serve};

@@ -1,0 +1,377 @@
+//! The contract between the gateway (host) and the Wasm guests. Documented for guest authors in
+//! `docs/guest-abi.md`; this crate is what both sides compile.
+//!
+//! Core module ABI, version 1. The guest exports:
+//! - `memory`
+//! - `wasmlab_abi_version() -> i32`, returning [`ABI_VERSION`]
+//! - `wasmlab_alloc(len: i32) -> i32`: a pointer to `len` writable bytes (0 when out of memory)
+//! - `wasmlab_handle(method_ptr, method_len, target_ptr, target_len, body_ptr, body_len: i32) -> i32`:
+//!   handles the request whose parts the host wrote into guest memory and returns a pointer to a
+//!   [`ResponseDescriptor`] (5 little-endian u32: status, headers ptr/len, body ptr/len). The headers
+//!   block is `name: value\n` lines (see [`parse_headers`]).
+//!
+//! The guest may import, from module `wasmlab`:
+//! - `state_increment() -> i64`: increments the host's shared counter, returns its new value
+//! - `proxy_get(target_ptr, target_len: i32) -> i64`: the host sends `GET target` to its upstream and
+//!   keeps the outcome; returns the body's length, or `-(len + 1)` for an error message of `len` bytes
+//! - `proxy_take(dst_ptr, dst_len: i32) -> i32`: copies the kept body or message to `dst`, returns
+//!   the number of bytes copied
+//!
+//! The WASI command guest (the gateway study's shape) reads a request from stdin framed by
+//! [`encode_command_request`] and writes a response framed by [`encode_command_response`]. It uses
+//! the same `wasmlab` imports for `/state` and `/proxy`.
+
+#![forbid(unsafe_code)]
+
+pub const ABI_VERSION: i32 = 1;
+pub const EXPORT_MEMORY: &str = "memory";
+pub const EXPORT_ABI_VERSION: &str = "wasmlab_abi_version";
+pub const EXPORT_ALLOC: &str = "wasmlab_alloc";
+pub const EXPORT_HANDLE: &str = "wasmlab_handle";
+pub const IMPORT_MODULE: &str = "wasmlab";
+pub const IMPORT_STATE_INCREMENT: &str = "state_increment";
+pub const IMPORT_PROXY_GET: &str = "proxy_get";
+pub const IMPORT_PROXY_TAKE: &str = "proxy_take";
+
+/// Where the guest's response lies in its memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ResponseDescriptor {
+    pub status: u32,
+    pub headers_ptr: u32,
+    pub headers_len: u32,
+    pub body_ptr: u32,
+    pub body_len: u32,
+}
+
+impl ResponseDescriptor {
+    pub const SIZE: usize = 20;
+
+    pub fn to_bytes(self) -> [u8; Self::SIZE] {
+        let mut out = [0u8; Self::SIZE];
+        let fields = [
+            self.status,
+            self.headers_ptr,
+            self.headers_len,
+            self.body_ptr,
+            self.body_len,
+        ];
+        for (chunk, v) in out.chunks_exact_mut(4).zip(fields) {
+            chunk.copy_from_slice(&v.to_le_bytes());
+        }
+        out
+    }
+
+    pub fn from_bytes(b: [u8; Self::SIZE]) -> Self {
+        let f = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        Self {
+            status: f(0),
+            headers_ptr: f(4),
+            headers_len: f(8),
+            body_ptr: f(12),
+            body_len: f(16),
+        }
+    }
+}
+
+/// Why a guest's response was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AbiError {
+    OutOfBounds {
+        what: &'static str,
+        ptr: u32,
+        len: u32,
+        memory: usize,
+    },
+    BadStatus(u32),
+    BadHeader(String),
+    BadFraming(&'static str),
+}
+
+impl std::fmt::Display for AbiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AbiError::OutOfBounds {
+                what,
+                ptr,
+                len,
+                memory,
+            } => write!(
+                f,
+                "guest {what} at {ptr}+{len} lies outside its memory of {memory} bytes"
+            ),
+            AbiError::BadStatus(s) => write!(f, "guest returned status {s}, not in 100..=999"),
+            AbiError::BadHeader(h) => write!(f, "guest returned a malformed header line {h:?}"),
+            AbiError::BadFraming(why) => write!(f, "guest output is not a framed response: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for AbiError {}
+
+/// A response read back from a guest, validated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GuestResponse {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+/// Bounds-checked view of `len` bytes at `ptr` in `memory`.
+pub fn slice<'m>(
+    memory: &'m [u8],
+    what: &'static str,
+    ptr: u32,
+    len: u32,
+) -> Result<&'m [u8], AbiError> {
+    let start = ptr as usize;
+    start
+        .checked_add(len as usize)
+        .and_then(|end| memory.get(start..end))
+        .ok_or(AbiError::OutOfBounds {
+            what,
+            ptr,
+            len,
+            memory: memory.len(),
+        })
+}
+
+/// Reads the response a core-module guest left in its memory, given the descriptor's address.
+/// Every pointer is checked: the guest is not trusted.
+pub fn read_response(memory: &[u8], descriptor_ptr: u32) -> Result<GuestResponse, AbiError> {
+    let raw = slice(
+        memory,
+        "response descriptor",
+        descriptor_ptr,
+        ResponseDescriptor::SIZE as u32,
+    )?;
+    let d = ResponseDescriptor::from_bytes(raw.try_into().expect("length checked"));
+    let status = check_status(d.status)?;
+    let headers = parse_headers(slice(memory, "headers", d.headers_ptr, d.headers_len)?)?;
+    let body = slice(memory, "body", d.body_ptr, d.body_len)?.to_vec();
+    Ok(GuestResponse {
+        status,
+        headers,
+        body,
+    })
+}
+
+fn check_status(status: u32) -> Result<u16, AbiError> {
+    if (100..=999).contains(&status) {
+        Ok(status as u16)
+    } else {
+        Err(AbiError::BadStatus(status))
+    }
+}
+
+/// Encodes headers as `name: value\n` lines.
+pub fn encode_headers<'a>(headers: impl IntoIterator<Item = (&'a str, &'a str)>) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (k, v) in headers {
+        out.extend_from_slice(k.as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(v.as_bytes());
+        out.push(b'\n');
+    }
+    out
+}
+
+/// Parses `name: value\n` lines. Names must be HTTP tokens and values visible ASCII or spaces, so a
+/// guest cannot smuggle a header or response split through the host.
+pub fn parse_headers(block: &[u8]) -> Result<Vec<(String, String)>, AbiError> {
+    let text = std::str::from_utf8(block)
+        .map_err(|_| AbiError::BadHeader(String::from_utf8_lossy(block).into_owned()))?;
+    let mut out = Vec::new();
+    for line in text.split_terminator('\n') {
+        let bad = || AbiError::BadHeader(line.to_owned());
+        let (name, value) = line.split_once(':').ok_or_else(bad)?;
+        let value = value.trim_matches(' ');
+        let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+        if name.is_empty() || !name.chars().all(token) {
+            return Err(bad());
+        }
+        if !value
+            .chars()
+            .all(|c| c == ' ' || c == '\t' || c.is_ascii_graphic())
+        {
+            return Err(bad());
+        }
+        out.push((name.to_ascii_lowercase(), value.to_owned()));
+    }
+    Ok(out)
+}
+
+/// The command guest's stdin: `METHOD SP TARGET LF` then the body.
+pub fn encode_command_request(method: &str, target: &str, body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(method.len() + target.len() + 2 + body.len());
+    out.extend_from_slice(method.as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(target.as_bytes());
+    out.push(b'\n');
+    out.extend_from_slice(body);
+    out
+}
+
+/// Splits the command guest's stdin into method, target and body.
+pub fn decode_command_request(input: &[u8]) -> Result<(&str, &str, &[u8]), AbiError> {
+    let nl = input
+        .iter()
+        .position(|&b| b == b'\n')
+        .ok_or(AbiError::BadFraming("no request line"))?;
+    let line = std::str::from_utf8(&input[..nl])
+        .map_err(|_| AbiError::BadFraming("request line not UTF-8"))?;
+    let (method, target) = line
+        .split_once(' ')
+        .ok_or(AbiError::BadFraming("request line has no target"))?;
+    Ok((method, target, &input[nl + 1..]))
+}
+
+/// The command guest's stdout: `STATUS LF`, header lines, an empty line, then the body.
+pub fn encode_command_response<'a>(
+    status: u16,
+    headers: impl IntoIterator<Item = (&'a str, &'a str)>,
+    body: &[u8],
+) -> Vec<u8> {
+    let mut out = format!("{status}\n").into_bytes();
+    out.extend(encode_headers(headers));
+    out.push(b'\n');
+    out.extend_from_slice(body);
+    out
+}
+
+/// Parses what a command guest wrote to stdout.
+pub fn decode_command_response(output: &[u8]) -> Result<GuestResponse, AbiError> {
+    let nl = output
+        .iter()
+        .position(|&b| b == b'\n')
+        .ok_or(AbiError::BadFraming("no status line"))?;
+    let status = std::str::from_utf8(&output[..nl])
+        .ok()
+        .and_then(|s| s.parse::<u32>().ok())
+        .ok_or(AbiError::BadFraming("status line is not a number"))?;
+    let status = check_status(status)?;
+    let rest = &output[nl + 1..];
+    let end = rest
+        .windows(2)
+        .position(|w| w == b"\n\n")
+        .map(|i| (i + 1, i + 2))
+        .or_else(|| rest.starts_with(b"\n").then_some((0, 1)))
+        .ok_or(AbiError::BadFraming("no blank line after the headers"))?;
+    Ok(GuestResponse {
+        status,
+        headers: parse_headers(&rest[..end.0])?,
+        body: rest[end.1..].to_vec(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn descriptor_round_trip() {
+        let d = ResponseDescriptor {
+            status: 200,
+            headers_ptr: 1,
+            headers_len: 2,
+            body_ptr: 3,
+            body_len: u32::MAX,
+        };
+        assert_eq!(ResponseDescriptor::from_bytes(d.to_bytes()), d);
+    }
+
+    fn memory_with(desc: ResponseDescriptor, at: usize, size: usize) -> Vec<u8> {
+        let mut m = vec![0u8; size];
+        m[at..at + ResponseDescriptor::SIZE].copy_from_slice(&desc.to_bytes());
+        m
+    }
+
+    #[test]
+    fn read_response_checks_every_pointer() {
+        let mut m = memory_with(
+            ResponseDescriptor {
+                status: 200,
+                headers_ptr: 100,
+                headers_len: 11,
+                body_ptr: 120,
+                body_len: 5,
+            },
+            0,
+            256,
+        );
+        m[100..111].copy_from_slice(b"x-a: hello\n");
+        m[120..125].copy_from_slice(b"hello");
+        let r = read_response(&m, 0).unwrap();
+        assert_eq!(r.status, 200);
+        assert_eq!(r.headers, vec![("x-a".into(), "hello".into())]);
+        assert_eq!(r.body, b"hello");
+
+        assert!(matches!(
+            read_response(&m, 250),
+            Err(AbiError::OutOfBounds { .. })
+        ));
+        assert!(matches!(
+            read_response(&m, u32::MAX),
+            Err(AbiError::OutOfBounds { .. })
+        ));
+        let bad_body = memory_with(
+            ResponseDescriptor {
+                status: 200,
+                body_ptr: u32::MAX,
+                body_len: 2,
+                ..Default::default()
+            },
+            0,
+            64,
+        );
+        assert!(matches!(
+            read_response(&bad_body, 0),
+            Err(AbiError::OutOfBounds { what: "body", .. })
+        ));
+        let bad_status = memory_with(
+            ResponseDescriptor {
+                status: 99,
+                ..Default::default()
+            },
+            0,
+            64,
+        );
+        assert_eq!(read_response(&bad_status, 0), Err(AbiError::BadStatus(99)));
+    }
+
+    #[test]
+    fn headers_reject_injection() {
+        assert!(parse_headers(b"a: b\r\nx: y\n").is_err());
+        assert!(parse_headers(b"bad name: v\n").is_err());
+        assert!(parse_headers(b"novalue\n").is_err());
+        assert!(parse_headers(b": v\n").is_err());
+        assert_eq!(
+            parse_headers(b"Content-Type: text/plain\nallow: GET").unwrap(),
+            vec![
+                ("content-type".into(), "text/plain".into()),
+                ("allow".into(), "GET".into())
+            ]
+        );
+    }
+
+    #[test]
+    fn command_framing_round_trip() {
+        let req = encode_command_request("POST", "/echo?a=1", b"x\ny\n\n");
+        assert_eq!(
+            decode_command_request(&req).unwrap(),
+            ("POST", "/echo?a=1", &b"x\ny\n\n"[..])
+        );
+        let out = encode_command_response(404, [("content-type", "text/plain")], b"\n\nnot found");
+        let r = decode_command_response(&out).unwrap();
+        assert_eq!(r.status, 404);
+        assert_eq!(r.headers.len(), 1);
+        assert_eq!(r.body, b"\n\nnot found");
+        let r = decode_command_response(&encode_command_response(200, [], b"ok")).unwrap();
+        assert_eq!(
+            (r.status, r.headers.len(), r.body.as_slice()),
+            (200, 0, &b"ok"[..])
+        );
+        assert!(decode_command_response(b"").is_err());
+        assert!(decode_command_response(b"abc\n\n").is_err());
+        assert!(decode_command_response(b"200\nx: y\n").is_err());
+    }
+}

@@ -1,0 +1,151 @@
+//! Compiles the guests to Wasm with a nested `cargo build`, so that building the workspace builds
+//! them too (no manual step). Their bytes and paths are exposed by `src/lib.rs`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+struct Guest {
+    /// Name of the constant prefix in the generated code.
+    name: &'static str,
+    package: &'static str,
+    target: &'static str,
+    /// The file cargo writes under `<target>/guest/`.
+    file: &'static str,
+    rustflags: &'static [&'static str],
+}
+
+const GUESTS: &[Guest] = &[
+    Guest {
+        name: "CORE",
+        package: "wasmlab-guest-core",
+        target: "wasm32-unknown-unknown",
+        file: "wasmlab_guest_core.wasm",
+        // A small stack keeps the per-request instance small (pooling resets what was touched).
+        rustflags: &["-Clink-arg=-zstack-size=16384"],
+    },
+    Guest {
+        name: "COMMAND",
+        package: "wasmlab-guest-command",
+        target: "wasm32-wasip1",
+        file: "wasmlab-guest-command.wasm",
+        // Default stack: this is the gateway study's guest as it built it.
+        rustflags: &[],
+    },
+];
+
+fn main() {
+    let manifest_dir = PathBuf::from(env("CARGO_MANIFEST_DIR"));
+    let workspace = manifest_dir
+        .ancestors()
+        .nth(2)
+        .expect("crates/<name>")
+        .to_path_buf();
+    let out_dir = PathBuf::from(env("OUT_DIR"));
+    // Shared by debug and release builds of the workspace, apart from the outer target dir's lock.
+    let target_dir = workspace.join("target").join("guests");
+
+    for dir in ["handlers", "guest-abi", "guest-core", "guest-command"] {
+        println!(
+            "cargo:rerun-if-changed={}",
+            workspace.join("crates").join(dir).display()
+        );
+    }
+    println!(
+        "cargo:rerun-if-changed={}",
+        workspace.join("Cargo.lock").display()
+    );
+    println!(
+        "cargo:rerun-if-changed={}",
+        workspace.join("Cargo.toml").display()
+    );
+
+    let mut code = String::new();
+    for g in GUESTS {
+        ensure_target(g.target);
+        build(&workspace, &target_dir, g);
+        let built = target_dir.join(g.target).join("guest").join(g.file);
+        let dest = out_dir.join(g.file);
+        std::fs::copy(&built, &dest)
+            .unwrap_or_else(|e| panic!("copy {} to {}: {e}", built.display(), dest.display()));
+        code += &format!(
+            "/// Path of the `{pkg}` guest ({target}) as built.\n\
+             pub const {n}_PATH: &str = {path:?};\n\
+             /// Bytes of the `{pkg}` guest ({target}).\n\
+             pub static {n}: &[u8] = include_bytes!({path:?});\n",
+            pkg = g.package,
+            target = g.target,
+            n = g.name,
+            path = dest.display().to_string(),
+        );
+    }
+    std::fs::write(out_dir.join("artifacts.rs"), code).expect("write artifacts.rs");
+}
+
+fn env(key: &str) -> String {
+    std::env::var(key).unwrap_or_else(|_| panic!("{key} is set by cargo"))
+}
+
+fn build(workspace: &Path, target_dir: &Path, g: &Guest) {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(workspace)
+        .args([
+            "build",
+            "--profile",
+            "guest",
+            "--package",
+            g.package,
+            "--target",
+            g.target,
+        ])
+        .arg("--target-dir")
+        .arg(target_dir)
+        // The outer build's flags are for the host target, not for the guests.
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_BUILD_RUSTFLAGS")
+        .env_remove("CARGO_TARGET_DIR")
+        .env_remove("CARGO_BUILD_TARGET")
+        .env_remove("RUSTC_WORKSPACE_WRAPPER")
+        .env("CARGO_ENCODED_RUSTFLAGS", g.rustflags.join("\x1f"));
+    let status = cmd
+        .status()
+        .unwrap_or_else(|e| panic!("run cargo to build guest {}: {e}", g.package));
+    assert!(
+        status.success(),
+        "building guest {} for {} failed",
+        g.package,
+        g.target
+    );
+}
+
+/// rustup installs the targets listed in rust-toolchain.toml when it installs the toolchain, but not
+/// when the toolchain was already there: add a missing one here.
+fn ensure_target(target: &str) {
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let sysroot = Command::new(&rustc)
+        .args(["--print", "sysroot"])
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned());
+    let installed = sysroot.as_deref().is_some_and(|s| {
+        Path::new(s)
+            .join("lib/rustlib")
+            .join(target)
+            .join("lib")
+            .is_dir()
+    });
+    if installed {
+        return;
+    }
+    let mut add = Command::new("rustup");
+    add.args(["target", "add", target]);
+    if let Ok(tc) = std::env::var("RUSTUP_TOOLCHAIN") {
+        add.args(["--toolchain", &tc]);
+    }
+    match add.status() {
+        Ok(s) if s.success() => {}
+        _ => panic!(
+            "the Rust target {target} is missing and `rustup target add {target}` failed: install it by hand"
+        ),
+    }
+}

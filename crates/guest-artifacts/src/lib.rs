@@ -1,0 +1,18 @@
+//! The guests, compiled to Wasm by this crate's build script: their bytes (embedded, so a gateway
+//! binary is self-contained) and the paths of the built files (for artifact sizes).
+
+include!(concat!(env!("OUT_DIR"), "/artifacts.rs"));
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn guests_are_wasm() {
+        for (bytes, path) in [
+            (super::CORE, super::CORE_PATH),
+            (super::COMMAND, super::COMMAND_PATH),
+        ] {
+            assert!(bytes.starts_with(b"\0asm"), "{path} is not a Wasm module");
+            assert_eq!(std::fs::read(path).unwrap(), bytes);
+        }
+    }
+}

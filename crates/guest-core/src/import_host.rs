@@ -1,0 +1,39 @@
+//! The host's capabilities, reached through the `wasmlab` imports (see `wasmlab-guest-abi`).
+
+use wasmlab_handlers::Host;
+
+#[link(wasm_import_module = "wasmlab")]
+unsafe extern "C" {
+    fn state_increment() -> i64;
+    fn proxy_get(target_ptr: *const u8, target_len: usize) -> i64;
+    fn proxy_take(dst_ptr: *mut u8, dst_len: usize) -> usize;
+}
+
+pub struct ImportHost;
+
+impl Host for ImportHost {
+    fn state_increment(&self) -> u64 {
+        // SAFETY: a host import with no arguments.
+        unsafe { state_increment() as u64 }
+    }
+
+    async fn proxy_get(&self, target: &str) -> Result<Vec<u8>, String> {
+        // SAFETY: the host reads `target` within its bounds and writes at most `len` bytes to `buf`.
+        unsafe {
+            let n = proxy_get(target.as_ptr(), target.len());
+            let (len, ok) = if n >= 0 {
+                (n as usize, true)
+            } else {
+                ((-n - 1) as usize, false)
+            };
+            let mut buf = vec![0u8; len];
+            let copied = proxy_take(buf.as_mut_ptr(), len);
+            buf.truncate(copied);
+            if ok {
+                Ok(buf)
+            } else {
+                Err(String::from_utf8_lossy(&buf).into_owned())
+            }
+        }
+    }
+}
