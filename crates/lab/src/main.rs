@@ -1,1 +1,89 @@
-fn main() {}
+//! `wasmlab`: builds and starts every variant, verifies it, measures it and writes the results.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod load_cmd;
+mod machine;
+mod results;
+mod run;
+mod suite;
+mod variant;
+mod verify;
+
+#[derive(Parser)]
+#[command(
+    version,
+    about = "wasmlab: what does WebAssembly cost an HTTP server, against native code?"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a suite: build, start and verify each variant, measure throughput, write results/<run-id>/.
+    Run(run::RunArgs),
+    /// Closed-loop HTTP/1.1 keep-alive load against any URL (like wrk or oha).
+    Load(load_cmd::LoadArgs),
+    /// Serve the upstream echo server that /proxy forwards to (the lab starts it itself).
+    Upstream {
+        #[arg(long, default_value = "127.0.0.1")]
+        host: std::net::IpAddr,
+        /// 0 takes an ephemeral port, printed on stdout.
+        #[arg(long, default_value_t = 0)]
+        port: u16,
+    },
+    /// List the variants wasmlab knows.
+    Variants,
+    /// Print a built-in suite's TOML (a starting point for your own --suite FILE.toml).
+    ShowSuite { name: String },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run(args) => run::run(args),
+        Command::Load(args) => load_cmd::load(args),
+        Command::Upstream { host, port } => serve_upstream(host, port),
+        Command::Variants => {
+            for v in variant::VARIANTS {
+                println!("{:<18} {}", v.name, v.about);
+            }
+            Ok(())
+        }
+        Command::ShowSuite { name } => suite::builtin(&name).map(|text| print!("{text}")),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("wasmlab: error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn serve_upstream(host: std::net::IpAddr, port: u16) -> anyhow::Result<()> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let listener = tokio::net::TcpListener::bind((host, port)).await?;
+        println!("listening on http://{}", listener.local_addr()?);
+        use std::io::Write;
+        std::io::stdout().flush()?;
+        wasmlab_upstream::serve(listener).await?;
+        Ok(())
+    })
+}
+
+/// Where the workspace is, when wasmlab runs from its source tree (used to build what it needs).
+fn workspace_dir() -> Option<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    dir.join("Cargo.toml")
+        .is_file()
+        .then(|| dir.canonicalize().unwrap_or(dir))
+}

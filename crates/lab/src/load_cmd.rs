@@ -1,0 +1,101 @@
+//! `wasmlab load`: the load generator on the command line.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use hyper::header::{HeaderName, HeaderValue};
+use wasmlab_load::{LoadConfig, LoadReport, parse_duration};
+
+#[derive(Debug, clap::Args)]
+pub struct LoadArgs {
+    /// Target URL, e.g. http://127.0.0.1:8080/
+    pub url: String,
+    /// Concurrent keep-alive connections.
+    #[arg(short = 'c', long, default_value_t = 50)]
+    pub connections: usize,
+    /// How long to send (e.g. 10s, 500ms, 1m). Default 10s unless -n is given.
+    #[arg(short = 'd', long, value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// Stop after this many requests in all.
+    #[arg(short = 'n', long)]
+    pub requests: Option<u64>,
+    /// Worker threads (each a single-threaded runtime). One leaves the other core to the server
+    /// on a 2-core machine, like `wrk -t1`.
+    #[arg(short = 't', long, default_value_t = 1)]
+    pub threads: usize,
+    /// Per-request timeout.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub timeout: Duration,
+    #[arg(short = 'm', long, default_value = "GET")]
+    pub method: String,
+    /// Request body.
+    #[arg(short = 'b', long)]
+    pub body: Option<String>,
+    /// Extra header, `Name: value` (repeatable).
+    #[arg(short = 'H', long = "header")]
+    pub headers: Vec<String>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn load(args: LoadArgs) -> anyhow::Result<()> {
+    let mut c = LoadConfig::new(&args.url)?;
+    c.connections = args.connections;
+    c.threads = args.threads;
+    c.requests = args.requests;
+    c.duration = match (args.duration, args.requests) {
+        (Some(d), _) => Some(d),
+        (None, Some(_)) => None,
+        (None, None) => Some(Duration::from_secs(10)),
+    };
+    c.timeout = args.timeout;
+    c.method = args
+        .method
+        .parse()
+        .map_err(|_| anyhow::anyhow!("{:?} is not an HTTP method", args.method))?;
+    c.body = Bytes::from(args.body.unwrap_or_default());
+    for h in &args.headers {
+        let (k, v) = h
+            .split_once(':')
+            .ok_or_else(|| anyhow::anyhow!("header {h:?} is not `Name: value`"))?;
+        c.headers.push((
+            HeaderName::from_bytes(k.trim().as_bytes())?,
+            HeaderValue::from_str(v.trim())?,
+        ));
+    }
+    let report = wasmlab_load::run(c)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_report(&report);
+    }
+    Ok(())
+}
+
+fn print_report(r: &LoadReport) {
+    println!(
+        "{} {}  {} connections, {} threads, {:.2}s",
+        r.method, r.url, r.connections, r.threads, r.elapsed_secs
+    );
+    println!(
+        "  requests: {} responses ({} 2xx), {:.0} req/s, {:.2} MB body",
+        r.responses,
+        r.ok,
+        r.rps,
+        r.body_bytes as f64 / 1e6
+    );
+    let l = &r.latency_ms;
+    println!(
+        "  latency ms: mean {:.3}  p50 {:.3}  p90 {:.3}  p99 {:.3}  p99.9 {:.3}  max {:.3}",
+        l.mean, l.p50, l.p90, l.p99, l.p99_9, l.max
+    );
+    let e = &r.errors;
+    println!(
+        "  errors: connect {}, read/write {}, timeout {}, non-2xx {}",
+        e.connect, e.read_write, e.timeout, e.non_2xx
+    );
+    if let Some(msg) = &r.first_error {
+        println!("  first error: {msg}");
+    }
+}

@@ -1,0 +1,188 @@
+//! The results store: `results/<run-id>/` with run.json, samples.jsonl and throughput.csv.
+//! Every file but the append-only samples is replaced atomically (temp file + rename), so an
+//! interrupted run leaves complete files; a run never reuses an earlier run's directory.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+/// Version of the samples.jsonl line format.
+pub const SAMPLES_SCHEMA: u32 = 1;
+
+pub struct ResultsDir {
+    pub path: PathBuf,
+    pub run_id: String,
+    samples: File,
+}
+
+impl ResultsDir {
+    /// Creates `root/<run-id>/`, where the run id is the UTC start time (suffixed if taken).
+    pub fn create(root: &Path) -> anyhow::Result<Self> {
+        std::fs::create_dir_all(root)
+            .map_err(|e| anyhow::anyhow!("create results directory {}: {e}", root.display()))?;
+        let stamp = utc_stamp();
+        for n in 0..1000 {
+            let run_id = if n == 0 {
+                stamp.clone()
+            } else {
+                format!("{stamp}-{n}")
+            };
+            let path = root.join(&run_id);
+            // create_dir (not _all) fails if it exists: no two runs share a directory.
+            match std::fs::create_dir(&path) {
+                Ok(()) => {
+                    let samples = OpenOptions::new()
+                        .create_new(true)
+                        .append(true)
+                        .open(path.join("samples.jsonl"))?;
+                    return Ok(Self {
+                        path,
+                        run_id,
+                        samples,
+                    });
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => anyhow::bail!("create {}: {e}", path.display()),
+            }
+        }
+        anyhow::bail!(
+            "could not find a free run directory under {}",
+            root.display()
+        )
+    }
+
+    /// Appends one JSON line (written whole, flushed at once).
+    pub fn append_sample(&mut self, sample: &impl Serialize) -> anyhow::Result<()> {
+        let mut line = serde_json::to_vec(sample)?;
+        line.push(b'\n');
+        self.samples.write_all(&line)?;
+        self.samples.flush()?;
+        Ok(())
+    }
+
+    pub fn write_json(&self, name: &str, value: &impl Serialize) -> anyhow::Result<()> {
+        let mut bytes = serde_json::to_vec_pretty(value)?;
+        bytes.push(b'\n');
+        write_atomic(&self.path.join(name), &bytes)
+    }
+
+    pub fn write_csv<R: CsvRow>(&self, name: &str, rows: &[R]) -> anyhow::Result<()> {
+        let mut out = R::HEADER.join(",");
+        out.push('\n');
+        for r in rows {
+            out += &r
+                .fields()
+                .iter()
+                .map(|f| csv_field(f))
+                .collect::<Vec<_>>()
+                .join(",");
+            out.push('\n');
+        }
+        write_atomic(&self.path.join(name), out.as_bytes())
+    }
+
+    pub fn file(&self, name: &str) -> PathBuf {
+        self.path.join(name)
+    }
+}
+
+pub trait CsvRow {
+    const HEADER: &'static [&'static str];
+    fn fields(&self) -> Vec<String>;
+}
+
+fn csv_field(f: &str) -> String {
+    if f.contains([',', '"', '\n']) {
+        format!("\"{}\"", f.replace('"', "\"\""))
+    } else {
+        f.to_owned()
+    }
+}
+
+/// Writes `bytes` to a temporary file beside `path`, syncs it and renames it over `path`.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let tmp = path.with_extension(format!(
+        "{}.tmp",
+        path.extension().and_then(|e| e.to_str()).unwrap_or("")
+    ));
+    let mut f = File::create(&tmp)?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, path)
+        .map_err(|e| anyhow::anyhow!("rename {} to {}: {e}", tmp.display(), path.display()))?;
+    Ok(())
+}
+
+/// The current UTC time as `YYYYMMDDTHHMMSSZ`.
+pub fn utc_stamp() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (y, m, d) = civil_from_days(days as i64);
+    format!(
+        "{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Days since 1970-01-01 to a (year, month, day) in the proleptic Gregorian calendar.
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calendar() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(19_723), (2024, 1, 1));
+        assert_eq!(civil_from_days(20_414), (2025, 11, 22));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+    }
+
+    #[test]
+    fn run_dirs_are_never_reused() {
+        let root = tempfile::tempdir().unwrap();
+        let a = ResultsDir::create(root.path()).unwrap();
+        let b = ResultsDir::create(root.path()).unwrap();
+        assert_ne!(a.path, b.path);
+    }
+
+    #[test]
+    fn csv_quotes_and_atomic_write() {
+        struct R(&'static str);
+        impl CsvRow for R {
+            const HEADER: &'static [&'static str] = &["a", "b"];
+            fn fields(&self) -> Vec<String> {
+                vec![self.0.into(), "x".into()]
+            }
+        }
+        let root = tempfile::tempdir().unwrap();
+        let dir = ResultsDir::create(root.path()).unwrap();
+        dir.write_csv("t.csv", &[R("1,2"), R("q\"")]).unwrap();
+        let text = std::fs::read_to_string(dir.file("t.csv")).unwrap();
+        assert_eq!(text, "a,b\n\"1,2\",x\n\"q\"\"\",x\n");
+        let leftovers: Vec<_> = std::fs::read_dir(&dir.path)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+            .collect();
+        assert!(leftovers.is_empty());
+    }
+}

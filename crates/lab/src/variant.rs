@@ -1,0 +1,283 @@
+//! The variant table and the one abstraction that launches, readies and stops every variant.
+//!
+//! Adding a variant is a row in [`VARIANTS`] (and, for a new kind of thing to start, a [`Launcher`]
+//! arm). Everything downstream (verification, measurement, results) only sees a [`Running`] server.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+/// How a variant is started.
+#[derive(Debug, Clone, Copy)]
+pub enum Launcher {
+    /// One of wasmlab's gateway binaries, given `--port 0 --upstream URL` plus `args`.
+    Gateway {
+        binary: &'static str,
+        args: &'static [&'static str],
+    },
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Variant {
+    /// Stable identifier in results.
+    pub name: &'static str,
+    pub about: &'static str,
+    pub launcher: Launcher,
+}
+
+pub const NATIVE_GATEWAY: &str = "wasmlab-gateway-native";
+pub const WASM_GATEWAY: &str = "wasmlab-gateway-wasm";
+
+pub const VARIANTS: &[Variant] = &[
+    Variant {
+        name: "native",
+        about: "handlers compiled into the gateway; keep-alive, one worker per core",
+        launcher: Launcher::Gateway {
+            binary: NATIVE_GATEWAY,
+            args: &[],
+        },
+    },
+    Variant {
+        name: "native-close",
+        about: "the gateway study's native server: one thread, one connection at a time, Connection: close",
+        launcher: Launcher::Gateway {
+            binary: NATIVE_GATEWAY,
+            args: &["--connection-close", "--threads", "1"],
+        },
+    },
+    Variant {
+        name: "wasmtime-pooled",
+        about: "fresh Wasmtime instance per request: pooling allocator, InstancePre, core-module guest",
+        launcher: Launcher::Gateway {
+            binary: WASM_GATEWAY,
+            args: &["--executor", "pooled"],
+        },
+    },
+    Variant {
+        name: "wasmtime-naive",
+        about: "the gateway study's embedded method: per request Linker + WASI ctx + Store + _start",
+        launcher: Launcher::Gateway {
+            binary: WASM_GATEWAY,
+            args: &["--executor", "naive"],
+        },
+    },
+];
+
+pub fn find(name: &str) -> anyhow::Result<&'static Variant> {
+    VARIANTS.iter().find(|v| v.name == name).ok_or_else(|| {
+        anyhow::anyhow!(
+            "unknown variant {name:?}: known variants are {}",
+            VARIANTS
+                .iter()
+                .map(|v| v.name)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    })
+}
+
+/// The binaries a set of variants needs.
+pub fn binaries<'a>(variants: impl IntoIterator<Item = &'a Variant>) -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    for v in variants {
+        let Launcher::Gateway { binary, .. } = v.launcher;
+        if !out.contains(&binary) {
+            out.push(binary);
+        }
+    }
+    out
+}
+
+/// What every launch needs to know.
+pub struct LaunchContext<'a> {
+    pub bin_dir: &'a Path,
+    pub upstream: &'a str,
+    pub start_timeout: Duration,
+    /// The server's stderr goes here.
+    pub log_path: PathBuf,
+}
+
+/// Start-up timings of one launch.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct StartTimes {
+    /// From spawn to the `listening on` line.
+    pub listening_ms: f64,
+    /// From spawn to the first complete 200 on `GET /`.
+    pub first_200_ms: f64,
+}
+
+/// A started server; stopped (and killed if need be) when dropped.
+pub struct Running {
+    pub addr: SocketAddr,
+    pub start: StartTimes,
+    child: Child,
+}
+
+impl Variant {
+    pub fn launch(&self, ctx: &LaunchContext<'_>) -> anyhow::Result<Running> {
+        match self.launcher {
+            Launcher::Gateway { binary, args } => {
+                let path = ctx.bin_dir.join(binary);
+                anyhow::ensure!(
+                    path.is_file(),
+                    "{} not found (build it with `cargo build --release`, or pass --bin-dir)",
+                    path.display()
+                );
+                let mut cmd = Command::new(&path);
+                cmd.args(["--port", "0", "--upstream", ctx.upstream])
+                    .args(args);
+                spawn_server(self.name, cmd, ctx, "/")
+            }
+        }
+    }
+}
+
+/// Spawns a server that prints `listening on http://ADDR` on stdout, then waits until `ready_path`
+/// answers 200.
+pub fn spawn_server(
+    name: &str,
+    mut cmd: Command,
+    ctx: &LaunchContext<'_>,
+    ready_path: &str,
+) -> anyhow::Result<Running> {
+    let log = File::create(&ctx.log_path)
+        .map_err(|e| anyhow::anyhow!("create {}: {e}", ctx.log_path.display()))?;
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(log);
+    // SAFETY: prctl is async-signal-safe; the child dies with wasmlab, so none outlives it.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    let t0 = Instant::now();
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| anyhow::anyhow!("start {name} ({:?}): {e}", cmd.get_program()))?;
+    let stdout = child.stdout.take().expect("piped");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if let Some(addr) = line.strip_prefix("listening on http://") {
+                let _ = tx.send(addr.trim().to_owned());
+            }
+        }
+    });
+    let mut running = Running {
+        addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+        start: StartTimes {
+            listening_ms: 0.0,
+            first_200_ms: 0.0,
+        },
+        child,
+    };
+    let deadline = t0 + ctx.start_timeout;
+    let addr = loop {
+        match rx.recv_timeout(Duration::from_millis(20)) {
+            Ok(a) => break a,
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => {}
+        }
+        if let Some(status) = running.child.try_wait()? {
+            anyhow::bail!(
+                "{name} exited ({status}) before listening; see {}",
+                ctx.log_path.display()
+            );
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "{name} did not print its address within {:?}; see {}",
+            ctx.start_timeout,
+            ctx.log_path.display()
+        );
+    };
+    running.start.listening_ms = t0.elapsed().as_secs_f64() * 1e3;
+    running.addr = addr
+        .parse()
+        .map_err(|e| anyhow::anyhow!("{name} printed a bad address {addr:?}: {e}"))?;
+    let client = crate::verify::Client::new()?;
+    loop {
+        // A tight retry loop: the first 200 is timed here, with no shell or curl in the window.
+        if let Ok((200, _)) = client.fetch(running.addr, "GET", ready_path, &[]) {
+            break;
+        }
+        if let Some(status) = running.child.try_wait()? {
+            anyhow::bail!(
+                "{name} exited ({status}) before answering; see {}",
+                ctx.log_path.display()
+            );
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "{name} did not answer 200 on {ready_path} within {:?}",
+            ctx.start_timeout
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    running.start.first_200_ms = t0.elapsed().as_secs_f64() * 1e3;
+    Ok(running)
+}
+
+impl Running {
+    /// `None` while running; the exit status once it has died.
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+
+    /// SIGTERM, then SIGKILL after a grace period.
+    pub fn stop(mut self) {
+        self.terminate();
+    }
+
+    fn terminate(&mut self) {
+        if self.exited().is_some() {
+            return;
+        }
+        // SAFETY: signalling our own child by pid.
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while Instant::now() < deadline {
+            if self.exited().is_some() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.terminate();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_found() {
+        for (i, v) in VARIANTS.iter().enumerate() {
+            assert!(
+                VARIANTS[i + 1..].iter().all(|w| w.name != v.name),
+                "{}",
+                v.name
+            );
+            assert_eq!(find(v.name).unwrap().name, v.name);
+        }
+        let e = find("wasmer").unwrap_err().to_string();
+        assert!(e.contains("unknown variant") && e.contains("native"), "{e}");
+    }
+}
