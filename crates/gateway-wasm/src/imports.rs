@@ -3,21 +3,33 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use wasmlab_gateway::Capabilities;
+use wasmlab_gateway::{Capabilities, ExecRequest};
 use wasmlab_guest_abi as abi;
 use wasmtime::{Caller, Extern, Linker, Result, bail};
 
 /// Per-request host state the imports work on.
 pub struct HostCtx {
     pub caps: Arc<Capabilities>,
+    /// The request a core-module guest reads with `request_sizes` / `request_read`.
+    request: Option<ExecRequest>,
     /// The outcome of the last `proxy_get`, until `proxy_take` copies it out.
     proxy_outcome: Option<Result<Bytes, String>>,
 }
 
 impl HostCtx {
+    /// For a guest that gets its request some other way (the command guest reads stdin).
     pub fn new(caps: Arc<Capabilities>) -> Self {
         Self {
             caps,
+            request: None,
+            proxy_outcome: None,
+        }
+    }
+
+    pub fn with_request(caps: Arc<Capabilities>, request: ExecRequest) -> Self {
+        Self {
+            caps,
+            request: Some(request),
             proxy_outcome: None,
         }
     }
@@ -30,11 +42,46 @@ fn guest_memory<T>(caller: &mut Caller<'_, T>) -> Result<wasmtime::Memory> {
     }
 }
 
+/// Copies `bytes` into guest memory at `dst`, trapping if it does not fit.
+fn write<T>(caller: &mut Caller<'_, T>, dst: u32, bytes: &[u8]) -> Result<()> {
+    let memory = guest_memory(caller)?;
+    memory.write(caller, dst as usize, bytes).map_err(|_| {
+        wasmtime::format_err!("guest buffer at {dst}+{} is out of bounds", bytes.len())
+    })
+}
+
 /// Adds the imports to `linker`; `ctx` projects the store's data to its [`HostCtx`].
 pub fn add_to_linker<T: Send + 'static>(
     linker: &mut Linker<T>,
     ctx: fn(&mut T) -> &mut HostCtx,
 ) -> Result<()> {
+    linker.func_wrap(
+        abi::IMPORT_MODULE,
+        abi::IMPORT_REQUEST_SIZES,
+        move |mut caller: Caller<'_, T>, out: u32| -> Result<()> {
+            let Some(req) = ctx(caller.data_mut()).request.as_ref() else {
+                bail!("no request for this instance");
+            };
+            let sizes = [req.method.as_str().len(), req.target.len(), req.body.len()];
+            let mut bytes = [0u8; 12];
+            for (chunk, n) in bytes.chunks_exact_mut(4).zip(sizes) {
+                chunk.copy_from_slice(&(n as u32).to_le_bytes());
+            }
+            write(&mut caller, out, &bytes)
+        },
+    )?;
+    linker.func_wrap(
+        abi::IMPORT_MODULE,
+        abi::IMPORT_REQUEST_READ,
+        move |mut caller: Caller<'_, T>, method: u32, target: u32, body: u32| -> Result<()> {
+            let Some(req) = ctx(caller.data_mut()).request.take() else {
+                bail!("request_read called twice or without a request");
+            };
+            write(&mut caller, method, req.method.as_str().as_bytes())?;
+            write(&mut caller, target, req.target.as_bytes())?;
+            write(&mut caller, body, &req.body)
+        },
+    )?;
     linker.func_wrap(
         abi::IMPORT_MODULE,
         abi::IMPORT_STATE_INCREMENT,
@@ -74,10 +121,7 @@ pub fn add_to_linker<T: Send + 'static>(
                 Err(msg) => msg.as_bytes(),
             };
             let n = bytes.len().min(dst_len as usize);
-            let memory = guest_memory(&mut caller)?;
-            memory
-                .write(&mut caller, dst as usize, &bytes[..n])
-                .map_err(|_| wasmtime::format_err!("proxy_take destination out of bounds"))?;
+            write(&mut caller, dst, &bytes[..n])?;
             Ok(n as u32)
         },
     )?;

@@ -7,6 +7,7 @@ pub mod cli;
 pub mod executor;
 pub mod host;
 pub mod server;
+pub mod test_support;
 
 pub use executor::{ExecRequest, Executor, NativeExecutor, Reply};
 pub use host::Capabilities;

@@ -4,13 +4,15 @@
 //! Core module ABI, version 1. The guest exports:
 //! - `memory`
 //! - `wasmlab_abi_version() -> i32`, returning [`ABI_VERSION`]
-//! - `wasmlab_alloc(len: i32) -> i32`: a pointer to `len` writable bytes (0 when out of memory)
-//! - `wasmlab_handle(method_ptr, method_len, target_ptr, target_len, body_ptr, body_len: i32) -> i32`:
-//!   handles the request whose parts the host wrote into guest memory and returns a pointer to a
+//! - `wasmlab_handle() -> i32`: handles the instance's request and returns a pointer to a
 //!   [`ResponseDescriptor`] (5 little-endian u32: status, headers ptr/len, body ptr/len). The headers
 //!   block is `name: value\n` lines (see [`parse_headers`]).
 //!
-//! The guest may import, from module `wasmlab`:
+//! The guest imports, from module `wasmlab`, the ones it uses of:
+//! - `request_sizes(out_ptr: i32)`: writes three little-endian u32 at `out_ptr`: the lengths of
+//!   the request's method, target (path and query) and body
+//! - `request_read(method_ptr, target_ptr, body_ptr: i32)`: copies the three parts to buffers of
+//!   those lengths (once per request)
 //! - `state_increment() -> i64`: increments the host's shared counter, returns its new value
 //! - `proxy_get(target_ptr, target_len: i32) -> i64`: the host sends `GET target` to its upstream and
 //!   keeps the outcome; returns the body's length, or `-(len + 1)` for an error message of `len` bytes
@@ -26,9 +28,10 @@
 pub const ABI_VERSION: i32 = 1;
 pub const EXPORT_MEMORY: &str = "memory";
 pub const EXPORT_ABI_VERSION: &str = "wasmlab_abi_version";
-pub const EXPORT_ALLOC: &str = "wasmlab_alloc";
 pub const EXPORT_HANDLE: &str = "wasmlab_handle";
 pub const IMPORT_MODULE: &str = "wasmlab";
+pub const IMPORT_REQUEST_SIZES: &str = "request_sizes";
+pub const IMPORT_REQUEST_READ: &str = "request_read";
 pub const IMPORT_STATE_INCREMENT: &str = "state_increment";
 pub const IMPORT_PROXY_GET: &str = "proxy_get";
 pub const IMPORT_PROXY_TAKE: &str = "proxy_take";

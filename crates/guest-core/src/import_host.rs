@@ -7,6 +7,21 @@ unsafe extern "C" {
     fn state_increment() -> i64;
     fn proxy_get(target_ptr: *const u8, target_len: usize) -> i64;
     fn proxy_take(dst_ptr: *mut u8, dst_len: usize) -> usize;
+    fn request_sizes(out: *mut u32);
+    fn request_read(method: *mut u8, target: *mut u8, body: *mut u8);
+}
+
+/// The instance's request: method, target and body, pulled from the host.
+#[cfg(feature = "handler-exports")]
+pub fn read_request() -> (Vec<u8>, Vec<u8>, Vec<u8>) {
+    let mut sizes = [0u32; 3];
+    // SAFETY: the host writes 12 bytes to `sizes`, then at most each buffer's length to each buffer.
+    unsafe {
+        request_sizes(sizes.as_mut_ptr());
+        let [mut m, mut t, mut b] = sizes.map(|n| vec![0u8; n as usize]);
+        request_read(m.as_mut_ptr(), t.as_mut_ptr(), b.as_mut_ptr());
+        (m, t, b)
+    }
 }
 
 pub struct ImportHost;

@@ -369,43 +369,48 @@ async fn connection(
                 .map_err(|_| Failure::Timeout)?
         }
         .await;
-        let mut st = stats.borrow_mut();
-        match outcome {
-            Ok((status, bytes)) => {
-                let ns = (started.elapsed().as_nanos() as u64).clamp(1, MAX_TRACKED_NS);
-                hist.borrow_mut().record(ns).expect("clamped to bounds");
-                st.responses += 1;
-                st.body_bytes += bytes;
-                if status.is_success() {
-                    st.ok += 1;
-                } else {
-                    st.errors.non_2xx += 1;
-                    st.first_error
-                        .get_or_insert_with(|| format!("status {status}"));
+        let failed = {
+            let mut st = stats.borrow_mut();
+            match outcome {
+                Ok((status, bytes)) => {
+                    let ns = (started.elapsed().as_nanos() as u64).clamp(1, MAX_TRACKED_NS);
+                    hist.borrow_mut().record(ns).expect("clamped to bounds");
+                    st.responses += 1;
+                    st.body_bytes += bytes;
+                    if status.is_success() {
+                        st.ok += 1;
+                    } else {
+                        st.errors.non_2xx += 1;
+                        st.first_error
+                            .get_or_insert_with(|| format!("status {status}"));
+                    }
+                    false
+                }
+                Err(f) => {
+                    // The connection is in an unknown state: replace it.
+                    sender = None;
+                    let msg = match f {
+                        Failure::Connect(m) => {
+                            st.errors.connect += 1;
+                            m
+                        }
+                        Failure::ReadWrite(m) => {
+                            st.errors.read_write += 1;
+                            m
+                        }
+                        Failure::Timeout => {
+                            st.errors.timeout += 1;
+                            format!("no response within {:?}", shared.config.timeout)
+                        }
+                    };
+                    st.first_error.get_or_insert(msg);
+                    true
                 }
             }
-            Err(f) => {
-                // The connection is in an unknown state: replace it.
-                sender = None;
-                let msg = match f {
-                    Failure::Connect(m) => {
-                        st.errors.connect += 1;
-                        m
-                    }
-                    Failure::ReadWrite(m) => {
-                        st.errors.read_write += 1;
-                        m
-                    }
-                    Failure::Timeout => {
-                        st.errors.timeout += 1;
-                        format!("no response within {:?}", shared.config.timeout)
-                    }
-                };
-                st.first_error.get_or_insert(msg);
-                drop(st);
-                // A refused connect returns at once; do not spin on it.
-                tokio::time::sleep(Duration::from_millis(1)).await;
-            }
+        };
+        if failed {
+            // A refused connect returns at once; do not spin on it.
+            tokio::time::sleep(Duration::from_millis(1)).await;
         }
     }
 }

@@ -35,7 +35,7 @@ fn counting_server(fail_every: u64) -> (SocketAddr, Arc<AtomicU64>) {
                     let svc = service_fn(move |_req| {
                         let n = counter.fetch_add(1, Ordering::SeqCst) + 1;
                         let mut resp = Response::new(Full::new(Bytes::from_static(b"ok")));
-                        if fail_every > 0 && n % fail_every == 0 {
+                        if fail_every > 0 && n.is_multiple_of(fail_every) {
                             *resp.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
                         }
                         async move { Ok::<_, Infallible>(resp) }

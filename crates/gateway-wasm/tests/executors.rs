@@ -1,0 +1,145 @@
+//! Every executor gives the same answer to the same request: the native handlers, the core-module
+//! guest in the pooled executor and the command guest in the naive one.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use wasmlab_gateway::{Capabilities, ExecRequest, Executor, NativeExecutor, Reply};
+use wasmlab_gateway_wasm::{NaiveExecutor, PoolLimits, PooledExecutor};
+
+/// Requests covering every route, parameters, errors and a binary body.
+fn requests() -> Vec<(&'static str, String, Bytes)> {
+    let binary: Bytes = (0..=255u8).cycle().take(5000).collect::<Vec<_>>().into();
+    vec![
+        ("GET", "/".into(), Bytes::new()),
+        ("GET", "/compute".into(), Bytes::new()),
+        ("GET", "/compute?iters=7".into(), Bytes::new()),
+        ("GET", "/compute?iters=bad".into(), Bytes::new()),
+        ("GET", "/state".into(), Bytes::new()),
+        ("GET", "/state".into(), Bytes::new()),
+        ("GET", "/proxy".into(), Bytes::new()),
+        ("GET", "/proxy?x=1".into(), Bytes::new()),
+        ("POST", "/echo".into(), Bytes::from_static(b"hello, echo")),
+        ("POST", "/echo".into(), Bytes::new()),
+        ("POST", "/echo".into(), binary),
+        ("GET", "/missing".into(), Bytes::new()),
+        ("PUT", "/state".into(), Bytes::new()),
+        ("GET", "/echo".into(), Bytes::new()),
+    ]
+}
+
+async fn replies<E: Executor>(ex: &E) -> Vec<Reply> {
+    let mut out = Vec::new();
+    for (method, target, body) in requests() {
+        out.push(
+            ex.execute(ExecRequest {
+                method: method.parse().unwrap(),
+                target,
+                body,
+            })
+            .await,
+        );
+    }
+    out
+}
+
+#[test]
+fn every_executor_answers_alike() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let up = wasmlab_upstream::spawn("127.0.0.1:0".parse().unwrap())
+            .await
+            .unwrap();
+        let up = format!("http://{up}");
+        // Each executor gets its own counter, so /state counts from 1 in each.
+        let caps = || Arc::new(Capabilities::new(Some(&up)).unwrap());
+        let native = replies(&NativeExecutor::new(caps())).await;
+        let limits = PoolLimits {
+            max_instances: 4,
+            ..PoolLimits::default()
+        };
+        let pooled = PooledExecutor::new(wasmlab_guest_artifacts::CORE, caps(), limits).unwrap();
+        let naive = NaiveExecutor::new(wasmlab_guest_artifacts::COMMAND, caps()).unwrap();
+        let (pooled, naive) = (replies(&pooled).await, replies(&naive).await);
+        for (i, (method, target, _)) in requests().iter().enumerate() {
+            assert_eq!(
+                pooled[i], native[i],
+                "pooled vs native on {method} {target}"
+            );
+            assert_eq!(naive[i], native[i], "naive vs native on {method} {target}");
+        }
+        // And the answers are the right ones, not just equal.
+        assert_eq!(native[0].body, "hello");
+        assert_eq!(native[4].body, "1");
+        assert_eq!(native[5].body, "2");
+        assert_eq!(native[6].body, "GET /proxy");
+        assert_eq!(native[7].body, "GET /proxy?x=1");
+        assert_eq!(native[3].status, 400);
+        assert_eq!(native[11].status, 404);
+        assert_eq!(native[12].status, 405);
+    });
+}
+
+#[test]
+fn pooled_executor_serves_more_requests_than_instances() {
+    // A pool of 2 instances under 64 concurrent requests: the semaphore queues them, none fails.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let caps = Arc::new(Capabilities::new(None).unwrap());
+        let limits = PoolLimits {
+            max_instances: 2,
+            ..PoolLimits::default()
+        };
+        let ex =
+            Arc::new(PooledExecutor::new(wasmlab_guest_artifacts::CORE, caps, limits).unwrap());
+        let mut tasks = Vec::new();
+        for _ in 0..64 {
+            let ex = ex.clone();
+            tasks.push(tokio::spawn(async move {
+                ex.execute(ExecRequest {
+                    method: hyper::Method::GET,
+                    target: "/state".into(),
+                    body: Bytes::new(),
+                })
+                .await
+            }));
+        }
+        let mut seen = Vec::new();
+        for t in tasks {
+            let r = t.await.unwrap();
+            assert_eq!(r.status, 200);
+            seen.push(
+                String::from_utf8(r.body.to_vec())
+                    .unwrap()
+                    .parse::<u64>()
+                    .unwrap(),
+            );
+        }
+        seen.sort();
+        assert_eq!(seen, (1..=64).collect::<Vec<_>>());
+    });
+}
+
+#[test]
+fn core_guest_memory_is_small() {
+    // A small initial memory keeps per-request resets cheap; see guest-core's arena.
+    let engine = wasmtime::Engine::default();
+    let module = wasmtime::Module::new(&engine, wasmlab_guest_artifacts::CORE).unwrap();
+    let memory = module
+        .exports()
+        .find_map(|e| e.ty().memory().cloned())
+        .expect("the core guest exports its memory");
+    assert!(
+        memory.minimum() <= 2,
+        "core guest starts with {} pages of 64 KiB",
+        memory.minimum()
+    );
+}

@@ -1,0 +1,183 @@
+//! `wasmlab` end to end: a tiny suite against the real gateway binaries, the load command, and the
+//! errors a user gets for bad input.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+const WASMLAB: &str = env!("CARGO_BIN_EXE_wasmlab");
+
+const THROUGHPUT_COLUMNS: &str = "variant,workload,connections,rps,p50_ms,p90_ms,p99_ms,p99_9_ms,max_ms,responses,errors,errors_connect,errors_read_write,errors_timeout,errors_non_2xx,duration_s";
+
+fn wasmlab(args: &[&str]) -> std::process::Output {
+    Command::new(WASMLAB).args(args).output().unwrap()
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.to_str().unwrap().to_owned()
+}
+
+#[test]
+fn tiny_suite_writes_results_with_expected_columns() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = write(
+        tmp.path(),
+        "tiny.toml",
+        r#"name = "tiny"
+variants = ["native", "wasmtime-pooled", "wasmtime-naive"]
+workloads = ["hello", "proxy", "echo"]
+connections = [2]
+duration_secs = 0.3
+warmup_secs = 0.1
+"#,
+    );
+    let results = tmp.path().join("results");
+    let out = wasmlab(&[
+        "run",
+        "--suite",
+        &suite,
+        "--no-build",
+        "--results",
+        results.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "stderr: {stderr}\nstdout: {stdout}");
+    assert!(stdout.contains("× native"), "table printed: {stdout}");
+
+    let runs: Vec<_> = std::fs::read_dir(&results).unwrap().collect();
+    assert_eq!(runs.len(), 1);
+    let dir = runs[0].as_ref().unwrap().path();
+
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+    assert_eq!(run["state"], "complete");
+    assert_eq!(run["suite"]["name"], "tiny");
+    assert!(run["machine"]["cores"].as_u64().unwrap() >= 1);
+    assert!(run["machine"]["cpu_model"].is_string());
+    assert!(run["machine"]["kernel"].is_string());
+    assert!(run["command"].as_array().unwrap().len() > 2);
+    let variants = run["variants"].as_array().unwrap();
+    assert_eq!(variants.len(), 3);
+    for v in variants {
+        assert_eq!(v["status"], "measured", "{v}");
+        assert!(
+            v["checks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|c| c["ok"] == true)
+        );
+    }
+
+    let csv = std::fs::read_to_string(dir.join("throughput.csv")).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(lines.next().unwrap(), THROUGHPUT_COLUMNS);
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 9);
+    for r in &rows {
+        assert_eq!(r.len(), THROUGHPUT_COLUMNS.split(',').count());
+        assert_eq!(r[2], "2");
+        let rps: f64 = r[3].parse().unwrap();
+        assert!(rps > 0.0, "{r:?}");
+        assert_eq!(r[10], "0", "no errors expected: {r:?}");
+    }
+
+    let samples = std::fs::read_to_string(dir.join("samples.jsonl")).unwrap();
+    let samples: Vec<serde_json::Value> = samples
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let throughput: Vec<_> = samples
+        .iter()
+        .filter(|s| s["kind"] == "throughput")
+        .collect();
+    assert_eq!(throughput.len(), 9);
+    assert!(
+        throughput
+            .iter()
+            .all(|s| s["schema"] == 1 && s["data"]["responses"].as_u64().unwrap() > 0)
+    );
+    assert_eq!(samples.iter().filter(|s| s["kind"] == "start").count(), 3);
+}
+
+#[test]
+fn bad_suite_file_is_a_clear_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = write(tmp.path(), "bad.toml", "name = \"bad\"\nvariants = [\n");
+    let out = wasmlab(&[
+        "run",
+        "--suite",
+        &suite,
+        "--no-build",
+        "--results",
+        tmp.path().to_str().unwrap(),
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad.toml"), "{err}");
+
+    let out = wasmlab(&["run", "--suite", "no-such-suite", "--no-build"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown suite"));
+}
+
+#[test]
+fn unknown_variant_is_a_clear_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = wasmlab(&[
+        "run",
+        "--variant",
+        "wasmer-llvm",
+        "--no-build",
+        "--results",
+        tmp.path().to_str().unwrap(),
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("unknown variant \"wasmer-llvm\""), "{err}");
+    // Nothing was measured, so no run directory was made.
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn load_command_reports_json() {
+    let mut up = Command::new(WASMLAB)
+        .args(["upstream", "--port", "0"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let line = BufReader::new(up.stdout.take().unwrap())
+        .lines()
+        .next()
+        .unwrap()
+        .unwrap();
+    let url = line.strip_prefix("listening on ").unwrap().to_owned();
+    let out = wasmlab(&[
+        "load",
+        &format!("{url}/x"),
+        "-c",
+        "4",
+        "-n",
+        "300",
+        "--json",
+    ]);
+    let _ = up.kill();
+    let _ = up.wait();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["responses"], 300);
+    assert_eq!(r["ok"], 300);
+    assert_eq!(r["errors"]["connect"], 0);
+    assert_eq!(r["body_bytes"], 300 * "GET /x".len());
+
+    let out = wasmlab(&["load", "ftp://127.0.0.1/", "-n", "1"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("only http://"));
+}
