@@ -82,6 +82,24 @@ impl PooledExecutor {
                 .ok_or_else(|| anyhow::anyhow!("the guest does not export `{name}` (handler ABI)"))
         };
         let (memory, handle) = (export(abi::EXPORT_MEMORY)?, export(abi::EXPORT_HANDLE)?);
+        // Checked once here, so each request can skip the check (see `run`).
+        let handle_ty = module
+            .get_export(abi::EXPORT_HANDLE)
+            .and_then(|e| e.func().cloned());
+        anyhow::ensure!(
+            handle_ty.is_some_and(
+                |t| t.params().len() == 0 && t.results().map(|r| r.is_i32()).eq([true])
+            ),
+            "the guest's `{}` must be a function of type () -> i32 (handler ABI)",
+            abi::EXPORT_HANDLE
+        );
+        anyhow::ensure!(
+            module
+                .get_export(abi::EXPORT_MEMORY)
+                .is_some_and(|e| e.memory().is_some()),
+            "the guest's `{}` export must be a memory (handler ABI)",
+            abi::EXPORT_MEMORY
+        );
         let mut linker = Linker::new(&engine);
         imports::add_to_linker(&mut linker, |ctx| ctx)?;
         let pre = linker.instantiate_pre(&module)?;

@@ -143,3 +143,25 @@ fn core_guest_memory_is_small() {
         memory.minimum()
     );
 }
+
+#[test]
+fn pooled_executor_refuses_a_module_without_the_abi() {
+    let caps = || Arc::new(Capabilities::new(None).unwrap());
+    let err = |wat: &str| match PooledExecutor::new(wat.as_bytes(), caps(), PoolLimits::default()) {
+        Ok(_) => panic!("accepted {wat}"),
+        Err(e) => format!("{e:#}"),
+    };
+    assert!(err("(module)").contains("does not export `memory`"));
+    let e = err(r#"(module (memory (export "memory") 1))"#);
+    assert!(e.contains("does not export `wasmlab_handle`"), "{e}");
+    let e = err(
+        r#"(module (memory (export "memory") 1) (func (export "wasmlab_handle") (param i32)))"#,
+    );
+    assert!(e.contains("() -> i32"), "{e}");
+    let e = err(
+        r#"(module (import "wasmlab" "nope" (func)) (memory (export "memory") 1)
+             (func (export "wasmlab_handle") (result i32) i32.const 0))"#,
+    );
+    assert!(e.contains("nope"), "{e}");
+    assert!(PooledExecutor::new(b"not wasm", caps(), PoolLimits::default()).is_err());
+}

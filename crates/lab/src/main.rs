@@ -61,7 +61,8 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("wasmlab: error: {e:#}");
-            ExitCode::from(2)
+            let code = e.downcast_ref::<run::RunEnded>().map_or(2, |r| r.exit_code);
+            ExitCode::from(code)
         }
     }
 }

@@ -443,18 +443,41 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     }
     println!("results: {}", dir.path.display());
     if interrupted {
-        anyhow::bail!(
-            "interrupted; the cells finished so far are in {}",
-            dir.path.display()
-        );
+        return Err(RunEnded {
+            exit_code: 130,
+            message: format!(
+                "interrupted; the cells finished so far are in {}",
+                dir.path.display()
+            ),
+        }
+        .into());
     }
     let failed = outcomes.iter().filter(|o| o.status == "failed").count();
-    anyhow::ensure!(
-        failed == 0,
-        "{failed} variant(s) failed; see above and run.json"
-    );
+    if failed > 0 {
+        return Err(RunEnded {
+            exit_code: 1,
+            message: format!("{failed} variant(s) failed; see above and run.json"),
+        }
+        .into());
+    }
     Ok(())
 }
+
+/// A run that finished its bookkeeping but did not measure everything: interrupted (exit 130, as
+/// for SIGINT) or with failed variants (exit 1). Other errors exit 2.
+#[derive(Debug)]
+pub struct RunEnded {
+    pub exit_code: u8,
+    pub message: String,
+}
+
+impl std::fmt::Display for RunEnded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for RunEnded {}
 
 /// Runs `cargo build` for the gateway binaries when wasmlab runs from its source tree, with the
 /// profile of the directory they are expected in.

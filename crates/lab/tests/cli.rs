@@ -181,3 +181,154 @@ fn load_command_reports_json() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("only http://"));
 }
+
+#[test]
+fn sigint_leaves_finished_files_complete() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = write(
+        tmp.path(),
+        "long.toml",
+        r#"name = "long"
+variants = ["native", "wasmtime-pooled"]
+workloads = ["hello", "state"]
+connections = [2]
+duration_secs = 1.5
+"#,
+    );
+    let results = tmp.path().join("results");
+    let mut child = Command::new(WASMLAB)
+        .args([
+            "run",
+            "--suite",
+            &suite,
+            "--no-build",
+            "--results",
+            results.to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Interrupt once the first cell is written, while the second is being measured.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let dir = loop {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no cell finished in time"
+        );
+        let dir = std::fs::read_dir(&results)
+            .ok()
+            .and_then(|mut d| d.next())
+            .map(|e| e.unwrap().path());
+        if let Some(dir) = dir {
+            let samples = std::fs::read_to_string(dir.join("samples.jsonl")).unwrap_or_default();
+            if samples.contains("\"throughput\"") {
+                break dir;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+    assert_eq!(run["state"], "interrupted");
+    assert!(run["finished_utc"].is_string());
+    let csv = std::fs::read_to_string(dir.join("throughput.csv")).unwrap();
+    let rows = csv.lines().skip(1).count();
+    assert!((1..4).contains(&rows), "{csv}");
+    for line in std::fs::read_to_string(dir.join("samples.jsonl"))
+        .unwrap()
+        .lines()
+    {
+        serde_json::from_str::<serde_json::Value>(line).unwrap();
+    }
+    let leftovers = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".tmp")
+        })
+        .count();
+    assert_eq!(leftovers, 0);
+}
+
+#[test]
+fn variant_answering_wrong_bodies_is_reported_and_the_run_goes_on() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let bin = tmp.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let real = Path::new(WASMLAB)
+        .parent()
+        .unwrap()
+        .join("wasmlab-gateway-native");
+    std::os::unix::fs::symlink(real, bin.join("wasmlab-gateway-native")).unwrap();
+    // A "Wasm gateway" that is really the echo upstream: it starts and answers 200, with the wrong bodies.
+    let fake = bin.join("wasmlab-gateway-wasm");
+    std::fs::write(
+        &fake,
+        format!("#!/bin/sh\nexec {WASMLAB} upstream --port 0\n"),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let suite = write(
+        tmp.path(),
+        "s.toml",
+        r#"name = "s"
+variants = ["wasmtime-pooled", "native"]
+workloads = ["hello"]
+connections = [1]
+duration_secs = 0.2
+"#,
+    );
+    let results = tmp.path().join("results");
+    let out = wasmlab(&[
+        "run",
+        "--suite",
+        &suite,
+        "--no-build",
+        "--bin-dir",
+        bin.to_str().unwrap(),
+        "--results",
+        results.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("wasmtime-pooled: not measured"));
+    let dir = std::fs::read_dir(&results)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+    assert_eq!(run["state"], "complete");
+    let v = &run["variants"];
+    assert_eq!(v[0]["name"], "wasmtime-pooled");
+    assert_eq!(v[0]["status"], "failed");
+    assert!(
+        v[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("verification failed"),
+        "{}",
+        v[0]
+    );
+    assert_eq!(v[1]["status"], "measured");
+    let csv = std::fs::read_to_string(dir.join("throughput.csv")).unwrap();
+    let rows: Vec<&str> = csv.lines().skip(1).collect();
+    assert_eq!(rows.len(), 1);
+    assert!(rows[0].starts_with("native,hello,1,"));
+}
