@@ -81,6 +81,6 @@ impl Executor for NaiveExecutor {
     async fn execute(&self, req: ExecRequest) -> Reply {
         self.run(&req)
             .await
-            .unwrap_or_else(|e| Reply::text(500, format!("guest failed: {e:#}")))
+            .unwrap_or_else(|e| Reply::guest_failed(&e))
     }
 }

@@ -148,6 +148,6 @@ impl Executor for PooledExecutor {
         };
         self.run(req)
             .await
-            .unwrap_or_else(|e| Reply::text(500, format!("guest failed: {e:#}")))
+            .unwrap_or_else(|e| Reply::guest_failed(&e))
     }
 }

@@ -43,14 +43,17 @@ async fn replies<E: Executor>(ex: &E) -> Vec<Reply> {
     out
 }
 
-#[test]
-fn every_executor_answers_alike() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-        .unwrap();
-    rt.block_on(async {
+        .unwrap()
+}
+
+#[test]
+fn every_executor_answers_alike() {
+    runtime().block_on(async {
         let up = wasmlab_upstream::spawn("127.0.0.1:0".parse().unwrap())
             .await
             .unwrap();
@@ -87,12 +90,7 @@ fn every_executor_answers_alike() {
 #[test]
 fn pooled_executor_serves_more_requests_than_instances() {
     // A pool of 2 instances under 64 concurrent requests: the semaphore queues them, none fails.
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
+    runtime().block_on(async {
         let caps = Arc::new(Capabilities::new(None).unwrap());
         let limits = PoolLimits {
             max_instances: 2,

@@ -1,29 +1,14 @@
 //! The Wasm gateway binary on an ephemeral port, with each executor: every route and malformed
 //! requests, as for the native gateway.
 
-use wasmlab_gateway::test_support::{ServerProcess, check_every_route};
+use wasmlab_gateway::test_support::{ServerProcess, check_every_route, echo_of, spawn_upstream};
 
 const BIN: &str = env!("CARGO_BIN_EXE_wasmlab-gateway-wasm");
 
 fn check_executor(executor: &str) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let up = rt
-        .block_on(wasmlab_upstream::spawn("127.0.0.1:0".parse().unwrap()))
-        .unwrap();
-    let server = ServerProcess::start(
-        BIN,
-        &[
-            "--executor",
-            executor,
-            "--upstream",
-            &format!("http://{up}"),
-        ],
-    );
-    check_every_route(server.addr, &wasmlab_upstream::echo_of("GET", "/proxy"));
+    let (_rt, up) = spawn_upstream();
+    let server = ServerProcess::start(BIN, &["--executor", executor, "--upstream", &up]);
+    check_every_route(server.addr, &echo_of("GET", "/proxy"));
 }
 
 #[test]

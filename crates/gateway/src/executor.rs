@@ -37,6 +37,11 @@ impl Reply {
         }
     }
 
+    /// The answer when a guest traps or breaks the ABI: the client gets 500, the cause in the body.
+    pub fn guest_failed(e: &anyhow::Error) -> Self {
+        Self::text(500, format!("guest failed: {e:#}"))
+    }
+
     /// Converts headers given as strings; a header that is not valid HTTP fails the whole reply.
     pub fn from_parts<'a>(
         status: u16,

@@ -2,9 +2,25 @@
 //! what a well-behaved client would not). Used by this crate's and `wasmlab-gateway-wasm`'s tests.
 
 use std::io::{BufRead, BufReader, Read, Write};
+
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
+pub use wasmlab_upstream::echo_of;
+
+/// Starts the upstream echo server on an ephemeral loopback port; returns its runtime (keep it
+/// alive) and its base URL.
+pub fn spawn_upstream() -> (tokio::runtime::Runtime, String) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let addr = rt
+        .block_on(wasmlab_upstream::spawn("127.0.0.1:0".parse().unwrap()))
+        .unwrap();
+    (rt, format!("http://{addr}"))
+}
 
 /// A gateway process on an ephemeral loopback port; killed when dropped.
 pub struct ServerProcess {

@@ -1,36 +1,26 @@
 //! The native gateway binary on an ephemeral port: every route, malformed requests, both modes.
 
-use wasmlab_gateway::test_support::{ServerProcess, check_every_route, request};
-
-fn upstream() -> (tokio::runtime::Runtime, String) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let addr = rt
-        .block_on(wasmlab_upstream::spawn("127.0.0.1:0".parse().unwrap()))
-        .unwrap();
-    (rt, format!("http://{addr}"))
-}
+use wasmlab_gateway::test_support::{
+    ServerProcess, check_every_route, echo_of, request, spawn_upstream,
+};
 
 const BIN: &str = env!("CARGO_BIN_EXE_wasmlab-gateway-native");
 
 #[test]
 fn keep_alive_gateway_serves_every_route() {
-    let (_rt, up) = upstream();
+    let (_rt, up) = spawn_upstream();
     let server = ServerProcess::start(BIN, &["--upstream", &up]);
-    check_every_route(server.addr, &wasmlab_upstream::echo_of("GET", "/proxy"));
+    check_every_route(server.addr, &echo_of("GET", "/proxy"));
 }
 
 #[test]
 fn connection_close_gateway_serves_every_route_and_closes() {
-    let (_rt, up) = upstream();
+    let (_rt, up) = spawn_upstream();
     let server = ServerProcess::start(
         BIN,
         &["--upstream", &up, "--connection-close", "--threads", "1"],
     );
-    check_every_route(server.addr, &wasmlab_upstream::echo_of("GET", "/proxy"));
+    check_every_route(server.addr, &echo_of("GET", "/proxy"));
     // Even a client asking for keep-alive gets Connection: close.
     let r = wasmlab_gateway::test_support::send_raw(
         server.addr,

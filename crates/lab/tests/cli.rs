@@ -19,12 +19,46 @@ fn write(dir: &Path, name: &str, text: &str) -> String {
     p.to_str().unwrap().to_owned()
 }
 
+/// `wasmlab run --no-build` on the suite `toml`, results under `dir/results`, plus `extra` flags.
+fn run_suite(dir: &Path, toml: &str, extra: &[&str]) -> (std::process::Output, std::path::PathBuf) {
+    let suite = write(dir, "suite.toml", toml);
+    let results = dir.join("results");
+    let mut args = vec![
+        "run",
+        "--suite",
+        &suite,
+        "--no-build",
+        "--results",
+        results.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    (wasmlab(&args), results)
+}
+
+/// The one run directory under `results`.
+fn only_run_dir(results: &Path) -> std::path::PathBuf {
+    let runs: Vec<_> = std::fs::read_dir(results).unwrap().collect();
+    assert_eq!(runs.len(), 1);
+    runs[0].as_ref().unwrap().path()
+}
+
+/// Runs wasmlab, expects a non-zero exit and `needle` in its stderr.
+fn assert_fails_with(args: &[&str], needle: &str) {
+    let out = wasmlab(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{args:?} succeeded");
+    assert!(err.contains(needle), "{args:?}: {err}");
+}
+
+fn read_json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
 #[test]
 fn tiny_suite_writes_results_with_expected_columns() {
     let tmp = tempfile::tempdir().unwrap();
-    let suite = write(
+    let (out, results) = run_suite(
         tmp.path(),
-        "tiny.toml",
         r#"name = "tiny"
 variants = ["native", "wasmtime-pooled", "wasmtime-naive"]
 workloads = ["hello", "proxy", "echo"]
@@ -32,27 +66,15 @@ connections = [2]
 duration_secs = 0.3
 warmup_secs = 0.1
 "#,
+        &[],
     );
-    let results = tmp.path().join("results");
-    let out = wasmlab(&[
-        "run",
-        "--suite",
-        &suite,
-        "--no-build",
-        "--results",
-        results.to_str().unwrap(),
-    ]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "stderr: {stderr}\nstdout: {stdout}");
     assert!(stdout.contains("× native"), "table printed: {stdout}");
 
-    let runs: Vec<_> = std::fs::read_dir(&results).unwrap().collect();
-    assert_eq!(runs.len(), 1);
-    let dir = runs[0].as_ref().unwrap().path();
-
-    let run: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+    let dir = only_run_dir(&results);
+    let run = read_json(&dir.join("run.json"));
     assert_eq!(run["state"], "complete");
     assert_eq!(run["suite"]["name"], "tiny");
     assert!(run["machine"]["cores"].as_u64().unwrap() >= 1);
@@ -107,37 +129,33 @@ warmup_secs = 0.1
 fn bad_suite_file_is_a_clear_error() {
     let tmp = tempfile::tempdir().unwrap();
     let suite = write(tmp.path(), "bad.toml", "name = \"bad\"\nvariants = [\n");
-    let out = wasmlab(&[
-        "run",
-        "--suite",
-        &suite,
-        "--no-build",
-        "--results",
-        tmp.path().to_str().unwrap(),
-    ]);
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("bad.toml"), "{err}");
+    let results = tmp.path().to_str().unwrap();
+    assert_fails_with(
+        &["run", "--suite", &suite, "--no-build", "--results", results],
+        "bad.toml",
+    );
 
-    let out = wasmlab(&["run", "--suite", "no-such-suite", "--no-build"]);
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown suite"));
+    assert_fails_with(
+        &["run", "--suite", "no-such-suite", "--no-build"],
+        "unknown suite",
+    );
 }
 
 #[test]
 fn unknown_variant_is_a_clear_error() {
     let tmp = tempfile::tempdir().unwrap();
-    let out = wasmlab(&[
-        "run",
-        "--variant",
-        "wasmer-llvm",
-        "--no-build",
-        "--results",
-        tmp.path().to_str().unwrap(),
-    ]);
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("unknown variant \"wasmer-llvm\""), "{err}");
+    let results = tmp.path().to_str().unwrap();
+    assert_fails_with(
+        &[
+            "run",
+            "--variant",
+            "wasmer-llvm",
+            "--no-build",
+            "--results",
+            results,
+        ],
+        "unknown variant \"wasmer-llvm\"",
+    );
     // Nothing was measured, so no run directory was made.
     assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
 }
@@ -177,9 +195,7 @@ fn load_command_reports_json() {
     assert_eq!(r["errors"]["connect"], 0);
     assert_eq!(r["body_bytes"], 300 * "GET /x".len());
 
-    let out = wasmlab(&["load", "ftp://127.0.0.1/", "-n", "1"]);
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("only http://"));
+    assert_fails_with(&["load", "ftp://127.0.0.1/", "-n", "1"], "only http://");
 }
 
 #[test]
@@ -233,8 +249,7 @@ duration_secs = 1.5
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130));
 
-    let run: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+    let run = read_json(&dir.join("run.json"));
     assert_eq!(run["state"], "interrupted");
     assert!(run["finished_utc"].is_string());
     let csv = std::fs::read_to_string(dir.join("throughput.csv")).unwrap();
@@ -278,27 +293,16 @@ fn variant_answering_wrong_bodies_is_reported_and_the_run_goes_on() {
     )
     .unwrap();
     std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let suite = write(
+    let (out, results) = run_suite(
         tmp.path(),
-        "s.toml",
         r#"name = "s"
 variants = ["wasmtime-pooled", "native"]
 workloads = ["hello"]
 connections = [1]
 duration_secs = 0.2
 "#,
+        &["--bin-dir", bin.to_str().unwrap()],
     );
-    let results = tmp.path().join("results");
-    let out = wasmlab(&[
-        "run",
-        "--suite",
-        &suite,
-        "--no-build",
-        "--bin-dir",
-        bin.to_str().unwrap(),
-        "--results",
-        results.to_str().unwrap(),
-    ]);
     assert_eq!(
         out.status.code(),
         Some(1),
@@ -306,14 +310,8 @@ duration_secs = 0.2
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("wasmtime-pooled: not measured"));
-    let dir = std::fs::read_dir(&results)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
-    let run: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+    let run = read_json(&only_run_dir(&results).join("run.json"));
+    let dir = only_run_dir(&results);
     assert_eq!(run["state"], "complete");
     let v = &run["variants"];
     assert_eq!(v[0]["name"], "wasmtime-pooled");
