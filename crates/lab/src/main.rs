@@ -45,6 +45,8 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // The load generator holds one socket per connection (1,200 in the gateway-study suite).
+    wasmlab_gateway::cli::raise_fd_limit();
     let result = match cli.command {
         Command::Run(args) => run::run(args),
         Command::Load(args) => load_cmd::load(args),
