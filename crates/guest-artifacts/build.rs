@@ -9,6 +9,8 @@ struct Guest {
     name: &'static str,
     package: &'static str,
     target: &'static str,
+    /// Which target of the package: `--lib` or `--bin NAME`.
+    select: &'static [&'static str],
     /// The file cargo writes under `<target>/guest/`.
     file: &'static str,
     rustflags: &'static [&'static str],
@@ -19,6 +21,7 @@ const GUESTS: &[Guest] = &[
         name: "CORE",
         package: "wasmlab-guest-core",
         target: "wasm32-unknown-unknown",
+        select: &["--lib"],
         file: "wasmlab_guest_core.wasm",
         // A small stack keeps the per-request instance small (pooling resets what was touched).
         rustflags: &["-Clink-arg=-zstack-size=16384"],
@@ -27,8 +30,26 @@ const GUESTS: &[Guest] = &[
         name: "COMMAND",
         package: "wasmlab-guest-command",
         target: "wasm32-wasip1",
+        select: &["--bin", "wasmlab-guest-command"],
         file: "wasmlab-guest-command.wasm",
         // Default stack: this is the gateway study's guest as it built it.
+        rustflags: &[],
+    },
+    // The misbehaving guest of the hardening tests, in both shapes.
+    Guest {
+        name: "HOSTILE_CORE",
+        package: "wasmlab-guest-hostile",
+        target: "wasm32-unknown-unknown",
+        select: &["--lib"],
+        file: "wasmlab_guest_hostile.wasm",
+        rustflags: &[],
+    },
+    Guest {
+        name: "HOSTILE_COMMAND",
+        package: "wasmlab-guest-hostile",
+        target: "wasm32-wasip1",
+        select: &["--bin", "wasmlab-guest-hostile"],
+        file: "wasmlab-guest-hostile.wasm",
         rustflags: &[],
     },
 ];
@@ -44,7 +65,13 @@ fn main() {
     // Shared by debug and release builds of the workspace, apart from the outer target dir's lock.
     let target_dir = workspace.join("target").join("guests");
 
-    for dir in ["handlers", "guest-abi", "guest-core", "guest-command"] {
+    for dir in [
+        "handlers",
+        "guest-abi",
+        "guest-core",
+        "guest-command",
+        "guest-hostile",
+    ] {
         println!(
             "cargo:rerun-if-changed={}",
             workspace.join("crates").join(dir).display()
@@ -98,6 +125,7 @@ fn build(workspace: &Path, target_dir: &Path, g: &Guest) {
             "--target",
             g.target,
         ])
+        .args(g.select)
         .arg("--target-dir")
         .arg(target_dir)
         // The outer build's flags are for the host target, not for the guests.

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use wasmlab_gateway::{Capabilities, ExecRequest, Executor, NativeExecutor};
-use wasmlab_gateway_wasm::{NaiveExecutor, PoolLimits, PooledExecutor};
+use wasmlab_gateway_wasm::{GuestLimits, NaiveExecutor, PooledExecutor};
 
 fn per_request_us<E: Executor>(rt: &tokio::runtime::Runtime, ex: &E, target: &str, n: u32) -> f64 {
     let mut rounds: Vec<f64> = (0..7)
@@ -38,9 +38,18 @@ fn main() {
         .unwrap();
     let caps = || Arc::new(Capabilities::new(None).unwrap());
     let native = NativeExecutor::new(caps());
-    let pooled =
-        PooledExecutor::new(wasmlab_guest_artifacts::CORE, caps(), PoolLimits::default()).unwrap();
-    let naive = NaiveExecutor::new(wasmlab_guest_artifacts::COMMAND, caps()).unwrap();
+    let pooled = PooledExecutor::new(
+        wasmlab_guest_artifacts::CORE,
+        caps(),
+        GuestLimits::default(),
+    )
+    .unwrap();
+    let naive = NaiveExecutor::new(
+        wasmlab_guest_artifacts::COMMAND,
+        caps(),
+        GuestLimits::default(),
+    )
+    .unwrap();
     // `cargo bench -p wasmlab-gateway-wasm -- pooled` measures only executors whose name contains "pooled".
     let filter: Vec<String> = std::env::args()
         .skip(1)

@@ -1,15 +1,22 @@
 //! The `wasmlab` host imports (see `wasmlab-guest-abi`), shared by both executors.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use bytes::Bytes;
 use wasmlab_gateway::{Capabilities, ExecRequest};
 use wasmlab_guest_abi as abi;
-use wasmtime::{Caller, Extern, Linker, Result, bail};
+use wasmtime::{Caller, Extern, Linker, Result, StoreLimits, bail};
+
+use crate::limits::{DeadlineExceeded, GuestLimits};
 
 /// Per-request host state the imports work on.
 pub struct HostCtx {
     pub caps: Arc<Capabilities>,
+    /// The store's resource limiter (memory growth).
+    pub limits: StoreLimits,
+    /// When the request must be done: host calls that wait are cut here.
+    deadline: Instant,
     /// The request a core-module guest reads with `request_sizes` / `request_read`.
     request: Option<ExecRequest>,
     /// The outcome of the last `proxy_get`, until `proxy_take` copies it out.
@@ -18,17 +25,25 @@ pub struct HostCtx {
 
 impl HostCtx {
     /// For a guest that gets its request some other way (the command guest reads stdin).
-    pub fn new(caps: Arc<Capabilities>) -> Self {
+    pub fn new(caps: Arc<Capabilities>, limits: &GuestLimits) -> Self {
         Self {
             caps,
+            limits: limits.store_limits(),
+            deadline: Instant::now() + limits.deadline,
             request: None,
             proxy_outcome: None,
         }
     }
 
-    pub fn with_request(caps: Arc<Capabilities>, request: ExecRequest) -> Self {
+    pub fn with_request(
+        caps: Arc<Capabilities>,
+        request: ExecRequest,
+        limits: &GuestLimits,
+    ) -> Self {
         Self {
             caps,
+            limits: limits.store_limits(),
+            deadline: Instant::now() + limits.deadline,
             request: Some(request),
             proxy_outcome: None,
         }
@@ -98,8 +113,13 @@ pub fn add_to_linker<T: Send + 'static>(
                     Ok(t) => t.to_owned(),
                     Err(_) => bail!("proxy target is not UTF-8"),
                 };
-                let caps = ctx(caller.data_mut()).caps.clone();
-                let outcome = caps.upstream_get(&target).await;
+                let host = ctx(caller.data_mut());
+                let (caps, deadline) = (host.caps.clone(), host.deadline);
+                let remaining = deadline.saturating_duration_since(Instant::now());
+                let Ok(outcome) = tokio::time::timeout(remaining, caps.upstream_get(&target)).await
+                else {
+                    return Err(DeadlineExceeded.into());
+                };
                 let code = match &outcome {
                     Ok(body) => body.len() as i64,
                     Err(msg) => -(msg.len() as i64) - 1,

@@ -8,9 +8,11 @@
 //!   WASI command guest.
 
 mod imports;
+mod limits;
 mod naive;
 mod pooled;
 
 pub use imports::HostCtx;
+pub use limits::GuestLimits;
 pub use naive::NaiveExecutor;
-pub use pooled::{PoolLimits, PooledExecutor};
+pub use pooled::PooledExecutor;

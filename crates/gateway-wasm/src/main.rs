@@ -2,8 +2,10 @@
 //! request.
 
 use clap::{Parser, ValueEnum};
+use std::time::Duration;
 use wasmlab_gateway::cli::ServerArgs;
-use wasmlab_gateway_wasm::{NaiveExecutor, PoolLimits, PooledExecutor};
+
+use wasmlab_gateway_wasm::{GuestLimits, NaiveExecutor, PooledExecutor};
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum ExecutorKind {
@@ -24,31 +26,56 @@ struct Args {
     server: ServerArgs,
     #[arg(long, value_enum, default_value = "pooled")]
     executor: ExecutorKind,
+    /// Run this guest instead of the built-in one: a core module implementing the handler ABI
+    /// (docs/guest-abi.md) for `pooled`, a WASI command for `naive`.
+    #[arg(long, value_name = "PATH")]
+    wasm: Option<std::path::PathBuf>,
     /// Instances alive at once (pooled); requests beyond this wait for a slot.
-    #[arg(long, default_value_t = PoolLimits::default().max_instances)]
+    #[arg(long, default_value_t = GuestLimits::default().max_instances)]
     max_instances: u32,
-    /// Largest linear memory one instance may grow to, in MiB (pooled).
-    #[arg(long, default_value_t = PoolLimits::default().max_memory_bytes >> 20)]
+    /// Largest linear memory one instance may grow to, in MiB; growing past it answers 500.
+    #[arg(long, default_value_t = GuestLimits::default().max_memory_bytes >> 20)]
     max_memory_mib: usize,
+    /// Longest a request may run in the guest, in ms; past it the answer is 504.
+    #[arg(long, default_value_t = GuestLimits::default().deadline.as_millis() as u64)]
+    deadline_ms: u64,
+    /// Requests allowed to wait for an instance (pooled); more are answered 503 at once.
+    #[arg(long, default_value_t = GuestLimits::default().max_queue)]
+    max_queue: usize,
+    /// Longest wait for an instance (pooled), in ms, before 503.
+    #[arg(long, default_value_t = GuestLimits::default().queue_timeout.as_millis() as u64)]
+    queue_timeout_ms: u64,
 }
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let limits = PoolLimits {
+    let limits = GuestLimits {
         max_instances: args.max_instances,
         max_memory_bytes: args.max_memory_mib << 20,
+        deadline: Duration::from_millis(args.deadline_ms),
+        max_queue: args.max_queue,
+        queue_timeout: Duration::from_millis(args.queue_timeout_ms),
     };
+    let wasm = match &args.wasm {
+        Some(path) => std::fs::read(path)
+            .map_err(|e| anyhow::anyhow!("cannot read --wasm {}: {e}", path.display()))?,
+        None => match args.executor {
+            ExecutorKind::Pooled => wasmlab_guest_artifacts::CORE.to_vec(),
+            ExecutorKind::Naive => wasmlab_guest_artifacts::COMMAND.to_vec(),
+        },
+    };
+    let guest = args
+        .wasm
+        .as_ref()
+        .map_or_else(|| "built-in".to_owned(), |p| p.display().to_string());
+    eprintln!("guest={guest} limits: {limits}");
+    let refused = |e: anyhow::Error| e.context(format!("guest {guest} refused"));
     match args.executor {
-        ExecutorKind::Pooled => args.server.run(|caps| async move {
-            eprintln!(
-                "pool: max_instances={} max_memory={} MiB",
-                limits.max_instances,
-                limits.max_memory_bytes >> 20
-            );
-            PooledExecutor::new(wasmlab_guest_artifacts::CORE, caps, limits)
-        }),
+        ExecutorKind::Pooled => args
+            .server
+            .run(|caps| async move { PooledExecutor::new(&wasm, caps, limits).map_err(refused) }),
         ExecutorKind::Naive => args
             .server
-            .run(|caps| async move { NaiveExecutor::new(wasmlab_guest_artifacts::COMMAND, caps) }),
+            .run(|caps| async move { NaiveExecutor::new(&wasm, caps, limits).map_err(refused) }),
     }
 }

@@ -12,6 +12,7 @@ use wasmtime_wasi::p2::pipe::{MemoryInputPipe, MemoryOutputPipe};
 use wasmtime_wasi::{I32Exit, WasiCtxBuilder};
 
 use crate::imports::{self, HostCtx};
+use crate::limits::{EpochTicker, GuestLimits, failure_reply};
 
 /// Most bytes a guest may write to stdout.
 const MAX_OUTPUT: usize = 64 << 20;
@@ -20,6 +21,8 @@ pub struct NaiveExecutor {
     engine: Engine,
     module: Module,
     caps: Arc<Capabilities>,
+    limits: GuestLimits,
+    _ticker: EpochTicker,
 }
 
 struct NaiveState {
@@ -28,17 +31,22 @@ struct NaiveState {
 }
 
 impl NaiveExecutor {
-    pub fn new(wasm: &[u8], caps: Arc<Capabilities>) -> anyhow::Result<Self> {
-        let engine = Engine::default();
+    pub fn new(wasm: &[u8], caps: Arc<Capabilities>, limits: GuestLimits) -> anyhow::Result<Self> {
+        // The study's default engine, plus the deadline every executor here enforces.
+        let mut config = wasmtime::Config::new();
+        config.epoch_interruption(true);
+        let engine = Engine::new(&config)?;
         let module = Module::new(&engine, wasm)?;
         anyhow::ensure!(
             module.get_export_index("_start").is_some(),
             "the command guest does not export `_start`"
         );
         Ok(Self {
+            _ticker: EpochTicker::start(&engine, limits.tick())?,
             engine,
             module,
             caps,
+            limits,
         })
     }
 
@@ -56,9 +64,11 @@ impl NaiveExecutor {
             &self.engine,
             NaiveState {
                 wasi,
-                host: HostCtx::new(self.caps.clone()),
+                host: HostCtx::new(self.caps.clone(), &self.limits),
             },
         );
+        store.limiter(|s| &mut s.host.limits);
+        store.set_epoch_deadline(self.limits.deadline_ticks());
         let instance = linker.instantiate_async(&mut store, &self.module).await?;
         let start = instance.get_typed_func::<(), ()>(&mut store, "_start")?;
         match start.call_async(&mut store, ()).await {
@@ -81,6 +91,6 @@ impl Executor for NaiveExecutor {
     async fn execute(&self, req: ExecRequest) -> Reply {
         self.run(&req)
             .await
-            .unwrap_or_else(|e| Reply::guest_failed(&e))
+            .unwrap_or_else(|e| failure_reply(&e, &self.limits))
     }
 }

@@ -1,8 +1,9 @@
 //! The fast path: a fresh instance per request from a pre-linked module and a pooling allocator.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
-use tokio::sync::Semaphore;
+use tokio::sync::{Semaphore, SemaphorePermit};
 use wasmlab_gateway::{Capabilities, ExecRequest, Executor, Reply};
 use wasmlab_guest_abi as abi;
 use wasmtime::{
@@ -11,24 +12,7 @@ use wasmtime::{
 };
 
 use crate::imports::{self, HostCtx};
-
-/// How much the instance pool may hold.
-#[derive(Debug, Clone, Copy)]
-pub struct PoolLimits {
-    /// Instances alive at once; requests beyond this wait for a slot.
-    pub max_instances: u32,
-    /// Largest linear memory one instance may grow to (bytes).
-    pub max_memory_bytes: usize,
-}
-
-impl Default for PoolLimits {
-    fn default() -> Self {
-        Self {
-            max_instances: 1024,
-            max_memory_bytes: 64 << 20,
-        }
-    }
-}
+use crate::limits::{EpochTicker, GuestLimits, failure_reply};
 
 pub struct PooledExecutor {
     engine: Engine,
@@ -36,20 +20,24 @@ pub struct PooledExecutor {
     memory: ModuleExport,
     handle: ModuleExport,
     slots: Semaphore,
+    /// Requests waiting for a slot now.
+    waiting: AtomicUsize,
+    limits: GuestLimits,
     caps: Arc<Capabilities>,
+    _ticker: EpochTicker,
 }
 
 type HandleFn = TypedFunc<(), u32>;
 
 impl PooledExecutor {
     /// Compiles `wasm` (a core module implementing the handler ABI) and links it once.
-    pub fn new(wasm: &[u8], caps: Arc<Capabilities>, limits: PoolLimits) -> anyhow::Result<Self> {
+    pub fn new(wasm: &[u8], caps: Arc<Capabilities>, limits: GuestLimits) -> anyhow::Result<Self> {
         let engine = Engine::new(&Self::config(limits))?;
         let module = Module::new(&engine, wasm)?;
         Self::from_module(engine, module, caps, limits)
     }
 
-    fn config(limits: PoolLimits) -> Config {
+    fn config(limits: GuestLimits) -> Config {
         let n = limits.max_instances.max(1);
         let mut pool = PoolingAllocationConfig::default();
         pool.total_core_instances(n)
@@ -66,7 +54,9 @@ impl PooledExecutor {
             .pagemap_scan(Enabled::No);
 
         let mut config = Config::new();
-        config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+        config
+            .allocation_strategy(InstanceAllocationStrategy::Pooling(pool))
+            .epoch_interruption(true);
         config
     }
 
@@ -74,7 +64,7 @@ impl PooledExecutor {
         engine: Engine,
         module: Module,
         caps: Arc<Capabilities>,
-        limits: PoolLimits,
+        limits: GuestLimits,
     ) -> anyhow::Result<Self> {
         let export = |name: &str| {
             module
@@ -103,7 +93,11 @@ impl PooledExecutor {
         let mut linker = Linker::new(&engine);
         imports::add_to_linker(&mut linker, |ctx| ctx)?;
         let pre = linker.instantiate_pre(&module)?;
+        let ticker = EpochTicker::start(&engine, limits.tick())?;
         Ok(Self {
+            _ticker: ticker,
+            waiting: AtomicUsize::new(0),
+            limits,
             engine,
             pre,
             memory,
@@ -115,23 +109,58 @@ impl PooledExecutor {
 
     async fn run(&self, req: ExecRequest) -> anyhow::Result<Reply> {
         // The guest pulls the request through the `request_*` imports during its one call.
-        let mut store = Store::new(&self.engine, HostCtx::with_request(self.caps.clone(), req));
+        let mut store = Store::new(
+            &self.engine,
+            HostCtx::with_request(self.caps.clone(), req, &self.limits),
+        );
+        store.limiter(|ctx| &mut ctx.limits);
+        store.set_epoch_deadline(self.limits.deadline_ticks());
         let instance = self.pre.instantiate_async(&mut store).await?;
-        let Some(Extern::Memory(memory)) = instance.get_module_export(&mut store, &self.memory)
-        else {
-            anyhow::bail!("guest export `{}` is not a memory", abi::EXPORT_MEMORY);
+        let export = |store: &mut Store<HostCtx>, e| {
+            instance
+                .get_module_export(store, e)
+                .expect("export indices come from this module")
         };
-        let handle: HandleFn = instance
-            .get_module_export(&mut store, &self.handle)
-            .and_then(Extern::into_func)
-            .ok_or_else(|| {
-                anyhow::anyhow!("guest export `{}` is not a function", abi::EXPORT_HANDLE)
-            })?
-            .typed(&store)?;
+        let Extern::Memory(memory) = export(&mut store, &self.memory) else {
+            unreachable!("export types checked in from_module");
+        };
+        let Extern::Func(handle) = export(&mut store, &self.handle) else {
+            unreachable!("export types checked in from_module");
+        };
+        // SAFETY: `from_module` checked that the export is a `() -> i32` function.
+        let handle: HandleFn = unsafe { TypedFunc::new_unchecked(&store, handle) };
         let desc = handle.call_async(&mut store, ()).await?;
         let resp = abi::read_response(memory.data(&store), desc)?;
         let headers = resp.headers.iter().map(|(k, v)| (k.as_str(), v.as_str()));
         Reply::from_parts(resp.status, headers, resp.body).map_err(anyhow::Error::msg)
+    }
+
+    /// A slot in the instance pool: at once if one is free, else after a bounded wait in a
+    /// bounded queue; `Err` is the 503 to answer.
+    async fn slot(&self) -> Result<SemaphorePermit<'_>, Reply> {
+        if let Ok(permit) = self.slots.try_acquire() {
+            return Ok(permit);
+        }
+        if self.waiting.fetch_add(1, Ordering::Relaxed) >= self.limits.max_queue {
+            self.waiting.fetch_sub(1, Ordering::Relaxed);
+            return Err(Reply::text(
+                503,
+                "busy: every instance is in use and the queue is full",
+            ));
+        }
+        let waited = tokio::time::timeout(self.limits.queue_timeout, self.slots.acquire()).await;
+        self.waiting.fetch_sub(1, Ordering::Relaxed);
+        match waited {
+            Ok(Ok(permit)) => Ok(permit),
+            Ok(Err(_)) => Err(Reply::text(503, "executor shut down")),
+            Err(_) => Err(Reply::text(
+                503,
+                format!(
+                    "busy: no instance free within {} ms",
+                    self.limits.queue_timeout.as_millis()
+                ),
+            )),
+        }
     }
 }
 
@@ -142,12 +171,13 @@ impl Executor for PooledExecutor {
 
     async fn execute(&self, req: ExecRequest) -> Reply {
         // The semaphore keeps live instances within the pool, so instantiation never fails for
-        // want of a slot; waiting requests queue here.
-        let Ok(_slot) = self.slots.acquire().await else {
-            return Reply::text(503, "executor shut down");
+        // want of a slot.
+        let _slot = match self.slot().await {
+            Ok(slot) => slot,
+            Err(busy) => return busy,
         };
         self.run(req)
             .await
-            .unwrap_or_else(|e| Reply::guest_failed(&e))
+            .unwrap_or_else(|e| failure_reply(&e, &self.limits))
     }
 }

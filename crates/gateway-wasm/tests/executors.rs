@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use wasmlab_gateway::{Capabilities, ExecRequest, Executor, NativeExecutor, Reply};
-use wasmlab_gateway_wasm::{NaiveExecutor, PoolLimits, PooledExecutor};
+use wasmlab_gateway_wasm::{GuestLimits, NaiveExecutor, PooledExecutor};
 
 /// Requests covering every route, parameters, errors and a binary body.
 fn requests() -> Vec<(&'static str, String, Bytes)> {
@@ -61,12 +61,17 @@ fn every_executor_answers_alike() {
         // Each executor gets its own counter, so /state counts from 1 in each.
         let caps = || Arc::new(Capabilities::new(Some(&up)).unwrap());
         let native = replies(&NativeExecutor::new(caps())).await;
-        let limits = PoolLimits {
+        let limits = GuestLimits {
             max_instances: 4,
-            ..PoolLimits::default()
+            ..GuestLimits::default()
         };
         let pooled = PooledExecutor::new(wasmlab_guest_artifacts::CORE, caps(), limits).unwrap();
-        let naive = NaiveExecutor::new(wasmlab_guest_artifacts::COMMAND, caps()).unwrap();
+        let naive = NaiveExecutor::new(
+            wasmlab_guest_artifacts::COMMAND,
+            caps(),
+            GuestLimits::default(),
+        )
+        .unwrap();
         let (pooled, naive) = (replies(&pooled).await, replies(&naive).await);
         for (i, (method, target, _)) in requests().iter().enumerate() {
             assert_eq!(
@@ -92,9 +97,9 @@ fn pooled_executor_serves_more_requests_than_instances() {
     // A pool of 2 instances under 64 concurrent requests: the semaphore queues them, none fails.
     runtime().block_on(async {
         let caps = Arc::new(Capabilities::new(None).unwrap());
-        let limits = PoolLimits {
+        let limits = GuestLimits {
             max_instances: 2,
-            ..PoolLimits::default()
+            ..GuestLimits::default()
         };
         let ex =
             Arc::new(PooledExecutor::new(wasmlab_guest_artifacts::CORE, caps, limits).unwrap());
@@ -145,7 +150,8 @@ fn core_guest_memory_is_small() {
 #[test]
 fn pooled_executor_refuses_a_module_without_the_abi() {
     let caps = || Arc::new(Capabilities::new(None).unwrap());
-    let err = |wat: &str| match PooledExecutor::new(wat.as_bytes(), caps(), PoolLimits::default()) {
+    let err = |wat: &str| match PooledExecutor::new(wat.as_bytes(), caps(), GuestLimits::default())
+    {
         Ok(_) => panic!("accepted {wat}"),
         Err(e) => format!("{e:#}"),
     };
@@ -161,5 +167,5 @@ fn pooled_executor_refuses_a_module_without_the_abi() {
              (func (export "wasmlab_handle") (result i32) i32.const 0))"#,
     );
     assert!(e.contains("nope"), "{e}");
-    assert!(PooledExecutor::new(b"not wasm", caps(), PoolLimits::default()).is_err());
+    assert!(PooledExecutor::new(b"not wasm", caps(), GuestLimits::default()).is_err());
 }

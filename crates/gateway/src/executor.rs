@@ -37,9 +37,10 @@ impl Reply {
         }
     }
 
-    /// The answer when a guest traps or breaks the ABI: the client gets 500, the cause in the body.
+    /// The answer when a guest traps or breaks the ABI: 500, with the root cause (a trap's kind,
+    /// an ABI violation) but not the guest's backtrace.
     pub fn guest_failed(e: &anyhow::Error) -> Self {
-        Self::text(500, format!("guest failed: {e:#}"))
+        Self::text(500, format!("guest failed: {}", e.root_cause()))
     }
 
     /// Converts headers given as strings; a header that is not valid HTTP fails the whole reply.

@@ -10,6 +10,8 @@ mod tests {
         for (bytes, path) in [
             (super::CORE, super::CORE_PATH),
             (super::COMMAND, super::COMMAND_PATH),
+            (super::HOSTILE_CORE, super::HOSTILE_CORE_PATH),
+            (super::HOSTILE_COMMAND, super::HOSTILE_COMMAND_PATH),
         ] {
             assert!(bytes.starts_with(b"\0asm"), "{path} is not a Wasm module");
             assert_eq!(std::fs::read(path).unwrap(), bytes);

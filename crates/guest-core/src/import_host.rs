@@ -12,7 +12,6 @@ unsafe extern "C" {
 }
 
 /// The instance's request: method, target and body, pulled from the host.
-#[cfg(feature = "handler-exports")]
 pub fn read_request() -> (Vec<u8>, Vec<u8>, Vec<u8>) {
     let mut sizes = [0u32; 3];
     // SAFETY: the host writes 12 bytes to `sizes`, then at most each buffer's length to each buffer.

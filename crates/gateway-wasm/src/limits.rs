@@ -1,0 +1,158 @@
+//! What a guest may use per request, and how the executors enforce it: a deadline through epoch
+//! interruption (one ticker thread per engine, not a thread or timer per request), linear memory
+//! through store limits, concurrency through a bounded wait for an instance slot.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use wasmlab_gateway::Reply;
+use wasmtime::{Engine, StoreLimits, StoreLimitsBuilder, Trap};
+
+#[derive(Debug, Clone, Copy)]
+pub struct GuestLimits {
+    /// Instances alive at once (pooled); requests beyond this wait for a slot.
+    pub max_instances: u32,
+    /// Largest linear memory one instance may grow to (bytes); growing past it traps (500).
+    pub max_memory_bytes: usize,
+    /// Longest a request may run in the guest, host calls included; past it the answer is 504.
+    pub deadline: Duration,
+    /// Requests allowed to wait for an instance slot; more are answered 503 at once (pooled).
+    pub max_queue: usize,
+    /// Longest wait for an instance slot before 503 (pooled).
+    pub queue_timeout: Duration,
+}
+
+impl Default for GuestLimits {
+    fn default() -> Self {
+        Self {
+            max_instances: 1024,
+            max_memory_bytes: 64 << 20,
+            deadline: Duration::from_secs(5),
+            max_queue: 10_000,
+            queue_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+impl std::fmt::Display for GuestLimits {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "max_instances={} max_memory={} MiB deadline={} ms max_queue={} queue_timeout={} ms",
+            self.max_instances,
+            self.max_memory_bytes >> 20,
+            self.deadline.as_millis(),
+            self.max_queue,
+            self.queue_timeout.as_millis()
+        )
+    }
+}
+
+impl GuestLimits {
+    pub(crate) fn store_limits(&self) -> StoreLimits {
+        StoreLimitsBuilder::new()
+            .memory_size(self.max_memory_bytes)
+            .instances(1)
+            .trap_on_grow_failure(true)
+            .build()
+    }
+
+    /// The epoch period: fine enough for the deadline's precision, coarse enough to cost nothing.
+    pub(crate) fn tick(&self) -> Duration {
+        (self.deadline / 20).clamp(Duration::from_millis(1), Duration::from_millis(10))
+    }
+
+    /// The deadline in epoch ticks (rounded up, plus one for the partial tick already running).
+    pub(crate) fn deadline_ticks(&self) -> u64 {
+        let tick = self.tick().as_nanos();
+        (self.deadline.as_nanos().div_ceil(tick) + 1) as u64
+    }
+}
+
+/// Increments an engine's epoch every `tick` until dropped.
+pub(crate) struct EpochTicker {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl EpochTicker {
+    pub(crate) fn start(engine: &Engine, tick: Duration) -> std::io::Result<Self> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (engine, flag) = (engine.weak(), stop.clone());
+        let thread = std::thread::Builder::new()
+            .name("epoch-ticker".into())
+            .spawn(move || {
+                while !flag.load(Ordering::Relaxed) {
+                    std::thread::sleep(tick);
+                    match engine.upgrade() {
+                        Some(e) => e.increment_epoch(),
+                        None => break,
+                    }
+                }
+            })?;
+        Ok(Self {
+            stop,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for EpochTicker {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// A host call (the upstream of `proxy_get`) outlasted the request's deadline.
+#[derive(Debug)]
+pub(crate) struct DeadlineExceeded;
+
+impl std::fmt::Display for DeadlineExceeded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a host call outlasted the request's deadline")
+    }
+}
+
+impl std::error::Error for DeadlineExceeded {}
+
+/// The reply for a failed guest run: 504 when it ran out of time (epoch interruption in guest
+/// code, or a host call cut at the deadline), 500 for any other fault (trap, memory limit, stack
+/// overflow, broken ABI).
+pub(crate) fn failure_reply(e: &anyhow::Error, limits: &GuestLimits) -> Reply {
+    let timed_out = e.downcast_ref::<Trap>() == Some(&Trap::Interrupt)
+        || e.chain().any(|c| c.is::<DeadlineExceeded>());
+    if timed_out {
+        Reply::text(
+            504,
+            format!(
+                "guest exceeded its deadline of {} ms",
+                limits.deadline.as_millis()
+            ),
+        )
+    } else {
+        Reply::guest_failed(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_cover_the_deadline() {
+        for ms in [1u64, 7, 100, 1000, 5000, 60_000] {
+            let l = GuestLimits {
+                deadline: Duration::from_millis(ms),
+                ..GuestLimits::default()
+            };
+            let covered = l.tick() * (l.deadline_ticks() as u32 - 1);
+            assert!(covered >= l.deadline, "{ms} ms: {covered:?}");
+            assert!(l.tick() >= Duration::from_millis(1) && l.tick() <= Duration::from_millis(10));
+        }
+    }
+}

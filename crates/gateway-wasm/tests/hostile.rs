@@ -1,0 +1,190 @@
+//! Hostile guests against every Wasm executor: a trap, an endless loop, a memory bomb, a stack
+//! overflow and a guest that tries to leave a secret for the next request. Each must be answered
+//! (500 or 504) and the next request served.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use wasmlab_gateway::{Capabilities, ExecRequest, Executor, Reply};
+use wasmlab_gateway_wasm::{GuestLimits, NaiveExecutor, PooledExecutor};
+
+const DEADLINE: Duration = Duration::from_millis(300);
+
+fn limits() -> GuestLimits {
+    GuestLimits {
+        // One slot: every request reuses the same instance slot (and its memory).
+        max_instances: 1,
+        max_memory_bytes: 16 << 20,
+        deadline: DEADLINE,
+        ..GuestLimits::default()
+    }
+}
+
+async fn get<E: Executor>(ex: &E, target: &str) -> Reply {
+    ex.execute(ExecRequest {
+        method: hyper::Method::GET,
+        target: target.to_owned(),
+        body: Bytes::new(),
+    })
+    .await
+}
+
+async fn check<E: Executor>(name: &str, ex: &E) {
+    let body = |r: &Reply| String::from_utf8_lossy(&r.body).into_owned();
+    assert_eq!(get(ex, "/").await.status, 200, "{name}");
+
+    let r = get(ex, "/trap").await;
+    assert_eq!(r.status, 500, "{name}: {}", body(&r));
+    assert!(body(&r).contains("guest failed"), "{name}: {}", body(&r));
+    assert_eq!(
+        get(ex, "/").await.status,
+        200,
+        "{name}: served after a trap"
+    );
+
+    let t = Instant::now();
+    let r = get(ex, "/loop").await;
+    let took = t.elapsed();
+    assert_eq!(r.status, 504, "{name}: {}", body(&r));
+    assert!(took >= DEADLINE, "{name}: stopped after {took:?}");
+    assert!(took < DEADLINE * 3, "{name}: stopped only after {took:?}");
+    assert_eq!(
+        get(ex, "/").await.status,
+        200,
+        "{name}: served after a loop"
+    );
+
+    let r = get(ex, "/grow").await;
+    assert_eq!(r.status, 500, "{name}: {}", body(&r));
+    assert_eq!(
+        get(ex, "/").await.status,
+        200,
+        "{name}: served after a memory bomb"
+    );
+
+    let r = get(ex, "/stack").await;
+    assert_eq!(r.status, 500, "{name}: {}", body(&r));
+    assert_eq!(
+        get(ex, "/").await.status,
+        200,
+        "{name}: served after a stack overflow"
+    );
+
+    let r = get(ex, "/secret/write?s=hunter2").await;
+    assert_eq!((r.status, body(&r).as_str()), (200, "stored"), "{name}");
+    let r = get(ex, "/secret/read").await;
+    assert_eq!(
+        (r.status, body(&r).as_str()),
+        (200, ""),
+        "{name}: secret leaked"
+    );
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn pooled_executor_survives_hostile_guests() {
+    let caps = Arc::new(Capabilities::new(None).unwrap());
+    let ex = PooledExecutor::new(wasmlab_guest_artifacts::HOSTILE_CORE, caps, limits()).unwrap();
+    runtime().block_on(check("pooled", &ex));
+}
+
+#[test]
+fn naive_executor_survives_hostile_guests() {
+    let caps = Arc::new(Capabilities::new(None).unwrap());
+    let ex = NaiveExecutor::new(wasmlab_guest_artifacts::HOSTILE_COMMAND, caps, limits()).unwrap();
+    runtime().block_on(check("naive", &ex));
+}
+
+#[test]
+fn a_full_pool_queues_then_answers_503() {
+    // One slot, busy with an endless loop until its deadline; one request may wait, briefly.
+    let caps = Arc::new(Capabilities::new(None).unwrap());
+    let limits = GuestLimits {
+        max_queue: 1,
+        queue_timeout: Duration::from_millis(50),
+        ..limits()
+    };
+    let ex =
+        Arc::new(PooledExecutor::new(wasmlab_guest_artifacts::HOSTILE_CORE, caps, limits).unwrap());
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let busy = {
+            let ex = ex.clone();
+            tokio::spawn(async move { get(ex.as_ref(), "/loop").await.status })
+        };
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let (waiter, overflow) = tokio::join!(get(ex.as_ref(), "/"), async {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            get(ex.as_ref(), "/").await
+        });
+        // The waiter timed out in the queue; the one after it found the queue full.
+        assert_eq!(waiter.status, 503, "{:?}", waiter.body);
+        assert_eq!(overflow.status, 503, "{:?}", overflow.body);
+        assert_eq!(busy.await.unwrap(), 504);
+        assert_eq!(get(ex.as_ref(), "/").await.status, 200);
+    });
+}
+
+#[test]
+fn wasm_stack_overflow_answers_500() {
+    // Recursion in wasm frames themselves (the Rust guests overflow their shadow stack in linear
+    // memory first, which the tests above cover): Wasmtime's stack limit trips.
+    let wat = r#"(module
+        (memory (export "memory") 1)
+        (func $down (param i32) (result i32)
+            (call $down (i32.add (local.get 0) (i32.const 1))))
+        (func (export "wasmlab_handle") (result i32) (call $down (i32.const 0))))"#;
+    let caps = Arc::new(Capabilities::new(None).unwrap());
+    let ex = PooledExecutor::new(wat.as_bytes(), caps, limits()).unwrap();
+    let r = runtime().block_on(get(&ex, "/"));
+    assert_eq!(r.status, 500);
+    assert!(
+        String::from_utf8_lossy(&r.body).contains("call stack exhausted"),
+        "{:?}",
+        r.body
+    );
+}
+
+#[test]
+fn a_silent_upstream_is_cut_at_the_deadline() {
+    // An upstream that accepts and never answers: /proxy waits in a host call, not in guest code,
+    // and is still answered 504 at the deadline.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let up = format!("http://{}", silent.local_addr().unwrap());
+    let caps = || Arc::new(Capabilities::new(Some(&up)).unwrap());
+    let rt = runtime();
+    let pooled = PooledExecutor::new(wasmlab_guest_artifacts::CORE, caps(), limits()).unwrap();
+    let naive = NaiveExecutor::new(wasmlab_guest_artifacts::COMMAND, caps(), limits()).unwrap();
+    for (name, r) in [
+        (
+            "pooled",
+            rt.block_on(async {
+                let t = Instant::now();
+                (get(&pooled, "/proxy").await, t.elapsed())
+            }),
+        ),
+        (
+            "naive",
+            rt.block_on(async {
+                let t = Instant::now();
+                (get(&naive, "/proxy").await, t.elapsed())
+            }),
+        ),
+    ] {
+        let (reply, took) = r;
+        assert_eq!(reply.status, 504, "{name}: {:?}", reply.body);
+        assert!(took >= DEADLINE && took < DEADLINE * 3, "{name}: {took:?}");
+    }
+    drop(silent);
+}
