@@ -26,6 +26,8 @@ pub struct ServerConfig {
     pub max_body_bytes: usize,
     /// A client must send its whole request head within this time.
     pub header_timeout: Duration,
+    /// Largest request head (request line and headers); larger ones get 431.
+    pub max_header_bytes: usize,
 }
 
 impl Default for ServerConfig {
@@ -35,6 +37,7 @@ impl Default for ServerConfig {
             accept_loops: 1,
             max_body_bytes: 1 << 20,
             header_timeout: Duration::from_secs(10),
+            max_header_bytes: 64 << 10,
         }
     }
 }
@@ -114,7 +117,9 @@ async fn serve_connection<E: Executor>(
     builder
         .keep_alive(config.keep_alive)
         .timer(TokioTimer::new())
-        .header_read_timeout(config.header_timeout);
+        .header_read_timeout(config.header_timeout)
+        // hyper answers 431 when the head outgrows its read buffer (it needs at least 8 KiB).
+        .max_buf_size(config.max_header_bytes.max(8192));
     // Errors here are the client's (reset, malformed request answered by hyper with 400, timeout).
     let _ = builder
         .serve_connection(TokioIo::new(stream), service)
