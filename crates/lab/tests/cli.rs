@@ -200,6 +200,33 @@ fn load_command_reports_json() {
 
 #[test]
 fn sigint_leaves_finished_files_complete() {
+    signal_leaves_finished_files_complete(libc::SIGINT);
+}
+
+#[test]
+fn sigterm_leaves_finished_files_complete() {
+    signal_leaves_finished_files_complete(libc::SIGTERM);
+}
+
+/// The pids of processes whose parent is `parent`.
+fn children_of(parent: u32) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|st| {
+                    // Fields after the parenthesised command name: state, ppid, …
+                    let rest = &st[st.rfind(')')? + 2..];
+                    rest.split(' ').nth(1)?.parse::<u32>().ok()
+                })
+                == Some(parent)
+        })
+        .collect()
+}
+
+fn signal_leaves_finished_files_complete(signal: libc::c_int) {
     let tmp = tempfile::tempdir().unwrap();
     let suite = write(
         tmp.path(),
@@ -244,10 +271,20 @@ duration_secs = 1.5
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     };
+    let servers = children_of(child.id());
+    assert!(
+        !servers.is_empty(),
+        "the variant and the upstream run as children"
+    );
     // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    unsafe { libc::kill(child.id() as i32, signal) };
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130));
+    for pid in servers {
+        let alive = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|st| !st.contains(") Z "));
+        assert!(!alive, "server {pid} outlived wasmlab");
+    }
 
     let run = read_json(&dir.join("run.json"));
     assert_eq!(run["state"], "interrupted");
@@ -274,25 +311,99 @@ duration_secs = 1.5
     assert_eq!(leftovers, 0);
 }
 
-#[test]
-fn variant_answering_wrong_bodies_is_reported_and_the_run_goes_on() {
+/// A bin dir with the real native gateway and, as `wasmlab-gateway-wasm`, a shell script.
+fn bin_dir_with_fake_wasm_gateway(dir: &Path, script: &str) -> std::path::PathBuf {
     use std::os::unix::fs::PermissionsExt;
-    let tmp = tempfile::tempdir().unwrap();
-    let bin = tmp.path().join("bin");
+    let bin = dir.join("bin");
     std::fs::create_dir(&bin).unwrap();
     let real = Path::new(WASMLAB)
         .parent()
         .unwrap()
         .join("wasmlab-gateway-native");
-    std::os::unix::fs::symlink(real, bin.join("wasmlab-gateway-native")).unwrap();
-    // A "Wasm gateway" that is really the echo upstream: it starts and answers 200, with the wrong bodies.
+    std::os::unix::fs::symlink(&real, bin.join("wasmlab-gateway-native")).unwrap();
     let fake = bin.join("wasmlab-gateway-wasm");
-    std::fs::write(
-        &fake,
-        format!("#!/bin/sh\nexec {WASMLAB} upstream --port 0\n"),
-    )
-    .unwrap();
+    let script = script.replace("NATIVE", real.to_str().unwrap());
+    std::fs::write(&fake, format!("#!/bin/sh\n{script}\n")).unwrap();
     std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    bin
+}
+
+/// Runs a two-variant suite whose `wasmtime-pooled` is a fake; returns the run.json and the CSV.
+fn run_with_faulty_variant(script: &str, extra_toml: &str) -> (serde_json::Value, String) {
+    let tmp = tempfile::tempdir().unwrap();
+    let bin = bin_dir_with_fake_wasm_gateway(tmp.path(), script);
+    let (out, results) = run_suite(
+        tmp.path(),
+        &format!(
+            "name = \"f\"\nvariants = [\"wasmtime-pooled\", \"native\"]\nworkloads = [\"hello\"]\nconnections = [1]\n{extra_toml}"
+        ),
+        &["--bin-dir", bin.to_str().unwrap()],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("wasmtime-pooled: not measured"));
+    let dir = only_run_dir(&results);
+    let csv = std::fs::read_to_string(dir.join("throughput.csv")).unwrap();
+    (read_json(&dir.join("run.json")), csv)
+}
+
+#[test]
+fn a_variant_that_hangs_at_start_is_reported_and_the_run_goes_on() {
+    let t = std::time::Instant::now();
+    let (run, csv) = run_with_faulty_variant(
+        "exec sleep 60",
+        "duration_secs = 0.3\nstart_timeout_secs = 1.0\n",
+    );
+    assert!(t.elapsed() < std::time::Duration::from_secs(20));
+    let v = &run["variants"];
+    assert_eq!(v[0]["status"], "failed");
+    assert!(
+        v[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("did not print its address"),
+        "{}",
+        v[0]
+    );
+    assert_eq!(v[1]["status"], "measured");
+    assert_eq!(csv.lines().count(), 2);
+}
+
+#[test]
+fn a_variant_that_crashes_mid_run_is_reported_and_the_run_goes_on() {
+    // The real gateway (given only `--port 0 --upstream URL`), killed half a second into its
+    // first measured cell.
+    let (run, csv) = run_with_faulty_variant(
+        "(sleep 0.6; kill -9 $$) & exec NATIVE \"$1\" \"$2\" \"$3\" \"$4\"",
+        "duration_secs = 2.0\n",
+    );
+    let v = &run["variants"];
+    assert_eq!(v[0]["status"], "failed");
+    assert!(
+        v[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("exited during measurement"),
+        "{}",
+        v[0]
+    );
+    assert_eq!(v[1]["status"], "measured");
+    assert!(
+        csv.lines().nth(1).unwrap().starts_with("native,hello,"),
+        "{csv}"
+    );
+}
+
+#[test]
+fn variant_answering_wrong_bodies_is_reported_and_the_run_goes_on() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A "Wasm gateway" that is really the echo upstream: it starts and answers 200, with the wrong bodies.
+    let bin =
+        bin_dir_with_fake_wasm_gateway(tmp.path(), &format!("exec {WASMLAB} upstream --port 0"));
     let (out, results) = run_suite(
         tmp.path(),
         r#"name = "s"
