@@ -11,4 +11,4 @@ pub mod test_support;
 
 pub use executor::{ExecRequest, Executor, NativeExecutor, Reply};
 pub use host::Capabilities;
-pub use server::{ServerConfig, serve};
+pub use server::{ServerConfig, serve, serve_connection};

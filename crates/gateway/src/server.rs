@@ -103,11 +103,13 @@ fn is_transient_accept_error(e: &std::io::Error) -> bool {
     ) || matches!(e.raw_os_error(), Some(code) if code == 24 /* EMFILE */ || code == 23 /* ENFILE */)
 }
 
-async fn serve_connection<E: Executor>(
-    stream: tokio::net::TcpStream,
-    executor: Arc<E>,
-    config: Arc<ServerConfig>,
-) {
+/// Serves one connection (any byte stream: a TCP socket, or an in-memory pipe in the fuzz target)
+/// until the client or the server closes it.
+pub async fn serve_connection<E, S>(stream: S, executor: Arc<E>, config: Arc<ServerConfig>)
+where
+    E: Executor,
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     let max_body = config.max_body_bytes;
     let service = service_fn(move |req: Request<Incoming>| {
         let executor = executor.clone();

@@ -306,3 +306,90 @@ mod tests {
         assert_eq!(r.query_param("e"), None);
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+    use std::cell::Cell;
+
+    struct CountingHost(Cell<u64>);
+
+    impl Host for CountingHost {
+        fn state_increment(&self) -> u64 {
+            self.0.set(self.0.get() + 1);
+            self.0.get()
+        }
+        async fn proxy_get(&self, target: &str) -> Result<Vec<u8>, String> {
+            Ok(format!("GET {target}").into_bytes())
+        }
+    }
+
+    fn call(host: &CountingHost, method: &str, target: &str, body: &[u8]) -> Response {
+        run_ready(handle(Request::new(method, target, body), host))
+    }
+
+    proptest! {
+        #[test]
+        fn echo_returns_any_body(body in proptest::collection::vec(any::<u8>(), 0..4096)) {
+            let r = call(&CountingHost(Cell::new(0)), "POST", "/echo", &body);
+            prop_assert_eq!(r.status, 200);
+            prop_assert_eq!(r.body, body);
+        }
+
+        #[test]
+        fn any_request_gets_a_valid_answer(
+            method in "[A-Z]{1,8}",
+            target in "/[ -~]{0,64}",
+            body in proptest::collection::vec(any::<u8>(), 0..64),
+        ) {
+            let host = CountingHost(Cell::new(0));
+            let r = call(&host, &method, &target, &body);
+            prop_assert!([200, 400, 404, 405, 502].contains(&r.status), "{} {}", r.status, target);
+            let route = ROUTES.iter().find(|rt| rt.path == Request::new(&method, &target, &body).path());
+            match route {
+                None => prop_assert_eq!(r.status, 404),
+                Some(rt) if rt.method != method => {
+                    prop_assert_eq!(r.status, 405);
+                    prop_assert_eq!(r.header("allow"), Some(rt.method));
+                }
+                Some(_) => prop_assert!(r.status == 200 || r.status == 400),
+            }
+            // Only a served /state touches the counter.
+            let touched = route.is_some_and(|rt| rt.workload == "state" && rt.method == method);
+            prop_assert_eq!(host.0.get(), u64::from(touched));
+        }
+
+        #[test]
+        fn compute_accepts_exactly_the_valid_iters(
+            // Cheap valid counts, or counts past the limit (valid ones up to it would be slow).
+            iters in prop_oneof![0u64..2_000, (u64::from(MAX_ITERS) + 1)..],
+            small in 0u32..50,
+        ) {
+            let host = CountingHost(Cell::new(0));
+            let r = call(&host, "GET", &format!("/compute?iters={iters}"), b"");
+            let want = if iters <= u64::from(MAX_ITERS) { 200 } else { 400 };
+            prop_assert_eq!(r.status, want);
+            // The chain is a chain: n + 1 iterations hash the hex-decoded result of n.
+            let r = call(&host, "GET", &format!("/compute?iters={}", small + 1), b"");
+            let prev = chained_sha256_hex(small);
+            let prev_bytes: Vec<u8> = if small == 0 {
+                SEED.to_vec()
+            } else {
+                (0..prev.len()).step_by(2).map(|i| u8::from_str_radix(&prev[i..i + 2], 16).unwrap()).collect()
+            };
+            use sha2::Digest;
+            let want: String = sha2::Sha256::digest(&prev_bytes).iter().map(|b| format!("{b:02x}")).collect();
+            prop_assert_eq!(String::from_utf8(r.body).unwrap(), want);
+        }
+
+        #[test]
+        fn state_counts_up_by_one(n in 1usize..50) {
+            let host = CountingHost(Cell::new(0));
+            for i in 1..=n {
+                let r = call(&host, "GET", "/state", b"");
+                prop_assert_eq!(r.body, i.to_string().into_bytes());
+            }
+        }
+    }
+}
