@@ -47,8 +47,11 @@ struct Args {
     queue_timeout_ms: u64,
 }
 
-fn main() -> anyhow::Result<()> {
-    let args = Args::parse();
+fn main() -> std::process::ExitCode {
+    wasmlab_gateway::cli::exit_code("wasmlab-gateway-wasm", run(Args::parse()))
+}
+
+fn run(args: Args) -> anyhow::Result<()> {
     let limits = GuestLimits {
         max_instances: args.max_instances,
         max_memory_bytes: args.max_memory_mib << 20,

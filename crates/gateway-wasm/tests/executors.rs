@@ -169,3 +169,22 @@ fn pooled_executor_refuses_a_module_without_the_abi() {
     assert!(e.contains("nope"), "{e}");
     assert!(PooledExecutor::new(b"not wasm", caps(), GuestLimits::default()).is_err());
 }
+
+#[test]
+fn the_documented_minimal_guest_runs() {
+    let wat = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/examples/minimal-guest.wat"
+    ))
+    .unwrap();
+    let caps = Arc::new(Capabilities::new(None).unwrap());
+    let ex = PooledExecutor::new(&wat, caps, GuestLimits::default()).unwrap();
+    let r = runtime().block_on(ex.execute(ExecRequest {
+        method: hyper::Method::GET,
+        target: "/anything".into(),
+        body: Bytes::new(),
+    }));
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body, "hello from wat");
+    assert_eq!(r.headers[0].1, "text/plain");
+}

@@ -105,6 +105,18 @@ impl ServerArgs {
     }
 }
 
+/// Ends a gateway binary: prints an error as one line (no backtrace: the lab shows the last lines
+/// of a server's log as the reason it failed) and exits 2.
+pub fn exit_code(program: &str, result: anyhow::Result<()>) -> std::process::ExitCode {
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{program}: error: {e:#}");
+            std::process::ExitCode::from(2)
+        }
+    }
+}
+
 /// Raises the soft limit on open files to the hard limit: a load of 1,200 connections needs more
 /// than the common default of 1,024. Returns the limit now in force.
 pub fn raise_fd_limit() -> u64 {

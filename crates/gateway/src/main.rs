@@ -14,8 +14,10 @@ struct Args {
     server: ServerArgs,
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> std::process::ExitCode {
     let args = Args::parse();
-    args.server
-        .run(|caps| async move { Ok(NativeExecutor::new(caps)) })
+    let result = args
+        .server
+        .run(|caps| async move { Ok(NativeExecutor::new(caps)) });
+    wasmlab_gateway::cli::exit_code("wasmlab-gateway-native", result)
 }

@@ -39,6 +39,10 @@ pub struct RunArgs {
     /// Do not run `cargo build` for the gateway binaries first.
     #[arg(long)]
     pub no_build: bool,
+    /// Run this core-module guest (docs/guest-abi.md) in the variants that run one
+    /// (wasmtime-pooled) instead of the built-in guest. It is verified like any variant.
+    #[arg(long, value_name = "PATH")]
+    pub wasm: Option<PathBuf>,
 }
 
 /// One row of throughput.csv (the gateway study's columns, plus error classes).
@@ -147,6 +151,8 @@ struct RunInfo<'a> {
     /// running | complete | interrupted
     state: &'static str,
     git_sha: Option<String>,
+    /// The core-module guest given with --wasm, if any (else the built-in one ran).
+    core_guest: Option<String>,
     machine: machine::Machine,
     suite: &'a Suite,
     variants: &'a [VariantOutcome],
@@ -201,6 +207,13 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         suite.duration_secs = d.as_secs_f64();
     }
     suite.validate()?;
+    let core_guest = match &args.wasm {
+        Some(p) => {
+            anyhow::ensure!(p.is_file(), "--wasm {}: no such file", p.display());
+            Some(p.canonicalize()?)
+        }
+        None => None,
+    };
     let variants: Vec<&'static Variant> = suite
         .variants
         .iter()
@@ -245,6 +258,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
                 finished_utc: finished,
                 state,
                 git_sha: git_sha.clone(),
+                core_guest: core_guest.as_ref().map(|p| p.display().to_string()),
                 machine: machine.clone(),
                 suite: &suite,
                 variants: outcomes,
@@ -268,6 +282,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
             upstream: "",
             start_timeout,
             log_path: dir.file("upstream.log"),
+            core_guest: None,
         },
         "/",
     )?;
@@ -301,6 +316,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
             upstream: &upstream_url,
             start_timeout,
             log_path: dir.file(&format!("{}.log", v.name)),
+            core_guest: core_guest.as_deref(),
         };
         let mut outcome = VariantOutcome {
             name: v.name.to_owned(),

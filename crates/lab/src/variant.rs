@@ -18,9 +18,11 @@ use serde::Serialize;
 #[derive(Debug, Clone, Copy)]
 pub enum Launcher {
     /// One of wasmlab's gateway binaries, given `--port 0 --upstream URL` plus `args`.
+    /// `core_guest`: it runs a core-module guest, which `wasmlab run --wasm PATH` replaces.
     Gateway {
         binary: &'static str,
         args: &'static [&'static str],
+        core_guest: bool,
     },
 }
 
@@ -42,6 +44,7 @@ pub const VARIANTS: &[Variant] = &[
         launcher: Launcher::Gateway {
             binary: NATIVE_GATEWAY,
             args: &[],
+            core_guest: false,
         },
     },
     Variant {
@@ -50,6 +53,7 @@ pub const VARIANTS: &[Variant] = &[
         launcher: Launcher::Gateway {
             binary: NATIVE_GATEWAY,
             args: &["--connection-close", "--threads", "1"],
+            core_guest: false,
         },
     },
     Variant {
@@ -58,6 +62,7 @@ pub const VARIANTS: &[Variant] = &[
         launcher: Launcher::Gateway {
             binary: WASM_GATEWAY,
             args: &["--executor", "pooled"],
+            core_guest: true,
         },
     },
     Variant {
@@ -66,6 +71,7 @@ pub const VARIANTS: &[Variant] = &[
         launcher: Launcher::Gateway {
             binary: WASM_GATEWAY,
             args: &["--executor", "naive"],
+            core_guest: false,
         },
     },
 ];
@@ -102,6 +108,8 @@ pub struct LaunchContext<'a> {
     pub start_timeout: Duration,
     /// The server's stderr goes here.
     pub log_path: PathBuf,
+    /// A core-module guest to run instead of the built-in one (`wasmlab run --wasm`).
+    pub core_guest: Option<&'a Path>,
 }
 
 /// Start-up timings of one launch.
@@ -123,7 +131,11 @@ pub struct Running {
 impl Variant {
     pub fn launch(&self, ctx: &LaunchContext<'_>) -> anyhow::Result<Running> {
         match self.launcher {
-            Launcher::Gateway { binary, args } => {
+            Launcher::Gateway {
+                binary,
+                args,
+                core_guest,
+            } => {
                 let path = ctx.bin_dir.join(binary);
                 anyhow::ensure!(
                     path.is_file(),
@@ -133,6 +145,9 @@ impl Variant {
                 let mut cmd = Command::new(&path);
                 cmd.args(["--port", "0", "--upstream", ctx.upstream])
                     .args(args);
+                if let (true, Some(guest)) = (core_guest, ctx.core_guest) {
+                    cmd.arg("--wasm").arg(guest);
+                }
                 spawn_server(self.name, cmd, ctx, "/")
             }
         }
@@ -188,8 +203,8 @@ pub fn spawn_server(
         }
         if let Some(status) = running.child.try_wait()? {
             anyhow::bail!(
-                "{name} exited ({status}) before listening; see {}",
-                ctx.log_path.display()
+                "{name} exited ({status}) before listening: {}",
+                log_tail(&ctx.log_path)
             );
         }
         anyhow::ensure!(
@@ -224,6 +239,23 @@ pub fn spawn_server(
     }
     running.start.first_200_ms = t0.elapsed().as_secs_f64() * 1e3;
     Ok(running)
+}
+
+/// The last lines of a server's log, to say why it stopped.
+fn log_tail(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    // From the last line that reports an error, else the last three lines.
+    let from = lines
+        .iter()
+        .rposition(|l| l.contains("error"))
+        .unwrap_or(lines.len().saturating_sub(3));
+    let tail = lines[from..(from + 3).min(lines.len())].join(" | ");
+    if tail.is_empty() {
+        format!("no output; see {}", path.display())
+    } else {
+        format!("{tail} (log: {})", path.display())
+    }
 }
 
 impl Running {

@@ -441,3 +441,45 @@ duration_secs = 0.2
     assert_eq!(rows.len(), 1);
     assert!(rows[0].starts_with("native,hello,1,"));
 }
+
+#[test]
+fn run_with_your_own_guest() {
+    let tmp = tempfile::tempdir().unwrap();
+    let toml = "name = \"byo\"\nvariants = [\"wasmtime-pooled\"]\nworkloads = [\"hello\"]\nconnections = [1]\nduration_secs = 0.2\n";
+    // The documented minimal guest runs, and is verified like any guest: it says "hello from wat",
+    // not "hello", so it is not measured.
+    let wat = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/examples/minimal-guest.wat"
+    );
+    let (out, results) = run_suite(tmp.path(), toml, &["--wasm", wat]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = read_json(&only_run_dir(&results).join("run.json"));
+    assert!(
+        run["core_guest"]
+            .as_str()
+            .unwrap()
+            .ends_with("minimal-guest.wat")
+    );
+    let reason = run["variants"][0]["reason"].as_str().unwrap();
+    assert!(reason.contains("hello from wat"), "{reason}");
+
+    // A file that is not Wasm: the gateway refuses it at start, and the reason says why.
+    let tmp = tempfile::tempdir().unwrap();
+    let junk = write(tmp.path(), "junk.wasm", "not wasm");
+    let (out, results) = run_suite(tmp.path(), toml, &["--wasm", &junk]);
+    assert_eq!(out.status.code(), Some(1));
+    let run = read_json(&only_run_dir(&results).join("run.json"));
+    let reason = run["variants"][0]["reason"].as_str().unwrap();
+    assert!(reason.contains("refused"), "{reason}");
+
+    assert_fails_with(
+        &["run", "--wasm", "/no/such/guest.wasm", "--no-build"],
+        "no such file",
+    );
+}
