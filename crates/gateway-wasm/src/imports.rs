@@ -35,6 +35,11 @@ impl HostCtx {
         }
     }
 
+    /// When the request must be done.
+    pub fn deadline(&self) -> Instant {
+        self.deadline
+    }
+
     pub fn with_request(
         caps: Arc<Capabilities>,
         request: ExecRequest,

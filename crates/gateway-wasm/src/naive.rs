@@ -12,7 +12,7 @@ use wasmtime_wasi::p2::pipe::{MemoryInputPipe, MemoryOutputPipe};
 use wasmtime_wasi::{I32Exit, WasiCtxBuilder};
 
 use crate::imports::{self, HostCtx};
-use crate::limits::{EpochTicker, GuestLimits, failure_reply};
+use crate::limits::{EpochTicker, GuestLimits, arm_deadline, failure_reply};
 
 /// Most bytes a guest may write to stdout.
 const MAX_OUTPUT: usize = 64 << 20;
@@ -68,7 +68,7 @@ impl NaiveExecutor {
             },
         );
         store.limiter(|s| &mut s.host.limits);
-        store.set_epoch_deadline(self.limits.deadline_ticks());
+        arm_deadline(&mut store, |s| s.host.deadline());
         let instance = linker.instantiate_async(&mut store, &self.module).await?;
         let start = instance.get_typed_func::<(), ()>(&mut store, "_start")?;
         match start.call_async(&mut store, ()).await {

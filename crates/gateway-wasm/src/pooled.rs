@@ -12,7 +12,7 @@ use wasmtime::{
 };
 
 use crate::imports::{self, HostCtx};
-use crate::limits::{EpochTicker, GuestLimits, failure_reply};
+use crate::limits::{EpochTicker, GuestLimits, arm_deadline, failure_reply};
 
 pub struct PooledExecutor {
     engine: Engine,
@@ -114,7 +114,7 @@ impl PooledExecutor {
             HostCtx::with_request(self.caps.clone(), req, &self.limits),
         );
         store.limiter(|ctx| &mut ctx.limits);
-        store.set_epoch_deadline(self.limits.deadline_ticks());
+        arm_deadline(&mut store, HostCtx::deadline);
         let instance = self.pre.instantiate_async(&mut store).await?;
         let export = |store: &mut Store<HostCtx>, e| {
             instance

@@ -61,3 +61,72 @@ fn bring_your_own_guest() {
     assert!(err.contains("does not export `memory`"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn over_the_pool_and_queue_clients_get_503_and_service_resumes() {
+    let hostile = wasmlab_guest_artifacts::HOSTILE_CORE_PATH;
+    let server = ServerProcess::start(
+        BIN,
+        &[
+            "--wasm",
+            hostile,
+            "--max-instances",
+            "1",
+            "--max-queue",
+            "1",
+            "--queue-timeout-ms",
+            "100",
+            "--deadline-ms",
+            "600",
+        ],
+    );
+    let addr = server.addr;
+    let rss_before = server.rss_kib();
+    // The only instance spins until its deadline...
+    let busy = std::thread::spawn(move || {
+        wasmlab_gateway::test_support::request(addr, "GET", "/loop", b"").status
+    });
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    // ...so of 20 clients at once, one may wait in the queue (and time out), the rest are turned away.
+    let clients: Vec<_> = (0..20)
+        .map(|_| {
+            std::thread::spawn(move || {
+                wasmlab_gateway::test_support::request(addr, "GET", "/", b"").status
+            })
+        })
+        .collect();
+    let statuses: Vec<u16> = clients.into_iter().map(|c| c.join().unwrap()).collect();
+    assert!(statuses.iter().all(|&s| s == 503), "{statuses:?}");
+    assert_eq!(busy.join().unwrap(), 504);
+    let r = wasmlab_gateway::test_support::request(addr, "GET", "/", b"");
+    assert_eq!(r.status, 200);
+    eprintln!(
+        "pool overflow: RSS {rss_before} KiB before, {} KiB after",
+        server.rss_kib()
+    );
+}
+
+#[test]
+fn a_spinning_guest_does_not_starve_other_connections() {
+    // One server thread: while a guest spins toward its deadline it yields at every epoch tick,
+    // so the same thread still serves others.
+    let hostile = wasmlab_guest_artifacts::HOSTILE_CORE_PATH;
+    let server = ServerProcess::start(
+        BIN,
+        &["--wasm", hostile, "--threads", "1", "--deadline-ms", "1500"],
+    );
+    let addr = server.addr;
+    let busy = std::thread::spawn(move || {
+        wasmlab_gateway::test_support::request(addr, "GET", "/loop", b"").status
+    });
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let t = std::time::Instant::now();
+    let r = wasmlab_gateway::test_support::request(addr, "GET", "/", b"");
+    let took = t.elapsed();
+    assert_eq!(r.status, 200);
+    assert!(
+        took < std::time::Duration::from_millis(500),
+        "served only after {took:?}"
+    );
+    assert_eq!(busy.join().unwrap(), 504);
+}
