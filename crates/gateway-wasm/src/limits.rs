@@ -79,7 +79,9 @@ pub(crate) fn arm_deadline<T: Send + 'static>(
         Ok(if Instant::now() >= deadline_of(ctx.data()) {
             UpdateDeadline::Interrupt
         } else {
-            UpdateDeadline::Yield(1)
+            // tokio's yield_now resumes the task only after the I/O driver has been polled, so
+            // even a single-threaded runtime accepts and serves others between ticks.
+            UpdateDeadline::YieldCustom(1, Box::pin(tokio::task::yield_now()))
         })
     });
 }
