@@ -95,6 +95,12 @@ fn print_report(r: &LoadReport) {
         "  errors: connect {}, read/write {}, timeout {}, non-2xx {}",
         e.connect, e.read_write, e.timeout, e.non_2xx
     );
+    let statuses: Vec<String> = r
+        .status_counts
+        .iter()
+        .map(|(code, n)| format!("{code}: {n}"))
+        .collect();
+    println!("  status codes: {}", statuses.join(", "));
     if let Some(msg) = &r.first_error {
         println!("  first error: {msg}");
     }

@@ -152,6 +152,8 @@ pub struct LoadReport {
     /// Latency of complete responses (send of the request to the last byte of the body).
     pub latency_ms: LatencyMs,
     pub body_bytes: u64,
+    /// Complete responses by status code.
+    pub status_counts: std::collections::BTreeMap<u16, u64>,
     /// The first error message seen, to say what went wrong.
     pub first_error: Option<String>,
     /// The merged latency histogram, nanoseconds.
@@ -159,13 +161,28 @@ pub struct LoadReport {
     pub histogram: Option<Histogram<u64>>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct WorkerStats {
     responses: u64,
     ok: u64,
     errors: ErrorCounts,
     body_bytes: u64,
+    /// Indexed by status code (100..=999), so counting costs no lookup.
+    by_status: Vec<u64>,
     first_error: Option<String>,
+}
+
+impl Default for WorkerStats {
+    fn default() -> Self {
+        Self {
+            responses: 0,
+            ok: 0,
+            errors: ErrorCounts::default(),
+            body_bytes: 0,
+            by_status: vec![0; 1000],
+            first_error: None,
+        }
+    }
 }
 
 struct Shared {
@@ -238,6 +255,9 @@ pub fn run(config: LoadConfig) -> anyhow::Result<LoadReport> {
         stats.ok += ws.ok;
         stats.errors.add(&ws.errors);
         stats.body_bytes += ws.body_bytes;
+        for (a, b) in stats.by_status.iter_mut().zip(&ws.by_status) {
+            *a += b;
+        }
         stats.first_error = stats.first_error.or(ws.first_error);
     }
     let elapsed = start.elapsed().as_secs_f64();
@@ -258,6 +278,13 @@ pub fn run(config: LoadConfig) -> anyhow::Result<LoadReport> {
         },
         latency_ms: LatencyMs::from_histogram(&hist),
         body_bytes: stats.body_bytes,
+        status_counts: stats
+            .by_status
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| **n > 0)
+            .map(|(code, n)| (code as u16, *n))
+            .collect(),
         first_error: stats.first_error,
         histogram: Some(hist),
     })
@@ -377,6 +404,7 @@ async fn connection(
                     hist.borrow_mut().record(ns).expect("clamped to bounds");
                     st.responses += 1;
                     st.body_bytes += bytes;
+                    st.by_status[usize::from(status.as_u16()).min(999)] += 1;
                     if status.is_success() {
                         st.ok += 1;
                     } else {

@@ -80,4 +80,8 @@ fn request_bounded_run_and_non_2xx_are_counted() {
     assert_eq!(served.load(Ordering::SeqCst), 1000);
     assert_eq!(r.errors.non_2xx, 100);
     assert_eq!(r.ok, 900);
+    assert_eq!(
+        r.status_counts.into_iter().collect::<Vec<_>>(),
+        vec![(200, 900), (500, 100)]
+    );
 }
