@@ -328,8 +328,13 @@ fn bin_dir_with_fake_wasm_gateway(dir: &Path, script: &str) -> std::path::PathBu
     bin
 }
 
-/// Runs a two-variant suite whose `wasmtime-pooled` is a fake; returns the run.json and the CSV.
-fn run_with_faulty_variant(script: &str, extra_toml: &str) -> (serde_json::Value, String) {
+/// Runs a two-variant suite whose `wasmtime-pooled` is a fake; checks that the fake is reported
+/// as failed for `reason` and that `native` is measured after it; returns the run.json and the CSV.
+fn run_with_faulty_variant(
+    script: &str,
+    extra_toml: &str,
+    reason: &str,
+) -> (serde_json::Value, String) {
     let tmp = tempfile::tempdir().unwrap();
     let bin = bin_dir_with_fake_wasm_gateway(tmp.path(), script);
     let (out, results) = run_suite(
@@ -348,28 +353,25 @@ fn run_with_faulty_variant(script: &str, extra_toml: &str) -> (serde_json::Value
     assert!(String::from_utf8_lossy(&out.stdout).contains("wasmtime-pooled: not measured"));
     let dir = only_run_dir(&results);
     let csv = std::fs::read_to_string(dir.join("throughput.csv")).unwrap();
-    (read_json(&dir.join("run.json")), csv)
+    let run = read_json(&dir.join("run.json"));
+    let v = &run["variants"];
+    assert_eq!(v[0]["name"], "wasmtime-pooled");
+    assert_eq!(v[0]["status"], "failed");
+    let why = v[0]["reason"].as_str().unwrap();
+    assert!(why.contains(reason), "{why}");
+    assert_eq!(v[1]["status"], "measured");
+    (run, csv)
 }
 
 #[test]
 fn a_variant_that_hangs_at_start_is_reported_and_the_run_goes_on() {
     let t = std::time::Instant::now();
-    let (run, csv) = run_with_faulty_variant(
+    let (_, csv) = run_with_faulty_variant(
         "exec sleep 60",
         "duration_secs = 0.3\nstart_timeout_secs = 1.0\n",
+        "did not print its address",
     );
     assert!(t.elapsed() < std::time::Duration::from_secs(20));
-    let v = &run["variants"];
-    assert_eq!(v[0]["status"], "failed");
-    assert!(
-        v[0]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("did not print its address"),
-        "{}",
-        v[0]
-    );
-    assert_eq!(v[1]["status"], "measured");
     assert_eq!(csv.lines().count(), 2);
 }
 
@@ -377,21 +379,11 @@ fn a_variant_that_hangs_at_start_is_reported_and_the_run_goes_on() {
 fn a_variant_that_crashes_mid_run_is_reported_and_the_run_goes_on() {
     // The real gateway (given only `--port 0 --upstream URL`), killed half a second into its
     // first measured cell.
-    let (run, csv) = run_with_faulty_variant(
+    let (_, csv) = run_with_faulty_variant(
         "(sleep 0.6; kill -9 $$) & exec NATIVE \"$1\" \"$2\" \"$3\" \"$4\"",
         "duration_secs = 2.0\n",
+        "exited during measurement",
     );
-    let v = &run["variants"];
-    assert_eq!(v[0]["status"], "failed");
-    assert!(
-        v[0]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("exited during measurement"),
-        "{}",
-        v[0]
-    );
-    assert_eq!(v[1]["status"], "measured");
     assert!(
         csv.lines().nth(1).unwrap().starts_with("native,hello,"),
         "{csv}"
@@ -400,43 +392,13 @@ fn a_variant_that_crashes_mid_run_is_reported_and_the_run_goes_on() {
 
 #[test]
 fn variant_answering_wrong_bodies_is_reported_and_the_run_goes_on() {
-    let tmp = tempfile::tempdir().unwrap();
     // A "Wasm gateway" that is really the echo upstream: it starts and answers 200, with the wrong bodies.
-    let bin =
-        bin_dir_with_fake_wasm_gateway(tmp.path(), &format!("exec {WASMLAB} upstream --port 0"));
-    let (out, results) = run_suite(
-        tmp.path(),
-        r#"name = "s"
-variants = ["wasmtime-pooled", "native"]
-workloads = ["hello"]
-connections = [1]
-duration_secs = 0.2
-"#,
-        &["--bin-dir", bin.to_str().unwrap()],
+    let (run, csv) = run_with_faulty_variant(
+        &format!("exec {WASMLAB} upstream --port 0"),
+        "duration_secs = 0.2\n",
+        "verification failed",
     );
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(String::from_utf8_lossy(&out.stdout).contains("wasmtime-pooled: not measured"));
-    let run = read_json(&only_run_dir(&results).join("run.json"));
-    let dir = only_run_dir(&results);
     assert_eq!(run["state"], "complete");
-    let v = &run["variants"];
-    assert_eq!(v[0]["name"], "wasmtime-pooled");
-    assert_eq!(v[0]["status"], "failed");
-    assert!(
-        v[0]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("verification failed"),
-        "{}",
-        v[0]
-    );
-    assert_eq!(v[1]["status"], "measured");
-    let csv = std::fs::read_to_string(dir.join("throughput.csv")).unwrap();
     let rows: Vec<&str> = csv.lines().skip(1).collect();
     assert_eq!(rows.len(), 1);
     assert!(rows[0].starts_with("native,hello,1,"));
