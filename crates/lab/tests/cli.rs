@@ -19,20 +19,33 @@ fn write(dir: &Path, name: &str, text: &str) -> String {
     p.to_str().unwrap().to_owned()
 }
 
-/// `wasmlab run --no-build` on the suite `toml`, results under `dir/results`, plus `extra` flags.
-fn run_suite(dir: &Path, toml: &str, extra: &[&str]) -> (std::process::Output, std::path::PathBuf) {
+/// The arguments of `wasmlab run --no-build` on the suite `toml` (written to `dir`), with results
+/// under `dir/results`; returns them and that results directory.
+fn run_args(dir: &Path, toml: &str) -> (Vec<String>, std::path::PathBuf) {
     let suite = write(dir, "suite.toml", toml);
     let results = dir.join("results");
-    let mut args = vec![
+    let args = [
         "run",
         "--suite",
         &suite,
         "--no-build",
         "--results",
         results.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
-    (wasmlab(&args), results)
+    ]
+    .map(String::from)
+    .to_vec();
+    (args, results)
+}
+
+/// `wasmlab run --no-build` on the suite `toml`, results under `dir/results`, plus `extra` flags.
+fn run_suite(dir: &Path, toml: &str, extra: &[&str]) -> (std::process::Output, std::path::PathBuf) {
+    let (args, results) = run_args(dir, toml);
+    let out = Command::new(WASMLAB)
+        .args(&args)
+        .args(extra)
+        .output()
+        .unwrap();
+    (out, results)
 }
 
 /// The one run directory under `results`.
@@ -228,9 +241,8 @@ fn children_of(parent: u32) -> Vec<u32> {
 
 fn signal_leaves_finished_files_complete(signal: libc::c_int) {
     let tmp = tempfile::tempdir().unwrap();
-    let suite = write(
+    let (args, results) = run_args(
         tmp.path(),
-        "long.toml",
         r#"name = "long"
 variants = ["native", "wasmtime-pooled"]
 workloads = ["hello", "state"]
@@ -238,16 +250,8 @@ connections = [2]
 duration_secs = 1.5
 "#,
     );
-    let results = tmp.path().join("results");
     let mut child = Command::new(WASMLAB)
-        .args([
-            "run",
-            "--suite",
-            &suite,
-            "--no-build",
-            "--results",
-            results.to_str().unwrap(),
-        ])
+        .args(&args)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
