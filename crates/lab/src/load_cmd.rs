@@ -23,6 +23,11 @@ pub struct LoadArgs {
     /// on a 2-core machine, like `wrk -t1`.
     #[arg(short = 't', long, default_value_t = 1)]
     pub threads: usize,
+    /// Open loop: send at this constant rate (requests per second, all threads together), like
+    /// wrk2's -R. Latency is then counted from each request's intended send time; sends that
+    /// could not be made in time are reported as late or dropped.
+    #[arg(short = 'R', long)]
+    pub rate: Option<f64>,
     /// Per-request timeout.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub timeout: Duration,
@@ -44,6 +49,7 @@ pub fn load(args: LoadArgs) -> anyhow::Result<()> {
     c.connections = args.connections;
     c.threads = args.threads;
     c.requests = args.requests;
+    c.rate = args.rate;
     c.duration = match (args.duration, args.requests) {
         (Some(d), _) => Some(d),
         (None, Some(_)) => None,
@@ -89,6 +95,38 @@ fn print_report(r: &LoadReport) {
     println!(
         "  latency ms: mean {:.3}  p50 {:.3}  p90 {:.3}  p99 {:.3}  p99.9 {:.3}  max {:.3}",
         l.mean, l.p50, l.p90, l.p99, l.p99_9, l.max
+    );
+    if let Some(o) = &r.open_loop {
+        let u = &o.uncorrected_ms;
+        println!(
+            "  (latency above is from each request's intended send time; uncorrected p50 {:.3}  p99 {:.3}  max {:.3})",
+            u.p50, u.p99, u.max
+        );
+        println!(
+            "  open loop: target {:.0} req/s, achieved {:.0}; {} due, {} sent, {} dropped, {} late (> {} ms)",
+            o.target_rate,
+            o.achieved_rate,
+            o.intended,
+            o.sent,
+            o.dropped,
+            o.late,
+            wasmlab_load::LATE_AFTER.as_millis()
+        );
+    }
+    let p = &r.phases;
+    println!(
+        "  phases p50 ms: connect {:.3} ({} opened)  send {:.3}  wait {:.3}  receive {:.3}",
+        p.connect.p50, p.connections_opened, p.send.p50, p.wait.p50, p.receive.p50
+    );
+    println!(
+        "  generator: {:.2} CPU s, busy {:.0}%{}",
+        r.generator_cpu_secs,
+        r.generator_busy * 100.0,
+        if r.generator_saturated {
+            " — SATURATED: the server may be faster than measured; add threads (-t)"
+        } else {
+            ""
+        }
     );
     let e = &r.errors;
     println!(

@@ -1,10 +1,17 @@
-//! The wasmlab load generator: closed-loop HTTP/1.1 keep-alive load.
+//! The wasmlab load generator: HTTP/1.1 keep-alive load, closed or open loop.
 //!
-//! C connections are spread over T worker threads, each a single-threaded tokio runtime. Every
-//! connection sends a request, waits for the whole response, records the latency in its worker's
-//! HDR histogram and sends the next. Histograms are merged once at the end, so memory does not grow
-//! with the run's length. A request sent before the deadline is waited for and counted, so the
-//! reported count equals what the server answered.
+//! C connections are spread over T worker threads, each a single-threaded tokio runtime. In the
+//! closed loop every connection sends a request, waits for the whole response, records the latency
+//! in its worker's HDR histogram and sends the next. In the open loop (`rate`) requests are due at
+//! a constant arrival rate (wrk2's semantics): a free connection takes the next due send time,
+//! waits for it and sends; latency is counted from the *intended* send time (corrected for
+//! coordinated omission) and, separately, from the actual send. Histograms are merged once at the
+//! end, so memory does not grow with the run's length. A request sent before the deadline is
+//! waited for and counted, so the reported count equals what the server answered.
+
+mod timing;
+
+pub use timing::Phases;
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -25,6 +32,13 @@ use tokio::net::TcpStream;
 /// Highest latency the histograms hold (longer ones are clamped to it).
 const MAX_TRACKED_NS: u64 = 120_000_000_000;
 
+/// In the open loop, a request sent more than this after its intended time counts as late.
+pub const LATE_AFTER: Duration = Duration::from_millis(1);
+
+/// In the closed loop, the generator counts as saturated when its threads were on a CPU for at
+/// least this share of the run: the server may then have been faster than what was measured.
+pub const SATURATED_SHARE: f64 = 0.9;
+
 /// What to send, where, and for how long.
 #[derive(Debug, Clone)]
 pub struct LoadConfig {
@@ -36,8 +50,11 @@ pub struct LoadConfig {
     pub threads: usize,
     /// Stop sending after this long (requests in flight are still awaited).
     pub duration: Option<Duration>,
-    /// Stop after this many requests in all.
+    /// Stop after this many requests in all (closed loop only).
     pub requests: Option<u64>,
+    /// Open loop: send at this constant arrival rate (requests per second, all threads together)
+    /// instead of as fast as responses come back.
+    pub rate: Option<f64>,
     /// A request not answered within this counts as a timeout and its connection is replaced.
     pub timeout: Duration,
     /// Set to stop early (Ctrl-C); what finished until then is reported.
@@ -63,6 +80,7 @@ impl LoadConfig {
             threads: 1,
             duration: Some(Duration::from_secs(10)),
             requests: None,
+            rate: None,
             timeout: Duration::from_secs(10),
             cancel: None,
         })
@@ -133,6 +151,28 @@ impl LatencyMs {
     }
 }
 
+/// What the open loop intended and what it managed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct OpenLoop {
+    /// The configured arrival rate, requests per second.
+    pub target_rate: f64,
+    /// Sends due before the end of the run.
+    pub intended: u64,
+    /// Sends made (whatever their outcome).
+    pub sent: u64,
+    /// Due before the end of the run but never sent, because no connection was free in time
+    /// (k6's `dropped_iterations`).
+    pub dropped: u64,
+    /// Sent more than [`LATE_AFTER`] after their intended time.
+    pub late: u64,
+    /// `sent` over the sending period.
+    pub achieved_rate: f64,
+    /// How long after its intended time each request was actually sent.
+    pub send_lag_ms: LatencyMs,
+    /// Latency from the actual send (what a closed-loop tool reports; hides queueing).
+    pub uncorrected_ms: LatencyMs,
+}
+
 /// The outcome of one load run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LoadReport {
@@ -149,19 +189,37 @@ pub struct LoadReport {
     pub elapsed_secs: f64,
     /// Complete responses per second.
     pub rps: f64,
-    /// Latency of complete responses (send of the request to the last byte of the body).
+    /// Latency of complete responses, to the last byte of the body: from the send in the closed
+    /// loop; from the *intended* send time in the open loop (corrected for coordinated omission).
     pub latency_ms: LatencyMs,
+    /// Where the time of each exchange went.
+    #[serde(default)]
+    pub phases: Phases,
+    /// Set in the open loop.
+    #[serde(default)]
+    pub open_loop: Option<OpenLoop>,
+    /// CPU seconds the generator's worker threads used.
+    #[serde(default)]
+    pub generator_cpu_secs: f64,
+    /// `generator_cpu_secs` over (elapsed x threads): 1.0 is a generator that never waited.
+    #[serde(default)]
+    pub generator_busy: f64,
+    /// Closed loop only: the generator was busy at least [`SATURATED_SHARE`] of the run.
+    #[serde(default)]
+    pub generator_saturated: bool,
     pub body_bytes: u64,
     /// Complete responses by status code.
     pub status_counts: std::collections::BTreeMap<u16, u64>,
     /// The first error message seen, to say what went wrong.
     pub first_error: Option<String>,
-    /// The merged latency histogram, nanoseconds.
+    /// The merged latency histogram (as `latency_ms`), nanoseconds.
     #[serde(skip)]
     pub histogram: Option<Histogram<u64>>,
+    /// Open loop: the merged histogram of latency from the actual send, nanoseconds.
+    #[serde(skip)]
+    pub uncorrected_histogram: Option<Histogram<u64>>,
 }
 
-#[derive(Debug)]
 struct WorkerStats {
     responses: u64,
     ok: u64,
@@ -170,6 +228,14 @@ struct WorkerStats {
     /// Indexed by status code (100..=999), so counting costs no lookup.
     by_status: Vec<u64>,
     first_error: Option<String>,
+    latency: Histogram<u64>,
+    uncorrected: Histogram<u64>,
+    send_lag: Histogram<u64>,
+    phases: timing::PhaseHistograms,
+    sent: u64,
+    late: u64,
+    intended: u64,
+    cpu: Duration,
 }
 
 impl Default for WorkerStats {
@@ -181,7 +247,42 @@ impl Default for WorkerStats {
             body_bytes: 0,
             by_status: vec![0; 1000],
             first_error: None,
+            latency: new_histogram(),
+            uncorrected: new_histogram(),
+            send_lag: new_histogram(),
+            phases: timing::PhaseHistograms::new(),
+            sent: 0,
+            late: 0,
+            intended: 0,
+            cpu: Duration::ZERO,
         }
+    }
+}
+
+impl WorkerStats {
+    fn add(&mut self, o: &WorkerStats) {
+        self.responses += o.responses;
+        self.ok += o.ok;
+        self.errors.add(&o.errors);
+        self.body_bytes += o.body_bytes;
+        for (a, b) in self.by_status.iter_mut().zip(&o.by_status) {
+            *a += b;
+        }
+        if self.first_error.is_none() {
+            self.first_error.clone_from(&o.first_error);
+        }
+        for (a, b) in [
+            (&mut self.latency, &o.latency),
+            (&mut self.uncorrected, &o.uncorrected),
+            (&mut self.send_lag, &o.send_lag),
+        ] {
+            a.add(b).expect("same bounds");
+        }
+        self.phases.add(&o.phases);
+        self.sent += o.sent;
+        self.late += o.late;
+        self.intended += o.intended;
+        self.cpu += o.cpu;
     }
 }
 
@@ -194,17 +295,19 @@ struct Shared {
 }
 
 impl Shared {
-    /// Whether a connection may start another request.
+    /// Past the deadline, or cancelled.
+    fn stopped(&self) -> bool {
+        self.deadline.is_some_and(|d| Instant::now() >= d)
+            || self
+                .config
+                .cancel
+                .as_ref()
+                .is_some_and(|c| c.load(Ordering::Relaxed))
+    }
+
+    /// Whether a connection may start another request (closed loop).
     fn may_send(&self) -> bool {
-        if self.deadline.is_some_and(|d| Instant::now() >= d) {
-            return false;
-        }
-        if self
-            .config
-            .cancel
-            .as_ref()
-            .is_some_and(|c| c.load(Ordering::Relaxed))
-        {
+        if self.stopped() {
             return false;
         }
         match &self.budget {
@@ -216,6 +319,52 @@ impl Shared {
     }
 }
 
+/// One worker's share of an open-loop schedule: with T workers at total rate R, worker w's k-th
+/// send is due at `start + (k*T + w) / R`, so the workers' sends interleave evenly.
+struct Pacer {
+    start: Instant,
+    interval_ns: f64,
+    offset_ns: f64,
+    next: std::cell::Cell<u64>,
+}
+
+impl Pacer {
+    fn new(start: Instant, rate: f64, threads: usize, worker: usize) -> Self {
+        Self {
+            start,
+            interval_ns: threads as f64 * 1e9 / rate,
+            offset_ns: worker as f64 * 1e9 / rate,
+            next: std::cell::Cell::new(0),
+        }
+    }
+
+    fn due(&self, k: u64) -> Instant {
+        self.start + Duration::from_nanos((self.offset_ns + k as f64 * self.interval_ns) as u64)
+    }
+
+    /// Takes the next send time from the schedule.
+    fn take(&self) -> Instant {
+        let k = self.next.get();
+        self.next.set(k + 1);
+        self.due(k)
+    }
+
+    /// How many sends were due strictly before `end`.
+    fn due_before(&self, end: Instant) -> u64 {
+        let span = end.saturating_duration_since(self.start).as_nanos() as f64 - self.offset_ns;
+        if span <= 0.0 {
+            return 0;
+        }
+        let n = (span / self.interval_ns).ceil() as u64;
+        // Float rounding at the boundary: make `due(n - 1) < end <= due(n)` hold exactly.
+        match n {
+            n if n > 0 && self.due(n - 1) >= end => n - 1,
+            n if self.due(n) < end => n + 1,
+            n => n,
+        }
+    }
+}
+
 /// Runs the load and returns its report. Blocks the calling thread for the run's duration.
 pub fn run(config: LoadConfig) -> anyhow::Result<LoadReport> {
     anyhow::ensure!(config.connections > 0, "connections must be at least 1");
@@ -223,6 +372,16 @@ pub fn run(config: LoadConfig) -> anyhow::Result<LoadReport> {
         config.duration.is_some() || config.requests.is_some(),
         "give a duration or a request count"
     );
+    if let Some(rate) = config.rate {
+        anyhow::ensure!(
+            rate.is_finite() && rate > 0.0,
+            "the rate must be a positive number of requests per second"
+        );
+        anyhow::ensure!(
+            config.duration.is_some() && config.requests.is_none(),
+            "an open-loop run (--rate) needs a duration and no request count"
+        );
+    }
     let threads = config.threads.clamp(1, config.connections);
     let authority = HeaderValue::from_str(&config.authority())?;
     let start = Instant::now();
@@ -238,30 +397,48 @@ pub fn run(config: LoadConfig) -> anyhow::Result<LoadReport> {
         // Connections spread evenly: worker t gets every threads-th one.
         let conns = (t..shared.config.connections).step_by(threads).count();
         let shared = shared.clone();
+        let pacer = shared
+            .config
+            .rate
+            .map(|rate| Pacer::new(start, rate, threads, t));
         handles.push(
             std::thread::Builder::new()
                 .name(format!("load-{t}"))
-                .spawn(move || worker(shared, conns))?,
+                .spawn(move || worker(shared, conns, pacer))?,
         );
     }
-    let mut hist = new_histogram();
     let mut stats = WorkerStats::default();
     for h in handles {
-        let (wh, ws) = h
+        let ws = h
             .join()
             .map_err(|_| anyhow::anyhow!("load worker panicked"))??;
-        hist.add(&wh).expect("same bounds");
-        stats.responses += ws.responses;
-        stats.ok += ws.ok;
-        stats.errors.add(&ws.errors);
-        stats.body_bytes += ws.body_bytes;
-        for (a, b) in stats.by_status.iter_mut().zip(&ws.by_status) {
-            *a += b;
-        }
-        stats.first_error = stats.first_error.or(ws.first_error);
+        stats.add(&ws);
     }
     let elapsed = start.elapsed().as_secs_f64();
     let c = &shared.config;
+    let cpu = stats.cpu.as_secs_f64();
+    let busy = if elapsed > 0.0 {
+        cpu / (elapsed * threads as f64)
+    } else {
+        0.0
+    };
+    let open_loop = c.rate.map(|rate| {
+        let sending = c.duration.map_or(elapsed, |d| d.as_secs_f64().min(elapsed));
+        OpenLoop {
+            target_rate: rate,
+            intended: stats.intended,
+            sent: stats.sent,
+            dropped: stats.intended.saturating_sub(stats.sent),
+            late: stats.late,
+            achieved_rate: if sending > 0.0 {
+                stats.sent as f64 / sending
+            } else {
+                0.0
+            },
+            send_lag_ms: LatencyMs::from_histogram(&stats.send_lag),
+            uncorrected_ms: LatencyMs::from_histogram(&stats.uncorrected),
+        }
+    });
     Ok(LoadReport {
         url: c.url.to_string(),
         method: c.method.to_string(),
@@ -276,7 +453,12 @@ pub fn run(config: LoadConfig) -> anyhow::Result<LoadReport> {
         } else {
             0.0
         },
-        latency_ms: LatencyMs::from_histogram(&hist),
+        latency_ms: LatencyMs::from_histogram(&stats.latency),
+        phases: stats.phases.summary(),
+        generator_cpu_secs: cpu,
+        generator_busy: busy,
+        generator_saturated: open_loop.is_none() && busy >= SATURATED_SHARE,
+        open_loop,
         body_bytes: stats.body_bytes,
         status_counts: stats
             .by_status
@@ -286,7 +468,8 @@ pub fn run(config: LoadConfig) -> anyhow::Result<LoadReport> {
             .map(|(code, n)| (code as u16, *n))
             .collect(),
         first_error: stats.first_error,
-        histogram: Some(hist),
+        uncorrected_histogram: c.rate.map(|_| stats.uncorrected),
+        histogram: Some(stats.latency),
     })
 }
 
@@ -294,31 +477,60 @@ pub fn new_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, MAX_TRACKED_NS, 3).expect("valid histogram bounds")
 }
 
-type WorkerResult = anyhow::Result<(Histogram<u64>, WorkerStats)>;
+/// Records a duration in nanoseconds, clamped to the histogram's bounds.
+pub(crate) fn record(h: &mut Histogram<u64>, d: Duration) {
+    let ns = (d.as_nanos() as u64).clamp(1, MAX_TRACKED_NS);
+    h.record(ns).expect("clamped to bounds");
+}
 
-fn worker(shared: Arc<Shared>, conns: usize) -> WorkerResult {
+/// A histogram as (value, count) pairs of its non-empty buckets: lossless at the histogram's
+/// precision, and plain JSON for results files.
+pub fn histogram_buckets(h: &Histogram<u64>) -> Vec<[u64; 2]> {
+    h.iter_recorded()
+        .map(|v| [v.value_iterated_to(), v.count_at_value()])
+        .collect()
+}
+
+/// The inverse of [`histogram_buckets`].
+pub fn histogram_from_buckets(buckets: &[[u64; 2]]) -> Histogram<u64> {
+    let mut h = new_histogram();
+    for &[v, n] in buckets {
+        h.record_n(v.clamp(1, MAX_TRACKED_NS), n)
+            .expect("clamped to bounds");
+    }
+    h
+}
+
+fn worker(shared: Arc<Shared>, conns: usize, pacer: Option<Pacer>) -> anyhow::Result<WorkerStats> {
+    let cpu_before = timing::thread_cpu();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     let local = tokio::task::LocalSet::new();
-    let hist = Rc::new(RefCell::new(new_histogram()));
     let stats = Rc::new(RefCell::new(WorkerStats::default()));
+    let pacer = pacer.map(Rc::new);
     local.block_on(&rt, async {
         let mut tasks = Vec::with_capacity(conns);
         for _ in 0..conns {
             tasks.push(tokio::task::spawn_local(connection(
                 shared.clone(),
-                hist.clone(),
                 stats.clone(),
+                pacer.clone(),
             )));
         }
         for t in tasks {
             let _ = t.await;
         }
     });
-    let hist = Rc::try_unwrap(hist).expect("tasks done").into_inner();
-    let stats = Rc::try_unwrap(stats).expect("tasks done").into_inner();
-    Ok((hist, stats))
+    let mut stats = Rc::try_unwrap(stats)
+        .unwrap_or_else(|_| unreachable!("every task has finished"))
+        .into_inner();
+    if let (Some(p), Some(deadline)) = (&pacer, shared.deadline) {
+        // Sending ended at the deadline, or earlier when cancelled.
+        stats.intended = p.due_before(deadline.min(Instant::now()));
+    }
+    stats.cpu = timing::thread_cpu().saturating_sub(cpu_before);
+    Ok(stats)
 }
 
 enum Failure {
@@ -327,14 +539,20 @@ enum Failure {
     Timeout,
 }
 
-async fn connect(shared: &Shared) -> Result<http1::SendRequest<Full<Bytes>>, Failure> {
+type Sender = http1::SendRequest<Full<Bytes>>;
+
+async fn connect(shared: &Shared, marks: Rc<timing::Marks>) -> Result<Sender, Failure> {
     let addr = shared.config.authority();
     let stream = tokio::time::timeout(shared.config.timeout, TcpStream::connect(&addr))
         .await
         .map_err(|_| Failure::Connect(format!("connect to {addr} timed out")))?
         .map_err(|e| Failure::Connect(format!("connect to {addr}: {e}")))?;
     let _ = stream.set_nodelay(true);
-    let (sender, conn) = http1::handshake(TokioIo::new(stream))
+    let io = timing::Timed {
+        inner: stream,
+        marks,
+    };
+    let (sender, conn) = http1::handshake(TokioIo::new(io))
         .await
         .map_err(|e| Failure::Connect(format!("handshake: {e}")))?;
     tokio::task::spawn_local(async move {
@@ -359,23 +577,77 @@ fn build_request(shared: &Shared) -> Request<Full<Bytes>> {
     req
 }
 
+/// Waits until `t`. tokio's timer ticks in whole milliseconds, so it sleeps to just short of `t`
+/// and yields until `t`: sends leave on time, not up to a millisecond late.
+async fn wait_until(t: Instant) {
+    const TIMER_SLACK: Duration = Duration::from_micros(1500);
+    let now = Instant::now();
+    if t <= now {
+        return;
+    }
+    if t - now > TIMER_SLACK {
+        tokio::time::sleep_until((t - TIMER_SLACK).into()).await;
+    }
+    while Instant::now() < t {
+        tokio::task::yield_now().await;
+    }
+}
+
+/// A completed exchange: status, body bytes, and when the request and response ended.
+struct Exchange {
+    status: hyper::StatusCode,
+    bytes: u64,
+    begin: Instant,
+    end: Instant,
+}
+
 async fn connection(
     shared: Arc<Shared>,
-    hist: Rc<RefCell<Histogram<u64>>>,
     stats: Rc<RefCell<WorkerStats>>,
+    pacer: Option<Rc<Pacer>>,
 ) {
-    let mut sender: Option<http1::SendRequest<Full<Bytes>>> = None;
-    while shared.may_send() {
+    let mut sender: Option<Sender> = None;
+    let marks = Rc::new(timing::Marks::default());
+    loop {
+        let intended = match &pacer {
+            Some(p) => {
+                let due = p.take();
+                if shared.deadline.is_some_and(|d| due >= d) || shared.stopped() {
+                    break;
+                }
+                wait_until(due).await;
+                if shared.stopped() {
+                    break;
+                }
+                Some(due)
+            }
+            None if shared.may_send() => None,
+            None => break,
+        };
         let started = Instant::now();
+        if let Some(due) = intended {
+            let mut st = stats.borrow_mut();
+            let lag = started.saturating_duration_since(due);
+            record(&mut st.send_lag, lag);
+            st.sent += 1;
+            st.late += u64::from(lag > LATE_AFTER);
+        }
         let outcome = async {
             let s = match sender.as_mut() {
                 Some(s) if !s.is_closed() => s,
-                _ => sender.insert(connect(&shared).await?),
+                _ => {
+                    let t = Instant::now();
+                    let s = connect(&shared, marks.clone()).await?;
+                    record(&mut stats.borrow_mut().phases.connect, t.elapsed());
+                    sender.insert(s)
+                }
             };
             let exchange = async {
                 s.ready()
                     .await
                     .map_err(|e| Failure::ReadWrite(e.to_string()))?;
+                marks.reset();
+                let begin = Instant::now();
                 let resp = s
                     .send_request(build_request(&shared))
                     .await
@@ -389,7 +661,12 @@ async fn connection(
                         bytes += d.len() as u64;
                     }
                 }
-                Ok((status, bytes))
+                Ok(Exchange {
+                    status,
+                    bytes,
+                    begin,
+                    end: Instant::now(),
+                })
             };
             tokio::time::timeout(shared.config.timeout, exchange)
                 .await
@@ -399,18 +676,23 @@ async fn connection(
         let failed = {
             let mut st = stats.borrow_mut();
             match outcome {
-                Ok((status, bytes)) => {
-                    let ns = (started.elapsed().as_nanos() as u64).clamp(1, MAX_TRACKED_NS);
-                    hist.borrow_mut().record(ns).expect("clamped to bounds");
+                Ok(x) => {
+                    record(&mut st.latency, x.end - intended.unwrap_or(started));
+                    if intended.is_some() {
+                        record(&mut st.uncorrected, x.end - started);
+                    }
+                    if let Some(split) = marks.split(x.begin, x.end) {
+                        st.phases.record_exchange(split);
+                    }
                     st.responses += 1;
-                    st.body_bytes += bytes;
-                    st.by_status[usize::from(status.as_u16()).min(999)] += 1;
-                    if status.is_success() {
+                    st.body_bytes += x.bytes;
+                    st.by_status[usize::from(x.status.as_u16()).min(999)] += 1;
+                    if x.status.is_success() {
                         st.ok += 1;
                     } else {
                         st.errors.non_2xx += 1;
                         st.first_error
-                            .get_or_insert_with(|| format!("status {status}"));
+                            .get_or_insert_with(|| format!("status {}", x.status));
                     }
                     false
                 }
@@ -503,6 +785,38 @@ mod tests {
         // Uniform 1..10 ms: the median is 5 ms within the histogram's 3 significant digits.
         assert!((l.p50 - 5.0).abs() < 0.01, "p50 {}", l.p50);
         assert!((l.max - 10.0).abs() < 0.01, "max {}", l.max);
+    }
+
+    #[test]
+    fn pacer_schedule_and_due_count() {
+        let t0 = Instant::now();
+        // 1,000 req/s over 2 workers: worker 1's sends are due at 1 ms, 3 ms, 5 ms, ...
+        let p = Pacer::new(t0, 1000.0, 2, 1);
+        assert_eq!(p.take(), t0 + Duration::from_millis(1));
+        assert_eq!(p.take(), t0 + Duration::from_millis(3));
+        assert_eq!(p.due_before(t0), 0);
+        assert_eq!(p.due_before(t0 + Duration::from_millis(1)), 0);
+        assert_eq!(p.due_before(t0 + Duration::from_micros(1001)), 1);
+        assert_eq!(p.due_before(t0 + Duration::from_secs(1)), 500);
+        let p0 = Pacer::new(t0, 1000.0, 2, 0);
+        assert_eq!(p0.due_before(t0 + Duration::from_secs(1)), 500);
+        // An awkward rate: 3 req/s for 1 s is due at 0, 1/3 and 2/3 s.
+        let p = Pacer::new(t0, 3.0, 1, 0);
+        assert_eq!(p.due_before(t0 + Duration::from_secs(1)), 3);
+    }
+
+    #[test]
+    fn histogram_buckets_round_trip() {
+        let mut h = new_histogram();
+        for v in [1u64, 7, 7, 1_000, 123_456, 9_999_999, 5_000_000_000] {
+            h.record(v).unwrap();
+        }
+        let back = histogram_from_buckets(&histogram_buckets(&h));
+        assert_eq!(back.len(), h.len());
+        for q in [0.0, 0.3, 0.5, 0.9, 0.99, 1.0] {
+            assert!(back.equivalent(back.value_at_quantile(q), h.value_at_quantile(q)));
+        }
+        assert_eq!(back.max(), h.max());
     }
 
     #[test]

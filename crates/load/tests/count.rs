@@ -1,53 +1,22 @@
 //! The load generator's count against what an in-test server actually served.
 
-use std::convert::Infallible;
-use std::net::SocketAddr;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use bytes::Bytes;
-use http_body_util::Full;
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper::{Response, StatusCode};
-use hyper_util::rt::TokioIo;
 use wasmlab_load::{LoadConfig, run};
 
-/// Starts a server on an ephemeral loopback port, in its own thread, that counts what it answered.
-/// Every `fail_every`-th request answers 500.
-fn counting_server(fail_every: u64) -> (SocketAddr, Arc<AtomicU64>) {
-    let served = Arc::new(AtomicU64::new(0));
-    let (tx, rx) = std::sync::mpsc::channel();
-    let counter = served.clone();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            tx.send(listener.local_addr().unwrap()).unwrap();
-            loop {
-                let (stream, _) = listener.accept().await.unwrap();
-                let counter = counter.clone();
-                tokio::spawn(async move {
-                    let svc = service_fn(move |_req| {
-                        let n = counter.fetch_add(1, Ordering::SeqCst) + 1;
-                        let mut resp = Response::new(Full::new(Bytes::from_static(b"ok")));
-                        if fail_every > 0 && n.is_multiple_of(fail_every) {
-                            *resp.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
-                        }
-                        async move { Ok::<_, Infallible>(resp) }
-                    });
-                    let _ = http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), svc)
-                        .await;
-                });
-            }
-        });
-    });
-    (rx.recv().unwrap(), served)
+mod common;
+
+fn counting_server(
+    fail_every: u64,
+) -> (
+    std::net::SocketAddr,
+    std::sync::Arc<std::sync::atomic::AtomicU64>,
+) {
+    common::server(common::Behaviour {
+        fail_every,
+        stall: None,
+    })
 }
 
 #[test]
