@@ -30,6 +30,11 @@ struct Args {
     /// (docs/guest-abi.md) for `pooled`, a WASI command for `naive`.
     #[arg(long, value_name = "PATH")]
     wasm: Option<std::path::PathBuf>,
+    /// Compile the guest ahead of time to this `.cwasm` file and exit (pooled). Give it back with
+    /// `--wasm FILE.cwasm` to start without compiling. The file is native code for this build of
+    /// the gateway only: load only files you made yourself.
+    #[arg(long, value_name = "OUT")]
+    precompile: Option<std::path::PathBuf>,
     /// Instances alive at once (pooled); requests beyond this wait for a slot.
     #[arg(long, default_value_t = GuestLimits::default().max_instances)]
     max_instances: u32,
@@ -71,13 +76,44 @@ fn run(args: Args) -> anyhow::Result<()> {
         .wasm
         .as_ref()
         .map_or_else(|| "built-in".to_owned(), |p| p.display().to_string());
-    eprintln!("guest={guest} limits: {limits}");
+    let precompiled = PooledExecutor::is_precompiled(&wasm);
+    if let Some(out) = &args.precompile {
+        anyhow::ensure!(
+            matches!(args.executor, ExecutorKind::Pooled),
+            "--precompile is for the pooled executor"
+        );
+        anyhow::ensure!(!precompiled, "{guest} is precompiled already");
+        let bytes = PooledExecutor::precompile(&wasm, limits)?;
+        std::fs::write(out, &bytes).map_err(|e| anyhow::anyhow!("write {}: {e}", out.display()))?;
+        eprintln!(
+            "precompiled {guest} to {} ({} bytes)",
+            out.display(),
+            bytes.len()
+        );
+        return Ok(());
+    }
+    eprintln!(
+        "guest={guest}{} limits: {limits}",
+        if precompiled { " (precompiled)" } else { "" }
+    );
     let refused = |e: anyhow::Error| e.context(format!("guest {guest} refused"));
-    match args.executor {
-        ExecutorKind::Pooled => args
+    match (args.executor, args.wasm.filter(|_| precompiled)) {
+        (ExecutorKind::Pooled, Some(path)) => {
+            drop(wasm);
+            args.server.run(|caps| async move {
+                // SAFETY: the operator passed this file as a module precompiled by
+                // --precompile (see the flag's help); Wasmtime checks version and settings.
+                unsafe { PooledExecutor::from_precompiled_file(&path, caps, limits) }
+                    .map_err(refused)
+            })
+        }
+        (ExecutorKind::Naive, Some(_)) => {
+            anyhow::bail!("the naive executor compiles per process from Wasm; give it a .wasm")
+        }
+        (ExecutorKind::Pooled, None) => args
             .server
             .run(|caps| async move { PooledExecutor::new(&wasm, caps, limits).map_err(refused) }),
-        ExecutorKind::Naive => args
+        (ExecutorKind::Naive, None) => args
             .server
             .run(|caps| async move { NaiveExecutor::new(&wasm, caps, limits).map_err(refused) }),
     }

@@ -37,6 +37,35 @@ impl PooledExecutor {
         Self::from_module(engine, module, caps, limits)
     }
 
+    /// Loads a module precompiled by [`PooledExecutor::precompile`] (a `.cwasm` file), mapping it
+    /// instead of compiling: the cold-start path of a cached module.
+    ///
+    /// # Safety
+    /// The file must be one written by `precompile` (of any trusted build): Wasmtime checks that
+    /// its version and settings match, but trusts the machine code inside.
+    pub unsafe fn from_precompiled_file(
+        path: &std::path::Path,
+        caps: Arc<Capabilities>,
+        limits: GuestLimits,
+    ) -> anyhow::Result<Self> {
+        let engine = Engine::new(&Self::config(limits))?;
+        // SAFETY: passed on to the caller (see above).
+        let module = unsafe { Module::deserialize_file(&engine, path)? };
+        Self::from_module(engine, module, caps, limits)
+    }
+
+    /// Compiles `wasm` ahead of time with the settings the pooled executor runs it with: the bytes
+    /// of a `.cwasm` file for [`PooledExecutor::from_precompiled_file`].
+    pub fn precompile(wasm: &[u8], limits: GuestLimits) -> anyhow::Result<Vec<u8>> {
+        let engine = Engine::new(&Self::config(limits))?;
+        Ok(engine.precompile_module(wasm)?)
+    }
+
+    /// Whether `bytes` are a module precompiled by Wasmtime (rather than Wasm or WAT).
+    pub fn is_precompiled(bytes: &[u8]) -> bool {
+        Engine::detect_precompiled(bytes).is_some()
+    }
+
     fn config(limits: GuestLimits) -> Config {
         let n = limits.max_instances.max(1);
         let mut pool = PoolingAllocationConfig::default();

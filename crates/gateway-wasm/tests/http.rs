@@ -21,6 +21,33 @@ fn naive_gateway_serves_every_route() {
     check_executor("naive");
 }
 
+#[test]
+fn precompiled_guest_serves_every_route() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cwasm = tmp.path().join("guest.cwasm");
+    let out = std::process::Command::new(BIN)
+        .arg("--precompile")
+        .arg(&cwasm)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (_rt, up) = spawn_upstream();
+    let path = cwasm.to_str().unwrap();
+    let server = ServerProcess::start(BIN, &["--wasm", path, "--upstream", &up]);
+    check_every_route(server.addr, &echo_of("GET", "/proxy"));
+    // A precompiled module is for the pooled executor only, and is not precompiled twice.
+    assert!(refused(&["--executor", "naive", "--wasm", path]).contains("naive"));
+    let again = std::process::Command::new(BIN)
+        .args(["--wasm", path, "--precompile", "/dev/null"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&again.stderr).contains("precompiled already"));
+}
+
 /// Starts the gateway expecting it to refuse to start; returns what it printed on stderr.
 fn refused(args: &[&str]) -> String {
     let out = std::process::Command::new(BIN)
