@@ -2,9 +2,9 @@
 
 use std::process::Command;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Machine {
     pub cpu_model: String,
     pub cores: usize,
@@ -13,13 +13,13 @@ pub struct Machine {
     /// Whether the CPU has SHA extensions. The handlers are built with sha2's portable code
     /// (`force-soft`) natively and in Wasm, so `/compute` never uses them.
     pub cpu_sha_extensions: bool,
-    pub compute_sha256: &'static str,
+    pub compute_sha256: String,
     pub tools: Tools,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Tools {
-    pub wasmlab: &'static str,
+    pub wasmlab: String,
     pub rustc: Option<String>,
     pub wasmtime: Option<String>,
     pub hyper: Option<String>,
@@ -50,9 +50,9 @@ pub fn describe(workspace: Option<&std::path::Path>) -> Machine {
             .map(|s| s.trim().to_owned())
             .unwrap_or_else(|_| "unknown".into()),
         cpu_sha_extensions: flags.split_whitespace().any(|f| f == "sha_ni"),
-        compute_sha256: "portable (sha2 force-soft) in native and Wasm builds",
+        compute_sha256: "portable (sha2 force-soft) in native and Wasm builds".into(),
         tools: Tools {
-            wasmlab: env!("CARGO_PKG_VERSION"),
+            wasmlab: env!("CARGO_PKG_VERSION").into(),
             rustc: command_line("rustc", &["--version"]),
             wasmtime: locked("wasmtime"),
             hyper: locked("hyper"),

@@ -5,11 +5,18 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod analysis;
 mod load_cmd;
 mod machine;
+mod model;
+mod report;
+mod report_cmd;
+mod resources;
 mod results;
 mod run;
+mod stats;
 mod suite;
+mod tables;
 mod variant;
 mod verify;
 
@@ -25,9 +32,15 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run a suite: build, start and verify each variant, measure throughput, write results/<run-id>/.
+    /// Run a suite: build, start and verify each variant; measure cold start, throughput, warm and
+    /// open-loop latency and resources; write results/<run-id>/ with report.html.
     Run(run::RunArgs),
-    /// Closed-loop HTTP/1.1 keep-alive load against any URL (like wrk or oha).
+    /// Rebuild a results directory's CSVs, summary.md and report.html from its raw samples.
+    Report(report_cmd::ReportArgs),
+    /// Compare two results directories cell by cell, with confidence intervals.
+    Compare(report_cmd::CompareArgs),
+    /// HTTP/1.1 keep-alive load against any URL: closed loop (like wrk, oha) or open loop at a
+    /// constant rate with --rate (like wrk2).
     Load(load_cmd::LoadArgs),
     /// Serve the upstream echo server that /proxy forwards to (the lab starts it itself).
     Upstream {
@@ -49,6 +62,8 @@ fn main() -> ExitCode {
     wasmlab_gateway::cli::raise_fd_limit();
     let result = match cli.command {
         Command::Run(args) => run::run(args),
+        Command::Report(args) => report_cmd::report(args),
+        Command::Compare(args) => report_cmd::compare(args),
         Command::Load(args) => load_cmd::load(args),
         Command::Upstream { host, port } => serve_upstream(host, port),
         Command::Variants => {

@@ -1,4 +1,4 @@
-//! The results store: `results/<run-id>/` with run.json, samples.jsonl and throughput.csv.
+//! The results store: `results/<run-id>/` with run.json, samples.jsonl, CSV files and the report.
 //! Every file but the append-only samples is replaced atomically (temp file + rename), so an
 //! interrupted run leaves complete files; a run never reuses an earlier run's directory.
 
@@ -7,9 +7,6 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-
-/// Version of the samples.jsonl line format.
-pub const SAMPLES_SCHEMA: u32 = 1;
 
 pub struct ResultsDir {
     pub path: PathBuf,
@@ -53,6 +50,21 @@ impl ResultsDir {
         )
     }
 
+    /// Opens an existing run directory (to rewrite its derived files).
+    pub fn open(path: &Path) -> anyhow::Result<Self> {
+        let samples = OpenOptions::new()
+            .append(true)
+            .open(path.join("samples.jsonl"))
+            .map_err(|e| anyhow::anyhow!("open {}/samples.jsonl: {e}", path.display()))?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            run_id: path
+                .file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+            samples,
+        })
+    }
+
     /// Appends one JSON line (written whole, flushed at once).
     pub fn append_sample(&mut self, sample: &impl Serialize) -> anyhow::Result<()> {
         let mut line = serde_json::to_vec(sample)?;
@@ -68,8 +80,16 @@ impl ResultsDir {
         write_atomic(&self.path.join(name), &bytes)
     }
 
-    pub fn write_csv<R: CsvRow>(&self, name: &str, rows: &[R]) -> anyhow::Result<()> {
-        let mut out = R::HEADER.join(",");
+    /// Writes a CSV file: `header` when there are no rows, else the rows' own header.
+    pub fn write_csv<R: CsvRow>(
+        &self,
+        name: &str,
+        header: &[&str],
+        rows: &[R],
+    ) -> anyhow::Result<()> {
+        let mut out = rows
+            .first()
+            .map_or_else(|| header.join(","), |r| r.header().join(","));
         out.push('\n');
         for r in rows {
             out += &r
@@ -89,7 +109,7 @@ impl ResultsDir {
 }
 
 pub trait CsvRow {
-    const HEADER: &'static [&'static str];
+    fn header(&self) -> Vec<&'static str>;
     fn fields(&self) -> Vec<String>;
 }
 
@@ -168,14 +188,17 @@ mod tests {
     fn csv_quotes_and_atomic_write() {
         struct R(&'static str);
         impl CsvRow for R {
-            const HEADER: &'static [&'static str] = &["a", "b"];
+            fn header(&self) -> Vec<&'static str> {
+                vec!["a", "b"]
+            }
             fn fields(&self) -> Vec<String> {
                 vec![self.0.into(), "x".into()]
             }
         }
         let root = tempfile::tempdir().unwrap();
         let dir = ResultsDir::create(root.path()).unwrap();
-        dir.write_csv("t.csv", &[R("1,2"), R("q\"")]).unwrap();
+        dir.write_csv("t.csv", &["a", "b"], &[R("1,2"), R("q\"")])
+            .unwrap();
         let text = std::fs::read_to_string(dir.file("t.csv")).unwrap();
         assert_eq!(text, "a,b\n\"1,2\",x\n\"q\"\"\",x\n");
         let leftovers: Vec<_> = std::fs::read_dir(&dir.path)

@@ -1,5 +1,7 @@
-//! `wasmlab run`: build what is needed, then for each variant launch → verify → measure → stop,
-//! writing results as they come.
+//! `wasmlab run`: build what is needed, then measure cold starts, and, for each repetition, each
+//! variant in a shuffled order: launch → verify → closed loop → warm latency → open loop → stop.
+//! Every sample is appended as it is measured; the CSVs are rewritten after each; the analysis,
+//! summary.md and report.html come at the end (and from `wasmlab report` at any time).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -7,14 +9,16 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use serde::Serialize;
 use wasmlab_load::{LoadConfig, LoadReport, parse_duration};
 
 use crate::machine;
-use crate::results::{CsvRow, ResultsDir, SAMPLES_SCHEMA};
+use crate::model::{Artifact, Kind, RunInfo, SAMPLES_SCHEMA, Sample, VariantOutcome};
+use crate::resources::Sampler;
+use crate::results::ResultsDir;
+use crate::stats;
 use crate::suite::{self, Suite};
-use crate::variant::{self, LaunchContext, Running, StartTimes, Variant};
-use crate::verify::{self, Check};
+use crate::variant::{self, LaunchContext, Running, Variant};
+use crate::verify::{self, WorkloadRequest};
 
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
@@ -30,6 +34,12 @@ pub struct RunArgs {
     /// Override the suite's measured duration per cell (e.g. 5s).
     #[arg(long, value_parser = parse_duration)]
     pub duration: Option<Duration>,
+    /// Override the suite's number of repetitions.
+    #[arg(long)]
+    pub repetitions: Option<u32>,
+    /// Seed of the shuffled variant order (default: the suite's, else the clock; recorded).
+    #[arg(long)]
+    pub seed: Option<u64>,
     /// Where run directories are created.
     #[arg(long, default_value = "results")]
     pub results: PathBuf,
@@ -45,148 +55,20 @@ pub struct RunArgs {
     pub wasm: Option<PathBuf>,
 }
 
-/// One row of throughput.csv (the gateway study's columns, plus error classes).
-#[derive(Debug, Clone, Serialize)]
-pub struct ThroughputRow {
-    pub variant: String,
-    pub workload: String,
-    pub connections: usize,
-    pub rps: f64,
-    pub p50_ms: f64,
-    pub p90_ms: f64,
-    pub p99_ms: f64,
-    pub p99_9_ms: f64,
-    pub max_ms: f64,
-    pub responses: u64,
-    pub errors: u64,
-    pub errors_connect: u64,
-    pub errors_read_write: u64,
-    pub errors_timeout: u64,
-    pub errors_non_2xx: u64,
-    pub duration_s: f64,
-}
-
-impl CsvRow for ThroughputRow {
-    const HEADER: &'static [&'static str] = &[
-        "variant",
-        "workload",
-        "connections",
-        "rps",
-        "p50_ms",
-        "p90_ms",
-        "p99_ms",
-        "p99_9_ms",
-        "max_ms",
-        "responses",
-        "errors",
-        "errors_connect",
-        "errors_read_write",
-        "errors_timeout",
-        "errors_non_2xx",
-        "duration_s",
-    ];
-
-    fn fields(&self) -> Vec<String> {
-        vec![
-            self.variant.clone(),
-            self.workload.clone(),
-            self.connections.to_string(),
-            format!("{:.1}", self.rps),
-            format!("{:.4}", self.p50_ms),
-            format!("{:.4}", self.p90_ms),
-            format!("{:.4}", self.p99_ms),
-            format!("{:.4}", self.p99_9_ms),
-            format!("{:.4}", self.max_ms),
-            self.responses.to_string(),
-            self.errors.to_string(),
-            self.errors_connect.to_string(),
-            self.errors_read_write.to_string(),
-            self.errors_timeout.to_string(),
-            self.errors_non_2xx.to_string(),
-            format!("{:.3}", self.duration_s),
-        ]
-    }
-}
-
-impl ThroughputRow {
-    fn new(variant: &str, workload: &str, r: &LoadReport) -> Self {
-        Self {
-            variant: variant.to_owned(),
-            workload: workload.to_owned(),
-            connections: r.connections,
-            rps: r.rps,
-            p50_ms: r.latency_ms.p50,
-            p90_ms: r.latency_ms.p90,
-            p99_ms: r.latency_ms.p99,
-            p99_9_ms: r.latency_ms.p99_9,
-            max_ms: r.latency_ms.max,
-            responses: r.responses,
-            errors: r.errors.total(),
-            errors_connect: r.errors.connect,
-            errors_read_write: r.errors.read_write,
-            errors_timeout: r.errors.timeout,
-            errors_non_2xx: r.errors.non_2xx,
-            duration_s: r.elapsed_secs,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Serialize)]
-struct VariantOutcome {
-    name: String,
-    /// measured | failed | interrupted
-    status: &'static str,
-    reason: Option<String>,
-    start: Option<StartTimes>,
-    checks: Vec<Check>,
-}
-
-#[derive(Debug, Serialize)]
-struct RunInfo<'a> {
-    schema: u32,
-    run_id: &'a str,
-    command: Vec<String>,
-    started_utc: String,
-    finished_utc: Option<String>,
-    /// running | complete | interrupted
-    state: &'static str,
-    git_sha: Option<String>,
-    /// The core-module guest given with --wasm, if any (else the built-in one ran).
-    core_guest: Option<String>,
-    machine: machine::Machine,
-    suite: &'a Suite,
-    variants: &'a [VariantOutcome],
-}
-
-#[derive(Serialize)]
-struct Sample<'a, T: Serialize> {
-    schema: u32,
-    kind: &'static str,
-    variant: &'a str,
-    workload: Option<&'a str>,
-    connections: Option<usize>,
-    repetition: u32,
-    data: T,
-}
-
 /// Set by SIGINT/SIGTERM; everything long-running polls it.
-fn cancel_flag() -> &'static Arc<AtomicBool> {
-    static FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
-    FLAG.get_or_init(|| Arc::new(AtomicBool::new(false)))
-}
+static CANCEL: OnceLock<Arc<AtomicBool>> = OnceLock::new();
 
 extern "C" fn on_signal(_: libc::c_int) {
-    // Only an atomic store: async-signal-safe. OnceLock is initialised before the handler is set.
+    // Only an atomic store: async-signal-safe. The OnceLock is set before the handler.
     if let Some(f) = CANCEL.get() {
         f.store(true, Ordering::SeqCst);
     }
 }
 
-static CANCEL: OnceLock<Arc<AtomicBool>> = OnceLock::new();
-
 fn install_signal_handlers() -> Arc<AtomicBool> {
-    let flag = cancel_flag().clone();
-    let _ = CANCEL.set(flag.clone());
+    let flag = CANCEL
+        .get_or_init(|| Arc::new(AtomicBool::new(false)))
+        .clone();
     // SAFETY: the handler only performs an atomic store.
     unsafe {
         libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
@@ -195,16 +77,90 @@ fn install_signal_handlers() -> Arc<AtomicBool> {
     flag
 }
 
+/// A run in progress: where it writes, and what it has measured so far.
+struct Lab {
+    dir: ResultsDir,
+    info: RunInfo,
+    samples: Vec<Sample>,
+    cancel: Arc<AtomicBool>,
+    pb: ProgressBar,
+}
+
+impl Lab {
+    fn say(&self, msg: String) {
+        if self.pb.is_hidden() {
+            eprintln!("{msg}");
+        } else {
+            self.pb.println(msg);
+        }
+    }
+
+    fn cancelled(&self) -> bool {
+        self.cancel.load(Ordering::SeqCst)
+    }
+
+    /// Appends a sample to samples.jsonl and rewrites the CSVs.
+    fn record(&mut self, sample: Sample) -> anyhow::Result<()> {
+        self.dir.append_sample(&sample)?;
+        self.samples.push(sample);
+        crate::tables::write_csvs(&self.dir, &self.samples)
+    }
+
+    fn save_info(&self) -> anyhow::Result<()> {
+        self.dir.write_json("run.json", &self.info)
+    }
+
+    fn outcome(&mut self, name: &str) -> &mut VariantOutcome {
+        let i = match self.info.variants.iter().position(|o| o.name == name) {
+            Some(i) => i,
+            None => {
+                self.info.variants.push(VariantOutcome {
+                    name: name.to_owned(),
+                    status: "measured".into(),
+                    reason: None,
+                    checks: Vec::new(),
+                });
+                self.info.variants.len() - 1
+            }
+        };
+        &mut self.info.variants[i]
+    }
+
+    fn failed(&self, name: &str) -> bool {
+        self.info
+            .variants
+            .iter()
+            .any(|o| o.name == name && o.status == "failed")
+    }
+
+    fn fail(&mut self, name: &str, reason: String) -> anyhow::Result<()> {
+        self.say(format!("{name}: FAILED: {reason}"));
+        let o = self.outcome(name);
+        o.status = "failed".into();
+        o.reason = Some(reason);
+        self.save_info()
+    }
+}
+
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
     let mut suite = suite::load(&args.suite)?;
     if !args.variants.is_empty() {
         suite.variants = args.variants.clone();
+        if let Some(c) = &mut suite.cold_start {
+            c.variants.retain(|v| args.variants.contains(v));
+            if c.variants.is_empty() {
+                c.variants = args.variants.clone();
+            }
+        }
     }
     if !args.connections.is_empty() {
         suite.connections = args.connections.clone();
     }
     if let Some(d) = args.duration {
         suite.duration_secs = d.as_secs_f64();
+    }
+    if let Some(r) = args.repetitions {
+        suite.repetitions = r;
     }
     suite.validate()?;
     let core_guest = match &args.wasm {
@@ -214,11 +170,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         }
         None => None,
     };
-    let variants: Vec<&'static Variant> = suite
-        .variants
-        .iter()
-        .map(|v| variant::find(v))
-        .collect::<anyhow::Result<_>>()?;
+    let find = |names: &[String]| -> anyhow::Result<Vec<&'static Variant>> {
+        names.iter().map(|v| variant::find(v)).collect()
+    };
+    let variants = find(&suite.variants)?;
+    let cold_variants = find(&suite.cold_start_variants())?;
 
     let bin_dir = match &args.bin_dir {
         Some(d) => d.clone(),
@@ -228,46 +184,62 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
             .ok_or_else(|| anyhow::anyhow!("cannot tell where wasmlab's executable is"))?,
     };
     let workspace = crate::workspace_dir();
+    let everything: Vec<&Variant> = variants.iter().chain(&cold_variants).copied().collect();
     if !args.no_build {
         build_binaries(
             workspace.as_deref(),
             &bin_dir,
-            &variant::binaries(variants.iter().copied()),
+            &variant::binaries(everything.iter().copied()),
         )?;
     }
 
     let cancel = install_signal_handlers();
-    let mut dir = ResultsDir::create(&args.results)?;
+    let dir = ResultsDir::create(&args.results)?;
     eprintln!(
         "wasmlab: suite {}; results in {}",
         suite.name,
         dir.path.display()
     );
-    let started_utc = crate::results::utc_stamp();
-    let machine = machine::describe(workspace.as_deref());
-    let git_sha = machine::git_sha(workspace.as_deref());
-    let mut outcomes: Vec<VariantOutcome> = Vec::new();
-    let write_run_info = |dir: &ResultsDir, outcomes: &[VariantOutcome], state, finished| {
-        dir.write_json(
-            "run.json",
-            &RunInfo {
-                schema: SAMPLES_SCHEMA,
-                run_id: &dir.run_id,
-                command: std::env::args().collect(),
-                started_utc: started_utc.clone(),
-                finished_utc: finished,
-                state,
-                git_sha: git_sha.clone(),
-                core_guest: core_guest.as_ref().map(|p| p.display().to_string()),
-                machine: machine.clone(),
-                suite: &suite,
-                variants: outcomes,
-            },
-        )
+    let seed = args.seed.or(suite.seed).unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs())
+    });
+    let info = RunInfo {
+        schema: SAMPLES_SCHEMA,
+        run_id: dir.run_id.clone(),
+        command: std::env::args().collect(),
+        started_utc: crate::results::utc_stamp(),
+        finished_utc: None,
+        state: "running".into(),
+        git_sha: machine::git_sha(workspace.as_deref()),
+        core_guest: core_guest.as_ref().map(|p| p.display().to_string()),
+        seed,
+        orders: Vec::new(),
+        machine: machine::describe(workspace.as_deref()),
+        suite: suite.clone(),
+        artifacts: Vec::new(),
+        variants: Vec::new(),
     };
-    write_run_info(&dir, &outcomes, "running", None)?;
-    let mut rows: Vec<ThroughputRow> = Vec::new();
-    dir.write_csv("throughput.csv", &rows)?;
+    let pb = ProgressBar::new(planned_steps(&suite) as u64);
+    pb.set_style(
+        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} steps  {msg}")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    let mut lab = Lab {
+        dir,
+        info,
+        samples: Vec::new(),
+        cancel,
+        pb,
+    };
+    // Outcomes in the suite's order, whatever order the variants run in.
+    for v in &everything {
+        lab.outcome(v.name);
+    }
+    lab.save_info()?;
+    crate::tables::write_csvs(&lab.dir, &lab.samples)?;
 
     // The upstream echo server for /proxy, as a child process like the variants.
     let exe = std::env::current_exe()?;
@@ -281,194 +253,182 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
             bin_dir: &bin_dir,
             upstream: "",
             start_timeout,
-            log_path: dir.file("upstream.log"),
+            log_path: lab.dir.file("upstream.log"),
             core_guest: None,
+            precompiled_guest: None,
         },
         "/",
     )?;
     let upstream_url = format!("http://{}", upstream.addr);
 
-    let cells = variants.len() * suite.workloads.len() * suite.connections.len();
-    let pb = ProgressBar::new(cells as u64);
-    pb.set_style(
-        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} cells  {msg}")
-            .expect("valid template")
-            .progress_chars("=> "),
-    );
-    let say = |msg: String| {
-        if pb.is_hidden() {
-            eprintln!("{msg}");
-        } else {
-            pb.println(msg);
-        }
-    };
-    let client = verify::Client::new()?;
-
-    'variants: for v in &variants {
-        if cancel.load(Ordering::SeqCst) {
-            break;
-        }
-        let cells_of_variant = (suite.workloads.len() * suite.connections.len()) as u64;
-        let done_before = pb.position();
-        pb.set_message(format!("{}: starting", v.name));
-        let ctx = LaunchContext {
-            bin_dir: &bin_dir,
-            upstream: &upstream_url,
-            start_timeout,
-            log_path: dir.file(&format!("{}.log", v.name)),
-            core_guest: core_guest.as_deref(),
-        };
-        let mut outcome = VariantOutcome {
-            name: v.name.to_owned(),
-            status: "measured",
-            reason: None,
-            start: None,
-            checks: Vec::new(),
-        };
-        let fail = |outcome: &mut VariantOutcome, reason: String| {
-            say(format!("{}: FAILED: {reason}", outcome.name));
-            outcome.status = "failed";
-            outcome.reason = Some(reason);
-        };
-        let mut running: Running = match v.launch(&ctx) {
-            Ok(r) => r,
-            Err(e) => {
-                fail(&mut outcome, format!("{e:#}"));
-                outcomes.push(outcome);
-                write_run_info(&dir, &outcomes, "running", None)?;
-                pb.set_position(done_before + cells_of_variant);
-                continue;
+    lab.info.artifacts = artifacts(&bin_dir, &everything, core_guest.as_deref());
+    let cwasm = lab.dir.file("guest.cwasm");
+    let precompiled = if everything.iter().any(|v| v.needs_precompiled()) {
+        match precompile(&bin_dir, core_guest.as_deref(), &cwasm) {
+            Ok(()) => {
+                lab.info.artifacts.push(Artifact {
+                    name: "core guest, precompiled (.cwasm)".into(),
+                    path: cwasm.display().to_string(),
+                    bytes: std::fs::metadata(&cwasm).map_or(0, |m| m.len()),
+                });
+                Some(cwasm.as_path())
             }
-        };
-        outcome.start = Some(running.start);
-        dir.append_sample(&Sample {
-            schema: SAMPLES_SCHEMA,
-            kind: "start",
-            variant: v.name,
-            workload: None,
-            connections: None,
-            repetition: 0,
-            data: running.start,
-        })?;
-
-        pb.set_message(format!("{}: verifying", v.name));
-        outcome.checks = verify::verify(
-            &client,
-            running.addr,
-            &suite.workloads,
-            suite.echo_body_bytes,
-        );
-        let failed: Vec<String> = outcome
-            .checks
-            .iter()
-            .filter(|c| !c.ok)
-            .map(|c| format!("{}: {}", c.what, c.detail))
-            .collect();
-        if !failed.is_empty() {
-            fail(
-                &mut outcome,
-                format!("verification failed, not measured ({})", failed.join("; ")),
-            );
-            running.stop();
-            outcomes.push(outcome);
-            write_run_info(&dir, &outcomes, "running", None)?;
-            pb.set_position(done_before + cells_of_variant);
-            continue;
+            Err(e) => {
+                for v in everything.iter().filter(|v| v.needs_precompiled()) {
+                    lab.fail(v.name, format!("{e:#}"))?;
+                }
+                None
+            }
         }
+    } else {
+        None
+    };
+    lab.save_info()?;
+    let ctx = |name: &str, lab: &Lab| LaunchContext {
+        bin_dir: &bin_dir,
+        upstream: &upstream_url,
+        start_timeout,
+        log_path: lab.dir.file(&format!("{name}.log")),
+        core_guest: core_guest.as_deref(),
+        precompiled_guest: precompiled,
+    };
 
-        for workload in &suite.workloads {
-            let req = verify::workload_request(workload, suite.echo_body_bytes)?;
-            for &conns in &suite.connections {
-                if cancel.load(Ordering::SeqCst) {
-                    outcome.status = "interrupted";
-                    outcomes.push(outcome);
-                    break 'variants;
+    // Cold starts first: each launch in a shuffled order, on an otherwise idle machine.
+    if let Some(cold) = suite.cold_start.clone() {
+        for i in 0..cold.runs {
+            for v in stats::shuffled(&cold_variants, seed ^ 0xc01d ^ u64::from(i)) {
+                if lab.cancelled() {
+                    break;
                 }
-                pb.set_message(format!("{} {workload} c={conns}", v.name));
-                let mut config =
-                    LoadConfig::new(&format!("http://{}{}", running.addr, req.target))?;
-                config.method = req.method.parse()?;
-                config.body = req.body.clone();
-                config.connections = conns;
-                config.threads = suite.load_threads;
-                config.timeout = Duration::from_secs_f64(suite.timeout_secs);
-                config.cancel = Some(cancel.clone());
-                if suite.warmup_secs > 0.0 {
-                    config.duration = Some(Duration::from_secs_f64(suite.warmup_secs));
-                    wasmlab_load::run(config.clone())?;
-                }
-                config.duration = Some(Duration::from_secs_f64(suite.duration_secs));
-                let report = wasmlab_load::run(config)?;
-                if cancel.load(Ordering::SeqCst) {
-                    // Cut short: not a measurement of the configured duration.
+                lab.pb.inc(1);
+                if lab.failed(v.name) {
                     continue;
                 }
-                if let Some(status) = running.exited() {
-                    fail(
-                        &mut outcome,
-                        format!(
-                            "exited during measurement ({status}); see {}",
-                            ctx.log_path.display()
-                        ),
-                    );
-                    outcomes.push(outcome);
-                    write_run_info(&dir, &outcomes, "running", None)?;
-                    pb.set_position(done_before + cells_of_variant);
-                    continue 'variants;
+                lab.pb
+                    .set_message(format!("{}: cold start {}/{}", v.name, i + 1, cold.runs));
+                match v.launch(&ctx(v.name, &lab)) {
+                    Ok(running) => {
+                        let mut s = Sample::new(Kind::ColdStart, v.name, i);
+                        s.start = Some(running.start);
+                        running.stop();
+                        lab.outcome(v.name);
+                        lab.record(s)?;
+                    }
+                    Err(e) => lab.fail(v.name, format!("{e:#}"))?,
                 }
-                dir.append_sample(&Sample {
-                    schema: SAMPLES_SCHEMA,
-                    kind: "throughput",
-                    variant: v.name,
-                    workload: Some(workload),
-                    connections: Some(conns),
-                    repetition: 0,
-                    data: &report,
-                })?;
-                let row = ThroughputRow::new(v.name, workload, &report);
-                say(format!(
-                    "{:<16} {:<8} c={:<5} {:>10.0} req/s  p50 {:.3} ms  p99 {:.3} ms  errors {}",
-                    v.name, workload, conns, row.rps, row.p50_ms, row.p99_ms, row.errors
-                ));
-                rows.push(row);
-                dir.write_csv("throughput.csv", &rows)?;
-                pb.inc(1);
             }
         }
-        running.stop();
-        outcomes.push(outcome);
-        write_run_info(&dir, &outcomes, "running", None)?;
     }
-    pb.finish_and_clear();
+
+    let client = verify::Client::new()?;
+    'reps: for r in 0..suite.repetitions {
+        let order = stats::shuffled(&variants, seed.wrapping_add(u64::from(r)));
+        lab.info
+            .orders
+            .push(order.iter().map(|v| v.name.to_owned()).collect());
+        lab.save_info()?;
+        for v in order {
+            if lab.cancelled() {
+                break 'reps;
+            }
+            let steps = variant_steps(&suite);
+            let done_before = lab.pb.position();
+            if lab.failed(v.name) {
+                lab.pb.set_position(done_before + steps);
+                continue;
+            }
+            lab.pb
+                .set_message(format!("{}: starting (run {})", v.name, r + 1));
+            let ctx = ctx(v.name, &lab);
+            let mut running = match v.launch(&ctx) {
+                Ok(running) => running,
+                Err(e) => {
+                    lab.fail(v.name, format!("{e:#}"))?;
+                    lab.pb.set_position(done_before + steps);
+                    continue;
+                }
+            };
+            lab.pb.set_message(format!("{}: verifying", v.name));
+            let checks = verify::verify(
+                &client,
+                running.addr,
+                &suite.workloads,
+                suite.echo_body_bytes,
+            );
+            let failed: Vec<String> = checks
+                .iter()
+                .filter(|c| !c.ok)
+                .map(|c| format!("{}: {}", c.what, c.detail))
+                .collect();
+            lab.outcome(v.name).checks = checks;
+            if !failed.is_empty() {
+                lab.fail(
+                    v.name,
+                    format!("verification failed, not measured ({})", failed.join("; ")),
+                )?;
+                running.stop();
+                lab.pb.set_position(done_before + steps);
+                continue;
+            }
+            match measure_variant(&mut lab, &suite, v, r, &mut running, &ctx.log_path) {
+                Ok(()) => {}
+                Err(e) if e.is::<VariantDied>() => {
+                    lab.fail(v.name, format!("{e:#}"))?;
+                    lab.pb.set_position(done_before + steps);
+                }
+                Err(e) => return Err(e),
+            }
+            running.stop();
+            lab.save_info()?;
+        }
+    }
+    lab.pb.finish_and_clear();
     upstream.stop();
 
-    let interrupted = cancel.load(Ordering::SeqCst);
-    let state = if interrupted {
+    let interrupted = lab.cancelled();
+    if interrupted {
+        for o in &mut lab.info.variants {
+            if o.status == "measured" {
+                o.status = "interrupted".into();
+            }
+        }
+    }
+    lab.info.state = if interrupted {
         "interrupted"
     } else {
         "complete"
-    };
-    write_run_info(&dir, &outcomes, state, Some(crate::results::utc_stamp()))?;
-    println!("{}", table(&rows));
-    for o in outcomes.iter().filter(|o| o.status == "failed") {
+    }
+    .into();
+    lab.info.finished_utc = Some(crate::results::utc_stamp());
+    lab.save_info()?;
+    let analysis = crate::analysis::analyse(lab.info.clone(), &lab.samples);
+    let report = crate::report_cmd::write_report(&lab.dir.path, &analysis);
+    println!("{}", crate::tables::terminal(&analysis));
+    for o in lab.info.variants.iter().filter(|o| o.status == "failed") {
         println!(
             "{}: not measured: {}",
             o.name,
             o.reason.as_deref().unwrap_or("unknown reason")
         );
     }
-    println!("results: {}", dir.path.display());
+    println!("results: {}", lab.dir.path.display());
+    report?;
     if interrupted {
         return Err(RunEnded {
             exit_code: 130,
             message: format!(
                 "interrupted; the cells finished so far are in {}",
-                dir.path.display()
+                lab.dir.path.display()
             ),
         }
         .into());
     }
-    let failed = outcomes.iter().filter(|o| o.status == "failed").count();
+    let failed = lab
+        .info
+        .variants
+        .iter()
+        .filter(|o| o.status == "failed")
+        .count();
     if failed > 0 {
         return Err(RunEnded {
             exit_code: 1,
@@ -476,6 +436,269 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         }
         .into());
     }
+    Ok(())
+}
+
+/// Progress steps: cold launches, then per repetition and variant its cells.
+fn planned_steps(suite: &Suite) -> usize {
+    let cold = suite
+        .cold_start
+        .as_ref()
+        .map_or(0, |c| c.runs as usize * suite.cold_start_variants().len());
+    cold + suite.repetitions as usize * suite.variants.len() * variant_steps(suite) as usize
+}
+
+fn variant_steps(suite: &Suite) -> u64 {
+    let fractions = suite.open_loop.as_ref().map_or(0, |o| o.fractions.len());
+    (suite.workloads.len() * suite.connections.len()
+        + suite.warm_workloads().len()
+        + suite.open_loop_workloads().len() * fractions) as u64
+}
+
+/// The variant's process died while being measured.
+#[derive(Debug)]
+struct VariantDied(String);
+
+impl std::fmt::Display for VariantDied {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for VariantDied {}
+
+/// One load cell against a running variant, its process tree sampled meanwhile.
+struct Cell<'a> {
+    kind: Kind,
+    workload: &'a str,
+    req: &'a WorkloadRequest,
+    connections: usize,
+    duration: f64,
+    warmup: f64,
+    rate: Option<f64>,
+    load_fraction: Option<f64>,
+}
+
+/// Measures all of a variant's cells for repetition `r`. Returns early (Ok) when cancelled.
+fn measure_variant(
+    lab: &mut Lab,
+    suite: &Suite,
+    v: &Variant,
+    r: u32,
+    running: &mut Running,
+    log: &Path,
+) -> anyhow::Result<()> {
+    let mut best_rps: Vec<(String, f64)> = Vec::new();
+    for workload in &suite.workloads {
+        let req = verify::workload_request(workload, suite.echo_body_bytes)?;
+        for &conns in &suite.connections {
+            let cell = Cell {
+                kind: Kind::Throughput,
+                workload,
+                req: &req,
+                connections: conns,
+                duration: suite.duration_secs,
+                warmup: suite.warmup_secs,
+                rate: None,
+                load_fraction: None,
+            };
+            let Some(report) = measure_cell(lab, suite, v, r, running, log, &cell)? else {
+                return Ok(());
+            };
+            match best_rps.iter_mut().find(|(w, _)| w == workload) {
+                Some((_, best)) => *best = best.max(report.rps),
+                None => best_rps.push((workload.clone(), report.rps)),
+            }
+        }
+    }
+    if let Some(warm) = &suite.warm {
+        for workload in suite.warm_workloads() {
+            let req = verify::workload_request(&workload, suite.echo_body_bytes)?;
+            let cell = Cell {
+                kind: Kind::Warm,
+                workload: &workload,
+                req: &req,
+                connections: 1,
+                duration: warm.duration_secs,
+                warmup: warm.warmup_secs,
+                rate: None,
+                load_fraction: None,
+            };
+            if measure_cell(lab, suite, v, r, running, log, &cell)?.is_none() {
+                return Ok(());
+            }
+        }
+    }
+    if let Some(open) = &suite.open_loop {
+        for workload in suite.open_loop_workloads() {
+            let req = verify::workload_request(&workload, suite.echo_body_bytes)?;
+            let Some(max) = best_rps
+                .iter()
+                .find(|(w, _)| *w == workload)
+                .map(|(_, m)| *m)
+                .filter(|m| *m > 0.0)
+            else {
+                lab.say(format!(
+                    "{} {workload}: no closed-loop maximum measured, open loop skipped",
+                    v.name
+                ));
+                continue;
+            };
+            for &fraction in &open.fractions {
+                let cell = Cell {
+                    kind: Kind::OpenLoop,
+                    workload: &workload,
+                    req: &req,
+                    connections: open.connections,
+                    duration: open.duration_secs,
+                    warmup: 0.0,
+                    rate: Some(max * fraction),
+                    load_fraction: Some(fraction),
+                };
+                if measure_cell(lab, suite, v, r, running, log, &cell)?.is_none() {
+                    return Ok(());
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Warms up, measures one cell and records it. None when cancelled (nothing recorded).
+fn measure_cell(
+    lab: &mut Lab,
+    suite: &Suite,
+    v: &Variant,
+    r: u32,
+    running: &mut Running,
+    log: &Path,
+    cell: &Cell<'_>,
+) -> anyhow::Result<Option<LoadReport>> {
+    if lab.cancelled() {
+        return Ok(None);
+    }
+    let what = match (cell.kind, cell.load_fraction) {
+        (Kind::OpenLoop, Some(f)) => format!("open loop {:.0}%", f * 100.0),
+        (Kind::Warm, _) => "warm".into(),
+        _ => format!("c={}", cell.connections),
+    };
+    lab.pb.set_message(format!(
+        "{} {} {what} (run {}/{})",
+        v.name,
+        cell.workload,
+        r + 1,
+        suite.repetitions
+    ));
+    let mut config = LoadConfig::new(&format!("http://{}{}", running.addr, cell.req.target))?;
+    config.method = cell.req.method.parse()?;
+    config.body = cell.req.body.clone();
+    config.connections = cell.connections;
+    config.threads = suite.load_threads.min(cell.connections);
+    config.timeout = Duration::from_secs_f64(suite.timeout_secs);
+    config.cancel = Some(lab.cancel.clone());
+    if cell.warmup > 0.0 {
+        config.duration = Some(Duration::from_secs_f64(cell.warmup));
+        wasmlab_load::run(config.clone())?;
+    }
+    config.duration = Some(Duration::from_secs_f64(cell.duration));
+    config.rate = cell.rate;
+    let sampler = Sampler::start(running.pid());
+    let report = wasmlab_load::run(config)?;
+    let resources = sampler.finish();
+    if lab.cancelled() {
+        // Cut short: not a measurement of the configured duration.
+        return Ok(None);
+    }
+    if let Some(status) = running.exited() {
+        return Err(VariantDied(format!(
+            "exited during measurement ({status}); see {}",
+            log.display()
+        ))
+        .into());
+    }
+    let line = match &report.open_loop {
+        Some(o) => format!(
+            "{:<22} {:<8} {what:<16} {:>9.0} req/s offered, p50 {:.3} ms p99 {:.3} ms (uncorrected p99 {:.3}), dropped {}, errors {}",
+            v.name,
+            cell.workload,
+            o.target_rate,
+            report.latency_ms.p50,
+            report.latency_ms.p99,
+            o.uncorrected_ms.p99,
+            o.dropped,
+            report.errors.total()
+        ),
+        None => format!(
+            "{:<22} {:<8} {what:<16} {:>9.0} req/s  p50 {:.3} ms  p99 {:.3} ms  errors {}{}",
+            v.name,
+            cell.workload,
+            report.rps,
+            report.latency_ms.p50,
+            report.latency_ms.p99,
+            report.errors.total(),
+            if report.generator_saturated {
+                "  (generator saturated)"
+            } else {
+                ""
+            }
+        ),
+    };
+    lab.say(line);
+    let mut s = Sample::new(cell.kind, v.name, r);
+    s.workload = Some(cell.workload.to_owned());
+    s.load_fraction = cell.load_fraction;
+    s.resources = Some(resources);
+    let s = s.with_load(report.clone());
+    lab.record(s)?;
+    lab.pb.inc(1);
+    Ok(Some(report))
+}
+
+/// Sizes of what the variants run: gateway binaries and guests.
+fn artifacts(bin_dir: &Path, variants: &[&Variant], core_guest: Option<&Path>) -> Vec<Artifact> {
+    let mut out = Vec::new();
+    let mut add = |name: String, path: &Path| {
+        if let Ok(m) = std::fs::metadata(path) {
+            out.push(Artifact {
+                name,
+                path: path.display().to_string(),
+                bytes: m.len(),
+            });
+        }
+    };
+    for b in variant::binaries(variants.iter().copied()) {
+        add(format!("{b} (binary)"), &bin_dir.join(b));
+    }
+    match core_guest {
+        Some(p) => add("core guest, --wasm (.wasm)".into(), p),
+        None => add(
+            "core guest (.wasm)".into(),
+            Path::new(wasmlab_guest_artifacts::CORE_PATH),
+        ),
+    }
+    add(
+        "WASI command guest (.wasm)".into(),
+        Path::new(wasmlab_guest_artifacts::COMMAND_PATH),
+    );
+    out
+}
+
+/// Compiles the core guest to `out` with the Wasm gateway's own settings.
+fn precompile(bin_dir: &Path, core_guest: Option<&Path>, out: &Path) -> anyhow::Result<()> {
+    let gateway = bin_dir.join(variant::WASM_GATEWAY);
+    let mut cmd = std::process::Command::new(&gateway);
+    cmd.args(["--executor", "pooled", "--precompile"]).arg(out);
+    if let Some(g) = core_guest {
+        cmd.arg("--wasm").arg(g);
+    }
+    let o = cmd
+        .output()
+        .map_err(|e| anyhow::anyhow!("precompile with {}: {e}", gateway.display()))?;
+    anyhow::ensure!(
+        o.status.success(),
+        "precompiling the guest failed: {}",
+        String::from_utf8_lossy(&o.stderr).trim()
+    );
     Ok(())
 }
 
@@ -528,43 +751,4 @@ fn build_binaries(
     })?;
     anyhow::ensure!(status.success(), "building the gateways failed");
     Ok(())
-}
-
-/// The terminal table: each cell's throughput and its ratio to `native` in the same cell.
-pub fn table(rows: &[ThroughputRow]) -> comfy_table::Table {
-    let mut t = comfy_table::Table::new();
-    t.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED);
-    t.set_header([
-        "variant",
-        "workload",
-        "conns",
-        "req/s",
-        "× native",
-        "p50 ms",
-        "p99 ms",
-        "errors",
-    ]);
-    for r in rows {
-        let native = rows
-            .iter()
-            .find(|n| {
-                n.variant == "native" && n.workload == r.workload && n.connections == r.connections
-            })
-            .map(|n| n.rps);
-        let ratio = match native {
-            Some(n) if n > 0.0 => format!("{:.3}", r.rps / n),
-            _ => "–".into(),
-        };
-        t.add_row([
-            r.variant.clone(),
-            r.workload.clone(),
-            r.connections.to_string(),
-            format!("{:.0}", r.rps),
-            ratio,
-            format!("{:.3}", r.p50_ms),
-            format!("{:.3}", r.p99_ms),
-            r.errors.to_string(),
-        ]);
-    }
-    t
 }

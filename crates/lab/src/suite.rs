@@ -34,6 +34,56 @@ pub struct Suite {
     pub timeout_secs: f64,
     #[serde(default = "default_start_timeout_secs")]
     pub start_timeout_secs: f64,
+    /// Independent runs of every measured cell, the variants in a shuffled order each time.
+    #[serde(default = "default_repetitions")]
+    pub repetitions: u32,
+    /// Seed of the shuffled orders (default: taken from the clock, and recorded in run.json).
+    #[serde(default)]
+    pub seed: Option<u64>,
+    /// Cold starts, measured before anything else (absent: none).
+    #[serde(default)]
+    pub cold_start: Option<ColdStart>,
+    /// Warm latency on one connection (absent: none).
+    #[serde(default)]
+    pub warm: Option<Warm>,
+    /// Open loop at fractions of each variant's closed-loop maximum (absent: none).
+    #[serde(default)]
+    pub open_loop: Option<OpenLoop>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ColdStart {
+    /// Launches per variant.
+    pub runs: u32,
+    /// Variants to launch (default: the suite's); may add cold-start-only variants such as
+    /// wasmtime-pooled-cwasm.
+    #[serde(default)]
+    pub variants: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Warm {
+    pub duration_secs: f64,
+    #[serde(default)]
+    pub warmup_secs: f64,
+    /// Default: the suite's workloads.
+    #[serde(default)]
+    pub workloads: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpenLoop {
+    /// Offered loads as fractions of the variant's own closed-loop maximum for the workload.
+    pub fractions: Vec<f64>,
+    pub duration_secs: f64,
+    /// Connections available to the schedule: enough to keep the rate when responses are slow.
+    pub connections: usize,
+    /// Default: the suite's workloads.
+    #[serde(default)]
+    pub workloads: Vec<String>,
 }
 
 fn default_load_threads() -> usize {
@@ -47,6 +97,9 @@ fn default_timeout_secs() -> f64 {
 }
 fn default_start_timeout_secs() -> f64 {
     20.0
+}
+fn default_repetitions() -> u32 {
+    1
 }
 
 /// The TOML text of a built-in suite.
@@ -93,13 +146,43 @@ pub fn parse(text: &str) -> anyhow::Result<Suite> {
 }
 
 impl Suite {
+    /// The variants launched for cold starts.
+    pub fn cold_start_variants(&self) -> Vec<String> {
+        match &self.cold_start {
+            Some(c) if !c.variants.is_empty() => c.variants.clone(),
+            Some(_) => self.variants.clone(),
+            None => Vec::new(),
+        }
+    }
+
+    pub fn warm_workloads(&self) -> Vec<String> {
+        match &self.warm {
+            Some(w) if !w.workloads.is_empty() => w.workloads.clone(),
+            Some(_) => self.workloads.clone(),
+            None => Vec::new(),
+        }
+    }
+
+    pub fn open_loop_workloads(&self) -> Vec<String> {
+        match &self.open_loop {
+            Some(o) if !o.workloads.is_empty() => o.workloads.clone(),
+            Some(_) => self.workloads.clone(),
+            None => Vec::new(),
+        }
+    }
+
     pub fn validate(&self) -> anyhow::Result<()> {
         anyhow::ensure!(!self.variants.is_empty(), "`variants` is empty");
-        for v in &self.variants {
+        for v in self.variants.iter().chain(&self.cold_start_variants()) {
             variant::find(v)?;
         }
         anyhow::ensure!(!self.workloads.is_empty(), "`workloads` is empty");
-        for w in &self.workloads {
+        for w in self
+            .workloads
+            .iter()
+            .chain(&self.warm_workloads())
+            .chain(&self.open_loop_workloads())
+        {
             anyhow::ensure!(
                 wasmlab_handlers::ROUTES.iter().any(|r| r.workload == w),
                 "unknown workload {w:?}: known workloads are {}",
@@ -127,6 +210,35 @@ impl Suite {
             "`start_timeout_secs` must be > 0"
         );
         anyhow::ensure!(self.load_threads >= 1, "`load_threads` must be >= 1");
+        anyhow::ensure!(self.repetitions >= 1, "`repetitions` must be >= 1");
+        if let Some(c) = &self.cold_start {
+            anyhow::ensure!(c.runs >= 1, "`cold_start.runs` must be >= 1");
+        }
+        if let Some(w) = &self.warm {
+            anyhow::ensure!(
+                positive(w.duration_secs),
+                "`warm.duration_secs` must be > 0"
+            );
+            anyhow::ensure!(
+                w.warmup_secs.is_finite() && w.warmup_secs >= 0.0,
+                "`warm.warmup_secs` must be >= 0"
+            );
+        }
+        if let Some(o) = &self.open_loop {
+            anyhow::ensure!(!o.fractions.is_empty(), "`open_loop.fractions` is empty");
+            anyhow::ensure!(
+                o.fractions.iter().all(|f| *f > 0.0 && *f <= 2.0),
+                "every `open_loop.fractions` entry must be in (0, 2]"
+            );
+            anyhow::ensure!(
+                positive(o.duration_secs),
+                "`open_loop.duration_secs` must be > 0"
+            );
+            anyhow::ensure!(
+                (1..=100_000).contains(&o.connections),
+                "`open_loop.connections` must be in 1..=100000"
+            );
+        }
         Ok(())
     }
 }
@@ -162,6 +274,25 @@ duration_secs = 1.0
         assert!(err(base.replace("1.0", "-1.0")).contains("duration_secs"));
         assert!(err(format!("{base}colour = 1\n")).contains("colour"));
         assert!(err(base.replace("duration_secs = 1.0\n", "")).contains("duration_secs"));
+        assert!(err(format!("{base}repetitions = 0\n")).contains("repetitions"));
+        assert!(
+            err(format!(
+                "{base}[cold_start]\nruns = 3\nvariants = [\"x\"]\n"
+            ))
+            .contains("unknown variant \"x\"")
+        );
+        assert!(
+            err(format!(
+                "{base}[open_loop]\nfractions = [0.5, 3.0]\nduration_secs = 1\nconnections = 4\n"
+            ))
+            .contains("fractions")
+        );
+        assert!(
+            err(format!(
+                "{base}[warm]\nduration_secs = 1\nworkloads = [\"z\"]\n"
+            ))
+            .contains("\"z\"")
+        );
         let e = format!("{:#}", load("no-such-suite").unwrap_err());
         assert!(e.contains("unknown suite") && e.contains("quick"), "{e}");
         assert!(format!("{:#}", load("missing.toml").unwrap_err()).contains("does not exist"));

@@ -12,7 +12,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use crate::model::StartTimes;
 
 /// How a variant is started.
 #[derive(Debug, Clone, Copy)]
@@ -23,6 +23,9 @@ pub enum Launcher {
         binary: &'static str,
         args: &'static [&'static str],
         core_guest: bool,
+        /// Starts from the core guest precompiled to a `.cwasm` file (prepared once per run by
+        /// `--precompile`) instead of compiling it at start.
+        precompiled: bool,
     },
 }
 
@@ -45,6 +48,7 @@ pub const VARIANTS: &[Variant] = &[
             binary: NATIVE_GATEWAY,
             args: &[],
             core_guest: false,
+            precompiled: false,
         },
     },
     Variant {
@@ -54,6 +58,7 @@ pub const VARIANTS: &[Variant] = &[
             binary: NATIVE_GATEWAY,
             args: &["--connection-close", "--threads", "1"],
             core_guest: false,
+            precompiled: false,
         },
     },
     Variant {
@@ -63,6 +68,17 @@ pub const VARIANTS: &[Variant] = &[
             binary: WASM_GATEWAY,
             args: &["--executor", "pooled"],
             core_guest: true,
+            precompiled: false,
+        },
+    },
+    Variant {
+        name: "wasmtime-pooled-cwasm",
+        about: "wasmtime-pooled starting from the guest precompiled to a .cwasm file (no compile at start)",
+        launcher: Launcher::Gateway {
+            binary: WASM_GATEWAY,
+            args: &["--executor", "pooled"],
+            core_guest: true,
+            precompiled: true,
         },
     },
     Variant {
@@ -72,6 +88,7 @@ pub const VARIANTS: &[Variant] = &[
             binary: WASM_GATEWAY,
             args: &["--executor", "naive"],
             core_guest: false,
+            precompiled: false,
         },
     },
 ];
@@ -110,15 +127,8 @@ pub struct LaunchContext<'a> {
     pub log_path: PathBuf,
     /// A core-module guest to run instead of the built-in one (`wasmlab run --wasm`).
     pub core_guest: Option<&'a Path>,
-}
-
-/// Start-up timings of one launch.
-#[derive(Debug, Clone, Copy, Serialize)]
-pub struct StartTimes {
-    /// From spawn to the `listening on` line.
-    pub listening_ms: f64,
-    /// From spawn to the first complete 200 on `GET /`.
-    pub first_200_ms: f64,
+    /// The core guest precompiled to `.cwasm` (see [`Variant::needs_precompiled`]).
+    pub precompiled_guest: Option<&'a Path>,
 }
 
 /// A started server; stopped (and killed if need be) when dropped.
@@ -129,12 +139,24 @@ pub struct Running {
 }
 
 impl Variant {
+    /// Whether the variant starts from a precompiled guest, which the run prepares first.
+    pub fn needs_precompiled(&self) -> bool {
+        matches!(
+            self.launcher,
+            Launcher::Gateway {
+                precompiled: true,
+                ..
+            }
+        )
+    }
+
     pub fn launch(&self, ctx: &LaunchContext<'_>) -> anyhow::Result<Running> {
         match self.launcher {
             Launcher::Gateway {
                 binary,
                 args,
                 core_guest,
+                precompiled,
             } => {
                 let path = ctx.bin_dir.join(binary);
                 anyhow::ensure!(
@@ -145,7 +167,12 @@ impl Variant {
                 let mut cmd = Command::new(&path);
                 cmd.args(["--port", "0", "--upstream", ctx.upstream])
                     .args(args);
-                if let (true, Some(guest)) = (core_guest, ctx.core_guest) {
+                if precompiled {
+                    let cwasm = ctx.precompiled_guest.ok_or_else(|| {
+                        anyhow::anyhow!("{}: no precompiled guest was prepared", self.name)
+                    })?;
+                    cmd.arg("--wasm").arg(cwasm);
+                } else if let (true, Some(guest)) = (core_guest, ctx.core_guest) {
                     cmd.arg("--wasm").arg(guest);
                 }
                 spawn_server(self.name, cmd, ctx, "/")
@@ -188,10 +215,7 @@ pub fn spawn_server(
     });
     let mut running = Running {
         addr: SocketAddr::from(([127, 0, 0, 1], 0)),
-        start: StartTimes {
-            listening_ms: 0.0,
-            first_200_ms: 0.0,
-        },
+        start: StartTimes::default(),
         child,
     };
     let deadline = t0 + ctx.start_timeout;
@@ -218,11 +242,17 @@ pub fn spawn_server(
     running.addr = addr
         .parse()
         .map_err(|e| anyhow::anyhow!("{name} printed a bad address {addr:?}: {e}"))?;
-    let client = crate::verify::Client::new()?;
     loop {
-        // A tight retry loop: the first 200 is timed here, with no shell or curl in the window.
-        if let Ok((200, _)) = client.fetch(running.addr, "GET", ready_path, &[]) {
-            break;
+        // A tight retry loop with a raw request: the first 200 is timed here, with no shell, curl
+        // or client library in the window.
+        if let Some(ready) = probe(running.addr, ready_path, t0) {
+            if running.start.connected_ms == 0.0 {
+                running.start.connected_ms = ready.connected_ms;
+            }
+            if ready.status == Some(200) {
+                running.start.first_byte_ms = ready.first_byte_ms;
+                break;
+            }
         }
         if let Some(status) = running.child.try_wait()? {
             anyhow::bail!(
@@ -235,10 +265,54 @@ pub fn spawn_server(
             "{name} did not answer 200 on {ready_path} within {:?}",
             ctx.start_timeout
         );
-        std::thread::sleep(Duration::from_millis(1));
+        std::thread::sleep(Duration::from_micros(200));
     }
     running.start.first_200_ms = t0.elapsed().as_secs_f64() * 1e3;
     Ok(running)
+}
+
+struct Probe {
+    connected_ms: f64,
+    first_byte_ms: f64,
+    /// The status of a complete response; None when it did not complete.
+    status: Option<u16>,
+}
+
+/// One `GET path` on a fresh connection (`Connection: close`, read to the end), timed from `t0`.
+/// None when the connection is refused.
+fn probe(addr: SocketAddr, path: &str, t0: Instant) -> Option<Probe> {
+    use std::io::{Read, Write};
+    let ms = || t0.elapsed().as_secs_f64() * 1e3;
+    let mut s = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(1)).ok()?;
+    let connected_ms = ms();
+    let mut p = Probe {
+        connected_ms,
+        first_byte_ms: 0.0,
+        status: None,
+    };
+    let _ = s.set_nodelay(true);
+    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+    let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    if s.write_all(req.as_bytes()).is_err() {
+        return Some(p);
+    }
+    let mut buf = Vec::with_capacity(512);
+    let mut chunk = [0u8; 512];
+    loop {
+        match s.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => {
+                if buf.is_empty() {
+                    p.first_byte_ms = ms();
+                }
+                buf.extend_from_slice(&chunk[..n]);
+            }
+            Err(_) => return Some(p),
+        }
+    }
+    // "HTTP/1.1 200 OK": a complete response (the server closed after it).
+    p.status = std::str::from_utf8(buf.get(9..12)?).ok()?.parse().ok();
+    Some(p)
 }
 
 /// The last lines of a server's log, to say why it stopped.
@@ -262,6 +336,10 @@ impl Running {
     /// `None` while running; the exit status once it has died.
     pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
         self.child.try_wait().ok().flatten()
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// SIGTERM, then SIGKILL after a grace period.

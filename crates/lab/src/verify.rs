@@ -9,7 +9,7 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::Request;
 use hyper_util::rt::TokioIo;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A small blocking HTTP client for readiness and verification (one connection per request).
 pub struct Client {
@@ -84,7 +84,7 @@ pub fn workload_request(workload: &str, echo_body_bytes: usize) -> anyhow::Resul
 }
 
 /// One check of a verification.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Check {
     pub what: String,
     pub ok: bool,

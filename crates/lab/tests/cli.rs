@@ -7,7 +7,73 @@ use std::process::{Command, Stdio};
 
 const WASMLAB: &str = env!("CARGO_BIN_EXE_wasmlab");
 
-const THROUGHPUT_COLUMNS: &str = "variant,workload,connections,rps,p50_ms,p90_ms,p99_ms,p99_9_ms,max_ms,responses,errors,errors_connect,errors_read_write,errors_timeout,errors_non_2xx,duration_s";
+const THROUGHPUT_COLUMNS: &str = "variant,workload,connections,rps,p50_ms,p90_ms,p99_ms,p99_9_ms,max_ms,responses,errors,errors_connect,errors_read_write,errors_timeout,errors_non_2xx,duration_s,repetition,ttfb_p50_ms,generator_busy,generator_saturated,rss_peak_kib,rss_mean_kib,cpu_secs";
+
+/// Every section report.html must hold.
+const REPORT_SECTIONS: &[&str] = &[
+    "summary",
+    "ratios",
+    "throughput",
+    "latency",
+    "cold-start",
+    "open-loop",
+    "resources",
+    "capacity",
+    "environment",
+    "method",
+];
+
+/// Checks report.html: one offline file with every section and inline SVG plots.
+fn assert_report_complete(dir: &Path) {
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    for id in REPORT_SECTIONS {
+        assert!(
+            html.contains(&format!("id=\"{id}\"")),
+            "section {id} missing"
+        );
+    }
+    assert!(html.contains("<svg"), "no inline plots");
+    for external in ["src=\"http", "href=\"http", "<link", "<script src"] {
+        assert!(!html.contains(external), "report.html loads {external}");
+    }
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(md.starts_with('#'), "{md}");
+}
+
+/// Every file of a results directory parses: JSON, JSON lines and CSV (same field count per row).
+fn assert_files_parse(dir: &Path) {
+    read_json(&dir.join("run.json"));
+    for line in std::fs::read_to_string(dir.join("samples.jsonl"))
+        .unwrap()
+        .lines()
+    {
+        serde_json::from_str::<serde_json::Value>(line).unwrap();
+    }
+    for csv in [
+        "throughput.csv",
+        "warm.csv",
+        "open_loop.csv",
+        "cold_start.csv",
+    ] {
+        let text = std::fs::read_to_string(dir.join(csv)).unwrap();
+        let mut lines = text.lines();
+        let n = lines.next().unwrap().split(',').count();
+        for l in lines {
+            assert_eq!(l.split(',').count(), n, "{csv}: {l}");
+        }
+    }
+    let leftovers = std::fs::read_dir(dir)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".tmp")
+        })
+        .count();
+    assert_eq!(leftovers, 0);
+}
 
 fn wasmlab(args: &[&str]) -> std::process::Output {
     Command::new(WASMLAB).args(args).output().unwrap()
@@ -78,6 +144,21 @@ workloads = ["hello", "proxy", "echo"]
 connections = [2]
 duration_secs = 0.3
 warmup_secs = 0.1
+repetitions = 2
+seed = 7
+
+[cold_start]
+runs = 2
+variants = ["native", "wasmtime-pooled", "wasmtime-pooled-cwasm"]
+
+[warm]
+duration_secs = 0.2
+
+[open_loop]
+fractions = [0.25, 0.5]
+duration_secs = 0.3
+connections = 4
+workloads = ["hello"]
 "#,
         &[],
     );
@@ -90,12 +171,28 @@ warmup_secs = 0.1
     let run = read_json(&dir.join("run.json"));
     assert_eq!(run["state"], "complete");
     assert_eq!(run["suite"]["name"], "tiny");
+    assert_eq!(run["seed"], 7);
     assert!(run["machine"]["cores"].as_u64().unwrap() >= 1);
     assert!(run["machine"]["cpu_model"].is_string());
     assert!(run["machine"]["kernel"].is_string());
     assert!(run["command"].as_array().unwrap().len() > 2);
+    // Each repetition ran every variant once, in a seeded order.
+    let orders = run["orders"].as_array().unwrap();
+    assert_eq!(orders.len(), 2);
+    for o in orders {
+        assert_eq!(o.as_array().unwrap().len(), 3);
+    }
+    let artifacts: Vec<&str> = run["artifacts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["name"].as_str().unwrap())
+        .collect();
+    for want in ["wasmlab-gateway-native", "core guest (.wasm)", ".cwasm"] {
+        assert!(artifacts.iter().any(|a| a.contains(want)), "{artifacts:?}");
+    }
     let variants = run["variants"].as_array().unwrap();
-    assert_eq!(variants.len(), 3);
+    assert_eq!(variants.len(), 4);
     for v in variants {
         assert_eq!(v["status"], "measured", "{v}");
         assert!(
@@ -111,31 +208,81 @@ warmup_secs = 0.1
     let mut lines = csv.lines();
     assert_eq!(lines.next().unwrap(), THROUGHPUT_COLUMNS);
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
-    assert_eq!(rows.len(), 9);
+    assert_eq!(rows.len(), 18, "3 variants x 3 workloads x 2 runs");
     for r in &rows {
         assert_eq!(r.len(), THROUGHPUT_COLUMNS.split(',').count());
         assert_eq!(r[2], "2");
         let rps: f64 = r[3].parse().unwrap();
         assert!(rps > 0.0, "{r:?}");
         assert_eq!(r[10], "0", "no errors expected: {r:?}");
+        let rss: u64 = r[20].parse().unwrap();
+        assert!(rss > 1000, "the variant's RSS was sampled: {r:?}");
     }
+    let cold = std::fs::read_to_string(dir.join("cold_start.csv")).unwrap();
+    assert_eq!(cold.lines().count(), 1 + 3 * 2);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("warm.csv"))
+            .unwrap()
+            .lines()
+            .count(),
+        1 + 3 * 3 * 2
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("open_loop.csv"))
+            .unwrap()
+            .lines()
+            .count(),
+        1 + 3 * 2 * 2
+    );
 
     let samples = std::fs::read_to_string(dir.join("samples.jsonl")).unwrap();
     let samples: Vec<serde_json::Value> = samples
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    let throughput: Vec<_> = samples
-        .iter()
-        .filter(|s| s["kind"] == "throughput")
-        .collect();
-    assert_eq!(throughput.len(), 9);
+    let count = |kind: &str| samples.iter().filter(|s| s["kind"] == kind).count();
+    assert_eq!(count("throughput"), 18);
+    assert_eq!(count("cold_start"), 6);
+    assert!(samples.iter().all(|s| s["schema"] == 2));
+    for s in samples.iter().filter(|s| s["kind"] == "open_loop") {
+        let o = &s["load"]["open_loop"];
+        assert!(o["target_rate"].as_f64().unwrap() > 0.0, "{o}");
+        assert!(!s["uncorrected_histogram"].as_array().unwrap().is_empty());
+    }
+    for s in samples.iter().filter(|s| s["kind"] == "cold_start") {
+        let t = &s["start"];
+        let ms = |k: &str| t[k].as_f64().unwrap();
+        assert!(ms("listening_ms") > 0.0);
+        assert!(ms("listening_ms") <= ms("connected_ms"), "{t}");
+        assert!(ms("connected_ms") <= ms("first_byte_ms"), "{t}");
+        assert!(ms("first_byte_ms") <= ms("first_200_ms"), "{t}");
+    }
+    assert_files_parse(&dir);
+    assert_report_complete(&dir);
+
+    // `wasmlab report` rebuilds the same tables from the raw samples alone.
+    let before = std::fs::read_to_string(dir.join("throughput.csv")).unwrap();
+    for f in [
+        "throughput.csv",
+        "warm.csv",
+        "open_loop.csv",
+        "cold_start.csv",
+        "report.html",
+        "summary.md",
+    ] {
+        std::fs::remove_file(dir.join(f)).unwrap();
+    }
+    let out = wasmlab(&["report", dir.to_str().unwrap()]);
     assert!(
-        throughput
-            .iter()
-            .all(|s| s["schema"] == 1 && s["data"]["responses"].as_u64().unwrap() > 0)
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
-    assert_eq!(samples.iter().filter(|s| s["kind"] == "start").count(), 3);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("throughput.csv")).unwrap(),
+        before
+    );
+    assert_report_complete(&dir);
 }
 
 #[test]
@@ -296,23 +443,67 @@ duration_secs = 1.5
     let csv = std::fs::read_to_string(dir.join("throughput.csv")).unwrap();
     let rows = csv.lines().skip(1).count();
     assert!((1..4).contains(&rows), "{csv}");
-    for line in std::fs::read_to_string(dir.join("samples.jsonl"))
-        .unwrap()
-        .lines()
-    {
-        serde_json::from_str::<serde_json::Value>(line).unwrap();
-    }
-    let leftovers = std::fs::read_dir(&dir)
-        .unwrap()
-        .filter(|e| {
-            e.as_ref()
-                .unwrap()
-                .file_name()
-                .to_string_lossy()
-                .ends_with(".tmp")
-        })
-        .count();
-    assert_eq!(leftovers, 0);
+    assert_files_parse(&dir);
+    assert_report_complete(&dir);
+}
+
+#[test]
+fn a_run_killed_partway_leaves_every_file_parseable() {
+    // SIGKILL: no handler runs. What was written must still parse, and rebuild a report.
+    let tmp = tempfile::tempdir().unwrap();
+    let (args, results) = run_args(
+        tmp.path(),
+        r#"name = "killed"
+variants = ["native", "wasmtime-pooled"]
+workloads = ["hello", "state"]
+connections = [1, 2]
+duration_secs = 0.4
+repetitions = 3
+
+[cold_start]
+runs = 3
+"#,
+    );
+    let mut child = Command::new(WASMLAB)
+        .args(&args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let dir = loop {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no cell finished in time"
+        );
+        let dir = std::fs::read_dir(&results)
+            .ok()
+            .and_then(|mut d| d.next())
+            .map(|e| e.unwrap().path());
+        if let Some(dir) = dir {
+            let samples = std::fs::read_to_string(dir.join("samples.jsonl")).unwrap_or_default();
+            if samples.matches("\"throughput\"").count() >= 3 {
+                break dir;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(read_json(&dir.join("run.json"))["state"], "running");
+    assert_files_parse(&dir);
+    let out = wasmlab(&["report", dir.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_report_complete(&dir);
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(
+        html.contains("running"),
+        "the report says the run did not finish"
+    );
 }
 
 /// A bin dir with the real native gateway and, as `wasmlab-gateway-wasm`, a shell script.
@@ -447,5 +638,101 @@ fn run_with_your_own_guest() {
     assert_fails_with(
         &["run", "--wasm", "/no/such/guest.wasm", "--no-build"],
         "no such file",
+    );
+}
+
+/// A copy of the committed fixture run (tests/fixtures/small-run: a real two-variant run, two
+/// repetitions, with cold starts, warm and open-loop cells) in a temporary directory.
+fn fixture_copy(tmp: &Path, name: &str) -> std::path::PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/small-run");
+    let dst = tmp.join(name);
+    std::fs::create_dir(&dst).unwrap();
+    for f in ["run.json", "samples.jsonl"] {
+        std::fs::copy(src.join(f), dst.join(f)).unwrap();
+    }
+    dst
+}
+
+#[test]
+fn report_from_a_fixture_holds_every_section() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = fixture_copy(tmp.path(), "run");
+    let out = wasmlab(&["report", dir.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_report_complete(&dir);
+    assert_files_parse(&dir);
+    // Cold starts of all three launched variants, and the ratio of the run's throughput to
+    // native, are in the summary.
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    for v in ["native", "wasmtime-pooled", "wasmtime-pooled-cwasm"] {
+        assert!(
+            md.contains(&format!("| {v} |")),
+            "{v} missing from summary.md"
+        );
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("× native [95% CI]"), "{stdout}");
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(
+        html.len() < 2_000_000,
+        "report.html is {} bytes",
+        html.len()
+    );
+
+    assert_fails_with(&["report", tmp.path().to_str().unwrap()], "run.json");
+}
+
+#[test]
+fn compare_marks_significant_changes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = fixture_copy(tmp.path(), "a");
+    let b = fixture_copy(tmp.path(), "b");
+    // B: wasmtime-pooled served half as much in every throughput run; native is unchanged.
+    let samples = std::fs::read_to_string(b.join("samples.jsonl")).unwrap();
+    let halved: Vec<String> = samples
+        .lines()
+        .map(|l| {
+            let mut s: serde_json::Value = serde_json::from_str(l).unwrap();
+            if s["kind"] == "throughput" && s["variant"] == "wasmtime-pooled" {
+                let rps = s["load"]["rps"].as_f64().unwrap();
+                s["load"]["rps"] = serde_json::json!(rps / 2.0);
+            }
+            s.to_string()
+        })
+        .collect();
+    std::fs::write(b.join("samples.jsonl"), halved.join("\n") + "\n").unwrap();
+
+    let out = wasmlab(&["compare", a.to_str().unwrap(), b.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let row = |needle: &str| {
+        stdout
+            .lines()
+            .filter(|l| l.contains(needle))
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    let pooled = row("throughput wasmtime-pooled hello");
+    assert_eq!(pooled.len(), 2, "{stdout}");
+    assert!(
+        pooled
+            .iter()
+            .all(|l| l.contains("yes: worse") && l.contains("0.500")),
+        "{stdout}"
+    );
+    let native = row("throughput native hello");
+    assert_eq!(native.len(), 2, "{stdout}");
+    assert!(native.iter().all(|l| l.contains(" no ")), "{stdout}");
+    assert!(
+        stdout.contains("0 significantly better in B, 2 significantly worse"),
+        "{stdout}"
     );
 }

@@ -1,0 +1,603 @@
+//! From raw samples to the figures every output shows (terminal table, CSVs, summary.md,
+//! report.html, compare): one place computes them, so they always agree.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+use wasmlab_load::{ErrorCounts, LatencyMs, histogram_from_buckets, new_histogram};
+
+use crate::model::{Kind, RunInfo, Sample};
+use crate::stats::{self, Estimate};
+
+/// The variant every ratio is taken against.
+pub const BASELINE: &str = "native";
+
+/// Throughput of one (variant, workload, connections) cell over its repetitions.
+#[derive(Debug, Clone, Serialize)]
+pub struct ThroughputCell {
+    pub variant: String,
+    pub workload: String,
+    pub connections: usize,
+    /// (repetition, req/s) of each run.
+    pub runs: Vec<(u32, f64)>,
+    /// Mean req/s over runs, bootstrap 95% CI; `n` runs.
+    pub rps: Estimate,
+    /// Mean req/s over the baseline's mean in the same cell, paired by repetition.
+    pub ratio_to_native: Option<Estimate>,
+    /// Latency of all runs' responses together (histograms merged).
+    pub latency: LatencyMs,
+    pub responses: u64,
+    pub errors: ErrorCounts,
+    /// Runs in which the load generator was saturated (the server may be faster than shown).
+    pub generator_saturated_runs: usize,
+    /// Mean share of the generator's threads' time on a CPU.
+    pub generator_busy: f64,
+    /// Resources of the variant's process tree (None when not sampled).
+    pub resources: Option<CellResources>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct CellResources {
+    /// Highest RSS of the process tree over the runs, KiB.
+    pub rss_peak_kib: u64,
+    /// Mean RSS over the runs, KiB.
+    pub rss_mean_kib: f64,
+    /// Mean CPU seconds of the process tree per run.
+    pub cpu_secs: f64,
+    /// CPU seconds per 1,000 responses (mean over runs, CI).
+    pub cpu_secs_per_1k: Estimate,
+    /// Responses per CPU-second of the server: the req/s one core sustains (the wasmCloud
+    /// study's sizing rule), mean over runs, CI.
+    pub rps_per_core: Estimate,
+}
+
+/// Cold start of one variant over its launches.
+#[derive(Debug, Clone, Serialize)]
+pub struct ColdStartRow {
+    pub variant: String,
+    pub n: usize,
+    /// Exec to the first complete 200, ms: p50 / p90 / p99 over launches.
+    pub first_200: Quantiles,
+    /// Exec to the `listening` line, ms.
+    pub listening: Quantiles,
+    /// Exec to the first successful TCP connect, ms.
+    pub connected: Quantiles,
+    /// Exec to the first byte of the first 200, ms.
+    pub first_byte: Quantiles,
+    /// p50 of first_200 against the baseline's, with a bootstrap CI over launches (unpaired).
+    pub ratio_to_native: Option<Estimate>,
+    /// Every launch's first_200, ms (for the distribution plot).
+    pub values_ms: Vec<f64>,
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Quantiles {
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub min: f64,
+    pub max: f64,
+    pub mean: f64,
+}
+
+impl Quantiles {
+    pub fn of(values: &[f64]) -> Self {
+        let q = |p| stats::percentile(values, p).unwrap_or(0.0);
+        Self {
+            p50: q(0.5),
+            p90: q(0.9),
+            p99: q(0.99),
+            min: q(0.0),
+            max: q(1.0),
+            mean: stats::mean(values).unwrap_or(0.0),
+        }
+    }
+}
+
+/// Warm latency (one connection, sequential requests) of one (variant, workload).
+#[derive(Debug, Clone, Serialize)]
+pub struct WarmRow {
+    pub variant: String,
+    pub workload: String,
+    /// Runs.
+    pub n: usize,
+    pub requests: u64,
+    /// Over all runs' requests together.
+    pub latency: LatencyMs,
+    /// Mean over runs of each run's p50, ms, CI.
+    pub p50: Estimate,
+    /// Mean of run p50s over the baseline's, paired by repetition.
+    pub ratio_to_native: Option<Estimate>,
+    pub errors: ErrorCounts,
+}
+
+/// Open-loop latency of one (variant, workload) at one offered load.
+#[derive(Debug, Clone, Serialize)]
+pub struct OpenLoopPoint {
+    pub variant: String,
+    pub workload: String,
+    /// Fraction of the variant's own closed-loop maximum.
+    pub fraction: f64,
+    pub n: usize,
+    pub connections: usize,
+    /// Mean offered (target) rate, req/s.
+    pub offered_rps: f64,
+    /// Mean achieved send rate, req/s.
+    pub achieved_rps: f64,
+    /// From the intended send time (corrected), all runs merged.
+    pub corrected: LatencyMs,
+    /// From the actual send time (uncorrected), all runs merged.
+    pub uncorrected: LatencyMs,
+    pub intended: u64,
+    pub sent: u64,
+    pub dropped: u64,
+    pub late: u64,
+    pub errors: ErrorCounts,
+}
+
+/// A latency percentile spectrum: (percentile as a fraction, latency ms) points.
+#[derive(Debug, Clone, Serialize)]
+pub struct Spectrum {
+    pub kind: Kind,
+    pub variant: String,
+    pub workload: String,
+    pub connections: usize,
+    pub count: u64,
+    pub points: Vec<(f64, f64)>,
+}
+
+/// Everything derived from one results directory.
+#[derive(Debug, Clone, Serialize)]
+pub struct Analysis {
+    pub info: RunInfo,
+    /// Variants in the suite's order (the order tables and legends use).
+    pub variants: Vec<String>,
+    pub workloads: Vec<String>,
+    pub throughput: Vec<ThroughputCell>,
+    pub cold_start: Vec<ColdStartRow>,
+    pub warm: Vec<WarmRow>,
+    pub open_loop: Vec<OpenLoopPoint>,
+    /// Warm spectra, and throughput spectra at `reference_connections`.
+    pub spectra: Vec<Spectrum>,
+    /// The concurrency level closest to 100 (the gateway study's headline level).
+    pub reference_connections: Option<usize>,
+}
+
+impl Analysis {
+    pub fn throughput_cell(
+        &self,
+        variant: &str,
+        workload: &str,
+        conns: usize,
+    ) -> Option<&ThroughputCell> {
+        self.throughput
+            .iter()
+            .find(|c| c.variant == variant && c.workload == workload && c.connections == conns)
+    }
+
+    /// The cell where the variant served the most for a workload (its closed-loop maximum).
+    pub fn best_cell(&self, variant: &str, workload: &str) -> Option<&ThroughputCell> {
+        self.throughput
+            .iter()
+            .filter(|c| c.variant == variant && c.workload == workload)
+            .max_by(|a, b| a.rps.value.total_cmp(&b.rps.value))
+    }
+}
+
+/// Latency percentile spectrum points: p = 1 - 10^(-k/10) for k = 0, 1, ... while the histogram
+/// holds enough samples to tell that percentile, then the maximum.
+pub fn spectrum_points(h: &Histogram<u64>) -> Vec<(f64, f64)> {
+    if h.is_empty() {
+        return Vec::new();
+    }
+    let mut pts = Vec::new();
+    for k in 0..=60 {
+        let p = 1.0 - 10f64.powf(-f64::from(k) / 10.0);
+        if 1.0 / (1.0 - p) > h.len() as f64 {
+            break;
+        }
+        pts.push((p, h.value_at_quantile(p) as f64 / 1e6));
+    }
+    pts.push((1.0, h.max() as f64 / 1e6));
+    pts
+}
+
+fn merged(samples: &[&Sample], uncorrected: bool) -> Histogram<u64> {
+    let mut h = new_histogram();
+    for s in samples {
+        let b = if uncorrected {
+            &s.uncorrected_histogram
+        } else {
+            &s.histogram
+        };
+        h.add(histogram_from_buckets(b)).expect("same bounds");
+    }
+    h
+}
+
+fn add_errors(total: &mut ErrorCounts, e: &ErrorCounts) {
+    total.connect += e.connect;
+    total.read_write += e.read_write;
+    total.timeout += e.timeout;
+    total.non_2xx += e.non_2xx;
+}
+
+/// Paired ratio of per-repetition values `a` over `b` (only repetitions both have).
+fn paired_ratio(a: &[(u32, f64)], b: &[(u32, f64)]) -> Option<Estimate> {
+    let (mut xa, mut xb) = (Vec::new(), Vec::new());
+    for (r, va) in a {
+        if let Some((_, vb)) = b.iter().find(|(rb, _)| rb == r) {
+            xa.push(*va);
+            xb.push(*vb);
+        }
+    }
+    stats::ratio_of_means(&xa, &xb, true)
+}
+
+fn mean_ci(values: &[f64]) -> Estimate {
+    stats::bootstrap(values, |v| stats::mean(v).unwrap_or(0.0)).unwrap_or(Estimate {
+        value: 0.0,
+        lo: 0.0,
+        hi: 0.0,
+        n: 0,
+    })
+}
+
+pub fn analyse(info: RunInfo, samples: &[Sample]) -> Analysis {
+    // Order: the suite's lists first, then anything else the samples hold.
+    let mut variants: Vec<String> = info.suite.variants.clone();
+    for v in &info.suite.cold_start_variants() {
+        if !variants.contains(v) {
+            variants.push(v.clone());
+        }
+    }
+    let mut workloads: Vec<String> = info.suite.workloads.clone();
+    for s in samples {
+        if !variants.contains(&s.variant) {
+            variants.push(s.variant.clone());
+        }
+        if let Some(w) = &s.workload
+            && !workloads.contains(w)
+        {
+            workloads.push(w.clone());
+        }
+    }
+    let of_kind = |k: Kind| {
+        samples
+            .iter()
+            .filter(move |s| s.kind == k && s.load.is_some())
+    };
+
+    // Throughput cells.
+    let mut groups: BTreeMap<(usize, usize, usize), Vec<&Sample>> = BTreeMap::new();
+    for s in of_kind(Kind::Throughput) {
+        let v = variants.iter().position(|x| *x == s.variant).unwrap_or(0);
+        let w = workloads
+            .iter()
+            .position(|x| Some(x) == s.workload.as_ref())
+            .unwrap_or(0);
+        groups
+            .entry((v, w, s.connections.unwrap_or(0)))
+            .or_default()
+            .push(s);
+    }
+    let mut throughput: Vec<ThroughputCell> = groups
+        .iter()
+        .map(|(&(v, w, c), ss)| throughput_cell(&variants[v], &workloads[w], c, ss))
+        .collect();
+    let natives: Vec<ThroughputCell> = throughput
+        .iter()
+        .filter(|c| c.variant == BASELINE)
+        .cloned()
+        .collect();
+    for cell in &mut throughput {
+        if let Some(base) = natives
+            .iter()
+            .find(|n| n.workload == cell.workload && n.connections == cell.connections)
+        {
+            cell.ratio_to_native = paired_ratio(&cell.runs, &base.runs);
+        }
+    }
+
+    // Cold start.
+    let mut cold_start: Vec<ColdStartRow> = Vec::new();
+    for v in &variants {
+        let starts: Vec<_> = samples
+            .iter()
+            .filter(|s| s.kind == Kind::ColdStart && &s.variant == v)
+            .filter_map(|s| s.start)
+            .collect();
+        if starts.is_empty() {
+            continue;
+        }
+        let col = |f: fn(&crate::model::StartTimes) -> f64| -> Vec<f64> {
+            starts.iter().map(f).collect()
+        };
+        let values = col(|s| s.first_200_ms);
+        cold_start.push(ColdStartRow {
+            variant: v.clone(),
+            n: starts.len(),
+            first_200: Quantiles::of(&values),
+            listening: Quantiles::of(&col(|s| s.listening_ms)),
+            connected: Quantiles::of(&col(|s| s.connected_ms)),
+            first_byte: Quantiles::of(&col(|s| s.first_byte_ms)),
+            ratio_to_native: None,
+            values_ms: values,
+        });
+    }
+    if let Some(base) = cold_start
+        .iter()
+        .find(|r| r.variant == BASELINE)
+        .map(|r| r.values_ms.clone())
+    {
+        for r in &mut cold_start {
+            r.ratio_to_native = median_ratio(&r.values_ms, &base);
+        }
+    }
+
+    // Warm latency.
+    let mut warm: Vec<WarmRow> = Vec::new();
+    for v in &variants {
+        for w in &workloads {
+            let ss: Vec<&Sample> = of_kind(Kind::Warm)
+                .filter(|s| &s.variant == v && s.workload.as_ref() == Some(w))
+                .collect();
+            if ss.is_empty() {
+                continue;
+            }
+            let runs: Vec<(u32, f64)> = ss
+                .iter()
+                .map(|s| {
+                    (
+                        s.repetition,
+                        s.load.as_ref().map_or(0.0, |l| l.latency_ms.p50),
+                    )
+                })
+                .collect();
+            let mut errors = ErrorCounts::default();
+            for s in &ss {
+                add_errors(&mut errors, &s.load.as_ref().expect("filtered").errors);
+            }
+            warm.push(WarmRow {
+                variant: v.clone(),
+                workload: w.clone(),
+                n: ss.len(),
+                requests: ss
+                    .iter()
+                    .map(|s| s.load.as_ref().map_or(0, |l| l.responses))
+                    .sum(),
+                latency: LatencyMs::from_histogram(&merged(&ss, false)),
+                p50: mean_ci(&runs.iter().map(|r| r.1).collect::<Vec<_>>()),
+                ratio_to_native: warm_runs(samples, BASELINE, w)
+                    .and_then(|base| paired_ratio(&runs, &base)),
+                errors,
+            });
+        }
+    }
+
+    // Open loop.
+    let mut ol_groups: BTreeMap<(usize, usize, u64), Vec<&Sample>> = BTreeMap::new();
+    for s in of_kind(Kind::OpenLoop) {
+        let v = variants.iter().position(|x| *x == s.variant).unwrap_or(0);
+        let w = workloads
+            .iter()
+            .position(|x| Some(x) == s.workload.as_ref())
+            .unwrap_or(0);
+        let f = (s.load_fraction.unwrap_or(0.0) * 1e6).round() as u64;
+        ol_groups.entry((v, w, f)).or_default().push(s);
+    }
+    let open_loop = ol_groups
+        .iter()
+        .map(|(&(v, w, f), ss)| {
+            let ol: Vec<_> = ss
+                .iter()
+                .filter_map(|s| s.load.as_ref()?.open_loop)
+                .collect();
+            let mut errors = ErrorCounts::default();
+            for s in ss {
+                add_errors(&mut errors, &s.load.as_ref().expect("filtered").errors);
+            }
+            OpenLoopPoint {
+                variant: variants[v].clone(),
+                workload: workloads[w].clone(),
+                fraction: f as f64 / 1e6,
+                n: ss.len(),
+                connections: ss[0].connections.unwrap_or(0),
+                offered_rps: stats::mean(&ol.iter().map(|o| o.target_rate).collect::<Vec<_>>())
+                    .unwrap_or(0.0),
+                achieved_rps: stats::mean(&ol.iter().map(|o| o.achieved_rate).collect::<Vec<_>>())
+                    .unwrap_or(0.0),
+                corrected: LatencyMs::from_histogram(&merged(ss, false)),
+                uncorrected: LatencyMs::from_histogram(&merged(ss, true)),
+                intended: ol.iter().map(|o| o.intended).sum(),
+                sent: ol.iter().map(|o| o.sent).sum(),
+                dropped: ol.iter().map(|o| o.dropped).sum(),
+                late: ol.iter().map(|o| o.late).sum(),
+                errors,
+            }
+        })
+        .collect();
+
+    // Spectra: warm cells, and throughput at the reference concurrency.
+    let levels: BTreeSet<usize> = throughput.iter().map(|c| c.connections).collect();
+    let reference_connections = levels.iter().copied().min_by_key(|c| (c.abs_diff(100), *c));
+    let mut spectra = Vec::new();
+    for v in &variants {
+        for w in &workloads {
+            let pick = |k: Kind, conns: Option<usize>| -> Vec<&Sample> {
+                samples
+                    .iter()
+                    .filter(|s| {
+                        s.kind == k
+                            && &s.variant == v
+                            && s.workload.as_ref() == Some(w)
+                            && (conns.is_none() || s.connections == conns)
+                    })
+                    .collect()
+            };
+            for (kind, conns) in [
+                (Kind::Warm, None),
+                (Kind::Throughput, reference_connections),
+            ] {
+                if kind == Kind::Throughput && conns.is_none() {
+                    continue;
+                }
+                let ss = pick(kind, conns);
+                if ss.is_empty() {
+                    continue;
+                }
+                let h = merged(&ss, false);
+                spectra.push(Spectrum {
+                    kind,
+                    variant: v.clone(),
+                    workload: w.clone(),
+                    connections: ss[0].connections.unwrap_or(1),
+                    count: h.len(),
+                    points: spectrum_points(&h),
+                });
+            }
+        }
+    }
+
+    Analysis {
+        info,
+        variants,
+        workloads,
+        throughput,
+        cold_start,
+        warm,
+        open_loop,
+        spectra,
+        reference_connections,
+    }
+}
+
+fn warm_runs(samples: &[Sample], variant: &str, workload: &str) -> Option<Vec<(u32, f64)>> {
+    let runs: Vec<(u32, f64)> = samples
+        .iter()
+        .filter(|s| {
+            s.kind == Kind::Warm && s.variant == variant && s.workload.as_deref() == Some(workload)
+        })
+        .filter_map(|s| Some((s.repetition, s.load.as_ref()?.latency_ms.p50)))
+        .collect();
+    (!runs.is_empty()).then_some(runs)
+}
+
+/// Ratio of medians with a bootstrap CI, each side resampled on its own (launches are not paired).
+pub fn median_ratio(a: &[f64], b: &[f64]) -> Option<Estimate> {
+    let med = |v: &[f64]| stats::percentile(v, 0.5).unwrap_or(f64::NAN);
+    let value = med(a) / med(b);
+    if !value.is_finite() {
+        return None;
+    }
+    let mut rng = fastrand::Rng::with_seed(0x00c0_1d57);
+    let (mut ra, mut rb) = (vec![0.0; a.len()], vec![0.0; b.len()]);
+    let mut draws = Vec::with_capacity(stats::BOOTSTRAP_RESAMPLES);
+    for _ in 0..stats::BOOTSTRAP_RESAMPLES {
+        for x in ra.iter_mut() {
+            *x = a[rng.usize(..a.len())];
+        }
+        for y in rb.iter_mut() {
+            *y = b[rng.usize(..b.len())];
+        }
+        let r = med(&ra) / med(&rb);
+        if r.is_finite() {
+            draws.push(r);
+        }
+    }
+    Some(Estimate {
+        value,
+        lo: stats::percentile(&draws, 0.025)?,
+        hi: stats::percentile(&draws, 0.975)?,
+        n: a.len().min(b.len()),
+    })
+}
+
+fn throughput_cell(variant: &str, workload: &str, conns: usize, ss: &[&Sample]) -> ThroughputCell {
+    let runs: Vec<(u32, f64)> = ss
+        .iter()
+        .map(|s| (s.repetition, s.load.as_ref().map_or(0.0, |l| l.rps)))
+        .collect();
+    let mut errors = ErrorCounts::default();
+    let mut responses = 0;
+    let mut saturated = 0;
+    let mut busy = 0.0;
+    for s in ss {
+        let l = s
+            .load
+            .as_ref()
+            .expect("throughput samples carry a load report");
+        add_errors(&mut errors, &l.errors);
+        responses += l.responses;
+        saturated += usize::from(l.generator_saturated);
+        busy += l.generator_busy;
+    }
+    let with_res: Vec<(&crate::model::Resources, u64, f64)> = ss
+        .iter()
+        .filter_map(|s| {
+            let l = s.load.as_ref()?;
+            Some((s.resources.as_ref()?, l.responses, l.elapsed_secs))
+        })
+        .collect();
+    let resources = (!with_res.is_empty()).then(|| {
+        let per_1k: Vec<f64> = with_res
+            .iter()
+            .filter(|(_, n, _)| *n > 0)
+            .map(|(r, n, _)| r.cpu_secs / *n as f64 * 1000.0)
+            .collect();
+        let per_core: Vec<f64> = with_res
+            .iter()
+            .filter(|(r, _, _)| r.cpu_secs > 0.0)
+            .map(|(r, n, _)| *n as f64 / r.cpu_secs)
+            .collect();
+        CellResources {
+            rss_peak_kib: with_res.iter().map(|r| r.0.rss_peak_kib).max().unwrap_or(0),
+            rss_mean_kib: stats::mean(
+                &with_res
+                    .iter()
+                    .map(|r| r.0.rss_mean_kib)
+                    .collect::<Vec<_>>(),
+            )
+            .unwrap_or(0.0),
+            cpu_secs: stats::mean(&with_res.iter().map(|r| r.0.cpu_secs).collect::<Vec<_>>())
+                .unwrap_or(0.0),
+            cpu_secs_per_1k: mean_ci(&per_1k),
+            rps_per_core: mean_ci(&per_core),
+        }
+    });
+    ThroughputCell {
+        variant: variant.to_owned(),
+        workload: workload.to_owned(),
+        connections: conns,
+        rps: mean_ci(&runs.iter().map(|r| r.1).collect::<Vec<_>>()),
+        runs,
+        ratio_to_native: None,
+        latency: LatencyMs::from_histogram(&merged(ss, false)),
+        responses,
+        errors,
+        generator_saturated_runs: saturated,
+        generator_busy: busy / ss.len().max(1) as f64,
+        resources,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spectrum_stops_where_the_samples_do() {
+        let mut h = new_histogram();
+        for v in 1..=1000u64 {
+            h.record(v * 1000).unwrap();
+        }
+        let pts = spectrum_points(&h);
+        // 1,000 samples tell percentiles up to 99.9% (1 / (1 - p) <= 1000), then the max.
+        let last_p = pts[pts.len() - 2].0;
+        assert!((last_p - 0.999).abs() < 1e-9, "{pts:?}");
+        assert_eq!(pts.last().unwrap().0, 1.0);
+        assert!((pts.last().unwrap().1 - 1.0).abs() < 0.01);
+        assert!(pts.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1));
+    }
+}

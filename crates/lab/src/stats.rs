@@ -1,0 +1,222 @@
+//! The statistics behind every figure: percentiles of samples, means, bootstrap confidence
+//! intervals over independent runs, and seeded shuffles.
+
+use serde::{Deserialize, Serialize};
+
+/// The `q` quantile (0..=1) of `values`, by linear interpolation between order statistics
+/// (Hyndman & Fan type 7, the default of R and NumPy). `None` when empty.
+pub fn percentile(values: &[f64], q: f64) -> Option<f64> {
+    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let h = (v.len() - 1) as f64 * q.clamp(0.0, 1.0);
+    let (lo, hi) = (h.floor() as usize, h.ceil() as usize);
+    Some(v[lo] + (h - lo as f64) * (v[hi] - v[lo]))
+}
+
+pub fn mean(values: &[f64]) -> Option<f64> {
+    (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+}
+
+/// An estimate with its 95% confidence interval and the number of runs behind it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Estimate {
+    pub value: f64,
+    pub lo: f64,
+    pub hi: f64,
+    pub n: usize,
+}
+
+impl Estimate {
+    /// Whether the interval excludes `x` (for a ratio, 1.0: a significant change).
+    pub fn excludes(&self, x: f64) -> bool {
+        x < self.lo || x > self.hi
+    }
+}
+
+/// Resamples drawn for every bootstrap interval.
+pub const BOOTSTRAP_RESAMPLES: usize = 10_000;
+
+/// The seed of every bootstrap, so a report rebuilt from the same samples shows the same
+/// intervals.
+const BOOTSTRAP_SEED: u64 = 0x5eed_f00d_b007;
+
+/// Percentile-bootstrap 95% interval of `statistic` over `values` (runs resampled with
+/// replacement).
+pub fn bootstrap(values: &[f64], statistic: impl Fn(&[f64]) -> f64) -> Option<Estimate> {
+    if values.is_empty() {
+        return None;
+    }
+    let mut rng = fastrand::Rng::with_seed(BOOTSTRAP_SEED);
+    let mut draws = Vec::with_capacity(BOOTSTRAP_RESAMPLES);
+    let mut buf = vec![0.0; values.len()];
+    for _ in 0..BOOTSTRAP_RESAMPLES {
+        for b in buf.iter_mut() {
+            *b = values[rng.usize(..values.len())];
+        }
+        draws.push(statistic(&buf));
+    }
+    Some(Estimate {
+        value: statistic(values),
+        lo: percentile(&draws, 0.025)?,
+        hi: percentile(&draws, 0.975)?,
+        n: values.len(),
+    })
+}
+
+/// The ratio of means `mean(a) / mean(b)` with a bootstrap 95% interval.
+///
+/// `paired`: a and b were measured in the same runs (a[i] beside b[i], as the variants of one
+/// repetition), so runs are resampled together and run-to-run drift of the machine cancels.
+/// Otherwise (two different result directories) each side is resampled on its own.
+pub fn ratio_of_means(a: &[f64], b: &[f64], paired: bool) -> Option<Estimate> {
+    if a.is_empty() || b.is_empty() || (paired && a.len() != b.len()) {
+        return None;
+    }
+    let ratio = |x: &[f64], y: &[f64]| {
+        let my = mean(y).unwrap_or(0.0);
+        if my == 0.0 {
+            f64::NAN
+        } else {
+            mean(x).unwrap_or(0.0) / my
+        }
+    };
+    let value = ratio(a, b);
+    if !value.is_finite() {
+        return None;
+    }
+    let mut rng = fastrand::Rng::with_seed(BOOTSTRAP_SEED);
+    let mut draws = Vec::with_capacity(BOOTSTRAP_RESAMPLES);
+    let (mut ra, mut rb) = (vec![0.0; a.len()], vec![0.0; b.len()]);
+    for _ in 0..BOOTSTRAP_RESAMPLES {
+        if paired {
+            for i in 0..a.len() {
+                let j = rng.usize(..a.len());
+                ra[i] = a[j];
+                rb[i] = b[j];
+            }
+        } else {
+            for x in ra.iter_mut() {
+                *x = a[rng.usize(..a.len())];
+            }
+            for y in rb.iter_mut() {
+                *y = b[rng.usize(..b.len())];
+            }
+        }
+        let r = ratio(&ra, &rb);
+        if r.is_finite() {
+            draws.push(r);
+        }
+    }
+    Some(Estimate {
+        value,
+        lo: percentile(&draws, 0.025)?,
+        hi: percentile(&draws, 0.975)?,
+        n: a.len().min(b.len()),
+    })
+}
+
+/// `items` in an order shuffled by `seed`: the same seed always gives the same order.
+pub fn shuffled<T: Clone>(items: &[T], seed: u64) -> Vec<T> {
+    let mut v = items.to_vec();
+    fastrand::Rng::with_seed(seed).shuffle(&mut v);
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_interpolate_like_r_type_7() {
+        let v = [15.0, 20.0, 35.0, 40.0, 50.0];
+        assert_eq!(percentile(&v, 0.0), Some(15.0));
+        assert_eq!(percentile(&v, 1.0), Some(50.0));
+        assert_eq!(percentile(&v, 0.5), Some(35.0));
+        // R: quantile(c(15,20,35,40,50), 0.4) = 29
+        assert!((percentile(&v, 0.4).unwrap() - 29.0).abs() < 1e-12);
+        assert_eq!(percentile(&[], 0.5), None);
+        assert_eq!(percentile(&[7.0], 0.99), Some(7.0));
+        // Order of input does not matter.
+        assert_eq!(
+            percentile(&[50.0, 15.0, 40.0, 20.0, 35.0], 0.4),
+            percentile(&v, 0.4)
+        );
+    }
+
+    /// Deterministic standard normal draws (Box-Muller over a seeded generator).
+    fn normals(n: usize, mu: f64, sigma: f64, seed: u64) -> Vec<f64> {
+        let mut rng = fastrand::Rng::with_seed(seed);
+        (0..n)
+            .map(|_| {
+                let (u1, u2) = (1.0 - rng.f64(), rng.f64());
+                mu + sigma * (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn percentiles_of_known_distributions() {
+        // Uniform 0..1: the q quantile is q.
+        let mut rng = fastrand::Rng::with_seed(1);
+        let u: Vec<f64> = (0..100_000).map(|_| rng.f64()).collect();
+        for q in [0.1, 0.5, 0.9, 0.99] {
+            assert!((percentile(&u, q).unwrap() - q).abs() < 0.01, "q={q}");
+        }
+        // Normal(10, 2): median 10, p90 = 10 + 1.2816 * 2.
+        let n = normals(100_000, 10.0, 2.0, 2);
+        assert!((percentile(&n, 0.5).unwrap() - 10.0).abs() < 0.03);
+        assert!((percentile(&n, 0.9).unwrap() - 12.563).abs() < 0.05);
+    }
+
+    #[test]
+    fn bootstrap_interval_of_a_mean_matches_theory() {
+        // The mean of 400 draws of Normal(100, 10) has standard error 0.5: the 95% interval is
+        // about ±0.98 wide around the sample mean, and covers the true mean.
+        let v = normals(400, 100.0, 10.0, 3);
+        let e = bootstrap(&v, |x| mean(x).unwrap()).unwrap();
+        assert_eq!(e.n, 400);
+        assert!(e.lo < e.value && e.value < e.hi);
+        assert!(e.lo < 100.0 && 100.0 < e.hi, "{e:?}");
+        let half = (e.hi - e.lo) / 2.0;
+        assert!((half - 0.98).abs() < 0.15, "half width {half}");
+    }
+
+    #[test]
+    fn ratio_intervals() {
+        // b is exactly twice a in every run: the paired ratio is 0.5 with no spread at all,
+        // because run-to-run drift is shared.
+        let a = [10.0, 20.0, 30.0, 40.0];
+        let b = [20.0, 40.0, 60.0, 80.0];
+        let p = ratio_of_means(&a, &b, true).unwrap();
+        assert!(
+            (p.value - 0.5).abs() < 1e-12 && (p.hi - p.lo).abs() < 1e-12,
+            "{p:?}"
+        );
+        // Unpaired, the same numbers leave a wide interval that still holds 0.5.
+        let u = ratio_of_means(&a, &b, false).unwrap();
+        assert!(u.lo < 0.5 && 0.5 < u.hi && u.hi - u.lo > 0.3, "{u:?}");
+        // Two clearly different samples: the interval excludes 1.
+        let x = normals(30, 100.0, 5.0, 4);
+        let y = normals(30, 80.0, 5.0, 5);
+        let r = ratio_of_means(&y, &x, false).unwrap();
+        assert!(r.excludes(1.0) && (r.value - 0.8).abs() < 0.03, "{r:?}");
+        // Same distribution: not significant.
+        let z = normals(30, 100.0, 5.0, 6);
+        assert!(!ratio_of_means(&z, &x, false).unwrap().excludes(1.0));
+        assert!(ratio_of_means(&a, &[0.0], false).is_none());
+        assert!(ratio_of_means(&a, &b[..2], true).is_none());
+    }
+
+    #[test]
+    fn shuffles_are_seeded() {
+        let items: Vec<u32> = (0..10).collect();
+        assert_eq!(shuffled(&items, 7), shuffled(&items, 7));
+        assert_ne!(shuffled(&items, 7), shuffled(&items, 8));
+        let mut s = shuffled(&items, 7);
+        s.sort();
+        assert_eq!(s, items);
+    }
+}
