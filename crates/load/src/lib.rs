@@ -483,19 +483,28 @@ pub(crate) fn record(h: &mut Histogram<u64>, d: Duration) {
     h.record(ns).expect("clamped to bounds");
 }
 
-/// A histogram as (value, count) pairs of its non-empty buckets: lossless at the histogram's
-/// precision, and plain JSON for results files.
-pub fn histogram_buckets(h: &Histogram<u64>) -> Vec<[u64; 2]> {
-    h.iter_recorded()
-        .map(|v| [v.value_iterated_to(), v.count_at_value()])
-        .collect()
+/// A histogram as a flat list `[v0, n0, d1, n1, d2, n2, ...]` over its non-empty buckets: the
+/// first bucket's value and count, then each next bucket's distance from the previous value and
+/// its count. Lossless at the histogram's precision, and compact plain JSON for results files.
+pub fn histogram_buckets(h: &Histogram<u64>) -> Vec<u64> {
+    let mut out = Vec::new();
+    let mut prev = 0;
+    for v in h.iter_recorded() {
+        let value = v.value_iterated_to();
+        out.push(value - prev);
+        out.push(v.count_at_value());
+        prev = value;
+    }
+    out
 }
 
-/// The inverse of [`histogram_buckets`].
-pub fn histogram_from_buckets(buckets: &[[u64; 2]]) -> Histogram<u64> {
+/// The inverse of [`histogram_buckets`]. A trailing odd element is ignored.
+pub fn histogram_from_buckets(buckets: &[u64]) -> Histogram<u64> {
     let mut h = new_histogram();
-    for &[v, n] in buckets {
-        h.record_n(v.clamp(1, MAX_TRACKED_NS), n)
+    let mut value = 0u64;
+    for pair in buckets.chunks_exact(2) {
+        value = value.saturating_add(pair[0]);
+        h.record_n(value.clamp(1, MAX_TRACKED_NS), pair[1])
             .expect("clamped to bounds");
     }
     h
