@@ -80,24 +80,18 @@ impl ResultsDir {
         write_atomic(&self.path.join(name), &bytes)
     }
 
-    /// Writes a CSV file: `header` when there are no rows, else the rows' own header.
-    pub fn write_csv<R: CsvRow>(
+    /// Writes a CSV file: the header, then each row's fields in the header's order.
+    pub fn write_csv(
         &self,
         name: &str,
         header: &[&str],
-        rows: &[R],
+        rows: &[Vec<String>],
     ) -> anyhow::Result<()> {
-        let mut out = rows
-            .first()
-            .map_or_else(|| header.join(","), |r| r.header().join(","));
+        let mut out = header.join(",");
         out.push('\n');
         for r in rows {
-            out += &r
-                .fields()
-                .iter()
-                .map(|f| csv_field(f))
-                .collect::<Vec<_>>()
-                .join(",");
+            debug_assert_eq!(r.len(), header.len(), "{name}: row and header differ");
+            out += &r.iter().map(|f| csv_field(f)).collect::<Vec<_>>().join(",");
             out.push('\n');
         }
         write_atomic(&self.path.join(name), out.as_bytes())
@@ -106,11 +100,6 @@ impl ResultsDir {
     pub fn file(&self, name: &str) -> PathBuf {
         self.path.join(name)
     }
-}
-
-pub trait CsvRow {
-    fn header(&self) -> Vec<&'static str>;
-    fn fields(&self) -> Vec<String>;
 }
 
 fn csv_field(f: &str) -> String {
@@ -186,18 +175,10 @@ mod tests {
 
     #[test]
     fn csv_quotes_and_atomic_write() {
-        struct R(&'static str);
-        impl CsvRow for R {
-            fn header(&self) -> Vec<&'static str> {
-                vec!["a", "b"]
-            }
-            fn fields(&self) -> Vec<String> {
-                vec![self.0.into(), "x".into()]
-            }
-        }
         let root = tempfile::tempdir().unwrap();
         let dir = ResultsDir::create(root.path()).unwrap();
-        dir.write_csv("t.csv", &["a", "b"], &[R("1,2"), R("q\"")])
+        let row = |a: &str| vec![a.to_owned(), "x".to_owned()];
+        dir.write_csv("t.csv", &["a", "b"], &[row("1,2"), row("q\"")])
             .unwrap();
         let text = std::fs::read_to_string(dir.file("t.csv")).unwrap();
         assert_eq!(text, "a,b\n\"1,2\",x\n\"q\"\"\",x\n");

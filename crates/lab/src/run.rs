@@ -370,7 +370,13 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
                 lab.pb.set_position(done_before + steps);
                 continue;
             }
-            match measure_variant(&mut lab, &suite, v, r, &mut running, &ctx.log_path) {
+            let mut subject = Subject {
+                v,
+                r,
+                running: &mut running,
+                log: &ctx.log_path,
+            };
+            match measure_variant(&mut lab, &suite, &mut subject) {
                 Ok(()) => {}
                 Err(e) if e.is::<VariantDied>() => {
                     lab.fail(v.name, format!("{e:#}"))?;
@@ -479,15 +485,17 @@ struct Cell<'a> {
     load_fraction: Option<f64>,
 }
 
-/// Measures all of a variant's cells for repetition `r`. Returns early (Ok) when cancelled.
-fn measure_variant(
-    lab: &mut Lab,
-    suite: &Suite,
-    v: &Variant,
+/// What is being measured: a running variant in repetition `r`, its stderr in `log`.
+struct Subject<'a> {
+    v: &'a Variant,
     r: u32,
-    running: &mut Running,
-    log: &Path,
-) -> anyhow::Result<()> {
+    running: &'a mut Running,
+    log: &'a Path,
+}
+
+/// Measures all of a variant's cells for its repetition. Returns early (Ok) when cancelled.
+fn measure_variant(lab: &mut Lab, suite: &Suite, sub: &mut Subject<'_>) -> anyhow::Result<()> {
+    let v = sub.v;
     let mut best_rps: Vec<(String, f64)> = Vec::new();
     for workload in &suite.workloads {
         let req = verify::workload_request(workload, suite.echo_body_bytes)?;
@@ -502,7 +510,7 @@ fn measure_variant(
                 rate: None,
                 load_fraction: None,
             };
-            let Some(report) = measure_cell(lab, suite, v, r, running, log, &cell)? else {
+            let Some(report) = measure_cell(lab, suite, sub, &cell)? else {
                 return Ok(());
             };
             match best_rps.iter_mut().find(|(w, _)| w == workload) {
@@ -524,7 +532,7 @@ fn measure_variant(
                 rate: None,
                 load_fraction: None,
             };
-            if measure_cell(lab, suite, v, r, running, log, &cell)?.is_none() {
+            if measure_cell(lab, suite, sub, &cell)?.is_none() {
                 return Ok(());
             }
         }
@@ -555,7 +563,7 @@ fn measure_variant(
                     rate: Some(max * fraction),
                     load_fraction: Some(fraction),
                 };
-                if measure_cell(lab, suite, v, r, running, log, &cell)?.is_none() {
+                if measure_cell(lab, suite, sub, &cell)?.is_none() {
                     return Ok(());
                 }
             }
@@ -568,12 +576,10 @@ fn measure_variant(
 fn measure_cell(
     lab: &mut Lab,
     suite: &Suite,
-    v: &Variant,
-    r: u32,
-    running: &mut Running,
-    log: &Path,
+    sub: &mut Subject<'_>,
     cell: &Cell<'_>,
 ) -> anyhow::Result<Option<LoadReport>> {
+    let (v, r) = (sub.v, sub.r);
     if lab.cancelled() {
         return Ok(None);
     }
@@ -589,7 +595,7 @@ fn measure_cell(
         r + 1,
         suite.repetitions
     ));
-    let mut config = LoadConfig::new(&format!("http://{}{}", running.addr, cell.req.target))?;
+    let mut config = LoadConfig::new(&format!("http://{}{}", sub.running.addr, cell.req.target))?;
     config.method = cell.req.method.parse()?;
     config.body = cell.req.body.clone();
     config.connections = cell.connections;
@@ -602,17 +608,17 @@ fn measure_cell(
     }
     config.duration = Some(Duration::from_secs_f64(cell.duration));
     config.rate = cell.rate;
-    let sampler = Sampler::start(running.pid());
+    let sampler = Sampler::start(sub.running.pid());
     let report = wasmlab_load::run(config)?;
     let resources = sampler.finish();
     if lab.cancelled() {
         // Cut short: not a measurement of the configured duration.
         return Ok(None);
     }
-    if let Some(status) = running.exited() {
+    if let Some(status) = sub.running.exited() {
         return Err(VariantDied(format!(
             "exited during measurement ({status}); see {}",
-            log.display()
+            sub.log.display()
         ))
         .into());
     }

@@ -3,110 +3,12 @@
 
 use crate::analysis::{Analysis, BASELINE};
 use crate::model::{Kind, Sample};
-use crate::results::{CsvRow, ResultsDir};
+use crate::results::ResultsDir;
 use crate::stats::Estimate;
 
-/// One row of a CSV file: the header names and one row's fields, in the same order.
-struct Row(Vec<(&'static str, String)>);
-
-impl CsvRow for Row {
-    fn header(&self) -> Vec<&'static str> {
-        self.0.iter().map(|(k, _)| *k).collect()
-    }
-    fn fields(&self) -> Vec<String> {
-        self.0.iter().map(|(_, v)| v.clone()).collect()
-    }
-}
-
-fn f(v: f64, decimals: usize) -> String {
-    format!("{v:.decimals$}")
-}
-
-/// The columns common to every load cell.
-fn load_columns(s: &Sample) -> Vec<(&'static str, String)> {
-    let l = s.load.as_ref().expect("load samples only");
-    let lat = &l.latency_ms;
-    let e = &l.errors;
-    let r = s.resources.unwrap_or_default();
-    vec![
-        ("variant", s.variant.clone()),
-        ("workload", s.workload.clone().unwrap_or_default()),
-        ("connections", l.connections.to_string()),
-        ("rps", f(l.rps, 1)),
-        ("p50_ms", f(lat.p50, 4)),
-        ("p90_ms", f(lat.p90, 4)),
-        ("p99_ms", f(lat.p99, 4)),
-        ("p99_9_ms", f(lat.p99_9, 4)),
-        ("max_ms", f(lat.max, 4)),
-        ("responses", l.responses.to_string()),
-        ("errors", e.total().to_string()),
-        ("errors_connect", e.connect.to_string()),
-        ("errors_read_write", e.read_write.to_string()),
-        ("errors_timeout", e.timeout.to_string()),
-        ("errors_non_2xx", e.non_2xx.to_string()),
-        ("duration_s", f(l.elapsed_secs, 3)),
-        ("repetition", s.repetition.to_string()),
-        ("ttfb_p50_ms", f(l.phases.wait.p50, 4)),
-        ("generator_busy", f(l.generator_busy, 3)),
-        ("generator_saturated", l.generator_saturated.to_string()),
-        ("rss_peak_kib", r.rss_peak_kib.to_string()),
-        ("rss_mean_kib", f(r.rss_mean_kib, 0)),
-        ("cpu_secs", f(r.cpu_secs, 3)),
-    ]
-}
-
-/// Writes throughput.csv, warm.csv, open_loop.csv and cold_start.csv from the samples.
-pub fn write_csvs(dir: &ResultsDir, samples: &[Sample]) -> anyhow::Result<()> {
-    let of = |k: Kind| samples.iter().filter(move |s| s.kind == k);
-    let throughput: Vec<Row> = of(Kind::Throughput)
-        .filter(|s| s.load.is_some())
-        .map(|s| Row(load_columns(s)))
-        .collect();
-    dir.write_csv("throughput.csv", THROUGHPUT_HEADER, &throughput)?;
-    let warm: Vec<Row> = of(Kind::Warm)
-        .filter(|s| s.load.is_some())
-        .map(|s| Row(load_columns(s)))
-        .collect();
-    dir.write_csv("warm.csv", THROUGHPUT_HEADER, &warm)?;
-    let open: Vec<Row> = of(Kind::OpenLoop)
-        .filter_map(|s| {
-            let o = s.load.as_ref()?.open_loop?;
-            let mut cols = load_columns(s);
-            cols.extend([
-                ("load_fraction", f(s.load_fraction.unwrap_or(0.0), 3)),
-                ("target_rps", f(o.target_rate, 1)),
-                ("achieved_rps", f(o.achieved_rate, 1)),
-                ("intended", o.intended.to_string()),
-                ("sent", o.sent.to_string()),
-                ("dropped", o.dropped.to_string()),
-                ("late", o.late.to_string()),
-                ("uncorrected_p50_ms", f(o.uncorrected_ms.p50, 4)),
-                ("uncorrected_p99_ms", f(o.uncorrected_ms.p99, 4)),
-                ("uncorrected_max_ms", f(o.uncorrected_ms.max, 4)),
-            ]);
-            Some(Row(cols))
-        })
-        .collect();
-    dir.write_csv("open_loop.csv", OPEN_LOOP_HEADER, &open)?;
-    let cold: Vec<Row> = of(Kind::ColdStart)
-        .filter_map(|s| {
-            let t = s.start?;
-            Some(Row(vec![
-                ("variant", s.variant.clone()),
-                ("launch", s.repetition.to_string()),
-                ("listening_ms", f(t.listening_ms, 3)),
-                ("connected_ms", f(t.connected_ms, 3)),
-                ("first_byte_ms", f(t.first_byte_ms, 3)),
-                ("first_200_ms", f(t.first_200_ms, 3)),
-            ]))
-        })
-        .collect();
-    dir.write_csv("cold_start.csv", COLD_START_HEADER, &cold)?;
-    Ok(())
-}
-
-/// Headers of files that may have no rows yet (the columns are known from the row builder).
-const THROUGHPUT_HEADER: &[&str] = &[
+/// The columns of every load cell's row (throughput.csv and warm.csv; open_loop.csv adds
+/// [`OPEN_LOOP_EXTRA`]). `throughput.csv` starts with the gateway study's columns.
+const LOAD_HEADER: &[&str] = &[
     "variant",
     "workload",
     "connections",
@@ -132,30 +34,7 @@ const THROUGHPUT_HEADER: &[&str] = &[
     "cpu_secs",
 ];
 
-const OPEN_LOOP_HEADER: &[&str] = &[
-    "variant",
-    "workload",
-    "connections",
-    "rps",
-    "p50_ms",
-    "p90_ms",
-    "p99_ms",
-    "p99_9_ms",
-    "max_ms",
-    "responses",
-    "errors",
-    "errors_connect",
-    "errors_read_write",
-    "errors_timeout",
-    "errors_non_2xx",
-    "duration_s",
-    "repetition",
-    "ttfb_p50_ms",
-    "generator_busy",
-    "generator_saturated",
-    "rss_peak_kib",
-    "rss_mean_kib",
-    "cpu_secs",
+const OPEN_LOOP_EXTRA: &[&str] = &[
     "load_fraction",
     "target_rps",
     "achieved_rps",
@@ -176,6 +55,97 @@ const COLD_START_HEADER: &[&str] = &[
     "first_byte_ms",
     "first_200_ms",
 ];
+
+fn f(v: f64, decimals: usize) -> String {
+    format!("{v:.decimals$}")
+}
+
+/// A load cell's values, in [`LOAD_HEADER`]'s order.
+fn load_values(s: &Sample) -> Vec<String> {
+    let l = s.load.as_ref().expect("load samples only");
+    let lat = &l.latency_ms;
+    let e = &l.errors;
+    let r = s.resources.unwrap_or_default();
+    vec![
+        s.variant.clone(),
+        s.workload.clone().unwrap_or_default(),
+        l.connections.to_string(),
+        f(l.rps, 1),
+        f(lat.p50, 4),
+        f(lat.p90, 4),
+        f(lat.p99, 4),
+        f(lat.p99_9, 4),
+        f(lat.max, 4),
+        l.responses.to_string(),
+        e.total().to_string(),
+        e.connect.to_string(),
+        e.read_write.to_string(),
+        e.timeout.to_string(),
+        e.non_2xx.to_string(),
+        f(l.elapsed_secs, 3),
+        s.repetition.to_string(),
+        f(l.phases.wait.p50, 4),
+        f(l.generator_busy, 3),
+        l.generator_saturated.to_string(),
+        r.rss_peak_kib.to_string(),
+        f(r.rss_mean_kib, 0),
+        f(r.cpu_secs, 3),
+    ]
+}
+
+/// Writes throughput.csv, warm.csv, open_loop.csv and cold_start.csv from the samples.
+pub fn write_csvs(dir: &ResultsDir, samples: &[Sample]) -> anyhow::Result<()> {
+    let of = |k: Kind| {
+        samples
+            .iter()
+            .filter(move |s| s.kind == k && s.load.is_some())
+    };
+    let throughput: Vec<Vec<String>> = of(Kind::Throughput).map(load_values).collect();
+    dir.write_csv("throughput.csv", LOAD_HEADER, &throughput)?;
+    let warm: Vec<Vec<String>> = of(Kind::Warm).map(load_values).collect();
+    dir.write_csv("warm.csv", LOAD_HEADER, &warm)?;
+    let open: Vec<Vec<String>> = of(Kind::OpenLoop)
+        .filter_map(|s| {
+            let o = s.load.as_ref()?.open_loop?;
+            let mut row = load_values(s);
+            row.extend([
+                f(s.load_fraction.unwrap_or(0.0), 3),
+                f(o.target_rate, 1),
+                f(o.achieved_rate, 1),
+                o.intended.to_string(),
+                o.sent.to_string(),
+                o.dropped.to_string(),
+                o.late.to_string(),
+                f(o.uncorrected_ms.p50, 4),
+                f(o.uncorrected_ms.p99, 4),
+                f(o.uncorrected_ms.max, 4),
+            ]);
+            Some(row)
+        })
+        .collect();
+    dir.write_csv(
+        "open_loop.csv",
+        &[LOAD_HEADER, OPEN_LOOP_EXTRA].concat(),
+        &open,
+    )?;
+    let cold: Vec<Vec<String>> = samples
+        .iter()
+        .filter(|s| s.kind == Kind::ColdStart)
+        .filter_map(|s| {
+            let t = s.start?;
+            Some(vec![
+                s.variant.clone(),
+                s.repetition.to_string(),
+                f(t.listening_ms, 3),
+                f(t.connected_ms, 3),
+                f(t.first_byte_ms, 3),
+                f(t.first_200_ms, 3),
+            ])
+        })
+        .collect();
+    dir.write_csv("cold_start.csv", COLD_START_HEADER, &cold)?;
+    Ok(())
+}
 
 /// `0.652 [0.611, 0.690]`; with fewer than two runs there is no interval: `0.652 (n=1)`.
 pub fn with_ci(e: &Estimate, decimals: usize) -> String {

@@ -391,6 +391,39 @@ fn children_of(parent: u32) -> Vec<u32> {
         .collect()
 }
 
+/// Starts `wasmlab ARGS` in the background, its output discarded.
+fn spawn_quietly(args: &[String]) -> std::process::Child {
+    Command::new(WASMLAB)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits (30 s at most) until the run directory under `results` holds `n` throughput samples;
+/// returns that directory.
+fn wait_for_throughput_samples(results: &Path, n: usize) -> std::path::PathBuf {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no cell finished in time"
+        );
+        let dir = std::fs::read_dir(results)
+            .ok()
+            .and_then(|mut d| d.next())
+            .map(|e| e.unwrap().path());
+        if let Some(dir) = dir {
+            let samples = std::fs::read_to_string(dir.join("samples.jsonl")).unwrap_or_default();
+            if samples.matches("\"throughput\"").count() >= n {
+                return dir;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
 fn signal_leaves_finished_files_complete(signal: libc::c_int) {
     let tmp = tempfile::tempdir().unwrap();
     let (args, results) = run_args(
@@ -402,31 +435,9 @@ connections = [2]
 duration_secs = 1.5
 "#,
     );
-    let mut child = Command::new(WASMLAB)
-        .args(&args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_quietly(&args);
     // Interrupt once the first cell is written, while the second is being measured.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    let dir = loop {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no cell finished in time"
-        );
-        let dir = std::fs::read_dir(&results)
-            .ok()
-            .and_then(|mut d| d.next())
-            .map(|e| e.unwrap().path());
-        if let Some(dir) = dir {
-            let samples = std::fs::read_to_string(dir.join("samples.jsonl")).unwrap_or_default();
-            if samples.contains("\"throughput\"") {
-                break dir;
-            }
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
+    let dir = wait_for_throughput_samples(&results, 1);
     let servers = children_of(child.id());
     assert!(
         !servers.is_empty(),
@@ -470,30 +481,8 @@ repetitions = 3
 runs = 3
 "#,
     );
-    let mut child = Command::new(WASMLAB)
-        .args(&args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    let dir = loop {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no cell finished in time"
-        );
-        let dir = std::fs::read_dir(&results)
-            .ok()
-            .and_then(|mut d| d.next())
-            .map(|e| e.unwrap().path());
-        if let Some(dir) = dir {
-            let samples = std::fs::read_to_string(dir.join("samples.jsonl")).unwrap_or_default();
-            if samples.matches("\"throughput\"").count() >= 3 {
-                break dir;
-            }
-        }
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    };
+    let mut child = spawn_quietly(&args);
+    let dir = wait_for_throughput_samples(&results, 3);
     child.kill().unwrap();
     child.wait().unwrap();
     assert_eq!(read_json(&dir.join("run.json"))["state"], "running");

@@ -661,6 +661,36 @@ fn spectrum_plot(a: &Analysis, spectra: &[&Spectrum]) -> Plot {
 }
 
 /// The spectra of `kind` for workload `w`, in the variants' order.
+/// One spectrum plot per workload for `kind`; `caption(workload, connections, counts)`.
+fn spectra_figures(
+    h: &mut String,
+    a: &Analysis,
+    kind: Kind,
+    what: &str,
+    caption: impl Fn(&str, usize, &str) -> String,
+) {
+    let mut drew = false;
+    for w in &a.workloads {
+        let sp = spectra_of(a, kind, w);
+        if sp.is_empty() {
+            continue;
+        }
+        drew = true;
+        let n: Vec<String> = sp
+            .iter()
+            .map(|s| format!("{} n={}", s.variant, thousands(s.count as f64)))
+            .collect();
+        figure(
+            h,
+            &caption(w, sp[0].connections, &n.join(", ")),
+            &spectrum_plot(a, &sp),
+        );
+    }
+    if !drew {
+        not_measured(h, what);
+    }
+}
+
 fn spectra_of<'a>(a: &'a Analysis, kind: Kind, w: &str) -> Vec<&'a Spectrum> {
     let mut v: Vec<&Spectrum> = a
         .spectra
@@ -687,55 +717,20 @@ fn latency(h: &mut String, a: &Analysis) {
     );
 
     h.push_str("<h3>Warm (one connection, sequential requests)</h3>\n");
-    let mut drew = false;
-    for w in &a.workloads {
-        let sp = spectra_of(a, Kind::Warm, w);
-        if sp.is_empty() {
-            continue;
-        }
-        drew = true;
-        let n: Vec<String> = sp
-            .iter()
-            .map(|s| format!("{} n={}", s.variant, thousands(s.count as f64)))
-            .collect();
-        figure(
-            h,
-            &format!("{w}: warm latency spectrum ({} requests)", n.join(", ")),
-            &spectrum_plot(a, &sp),
-        );
-    }
-    if !drew {
-        not_measured(h, "Warm latency spectra");
-    }
-
+    spectra_figures(h, a, Kind::Warm, "Warm latency spectra", |w, _, n| {
+        format!("{w}: warm latency spectrum ({n} requests)")
+    });
     match a.reference_connections {
         Some(c) => w!(h, "<h3>Under load ({c} connections, closed loop)</h3>\n"),
         None => h.push_str("<h3>Under load (closed loop)</h3>\n"),
     }
-    let mut drew = false;
-    for w in &a.workloads {
-        let sp = spectra_of(a, Kind::Throughput, w);
-        if sp.is_empty() {
-            continue;
-        }
-        drew = true;
-        let n: Vec<String> = sp
-            .iter()
-            .map(|s| format!("{} n={}", s.variant, thousands(s.count as f64)))
-            .collect();
-        figure(
-            h,
-            &format!(
-                "{w}: latency spectrum at {} connections ({} responses)",
-                sp[0].connections,
-                n.join(", ")
-            ),
-            &spectrum_plot(a, &sp),
-        );
-    }
-    if !drew {
-        not_measured(h, "Latency spectra under load");
-    }
+    spectra_figures(
+        h,
+        a,
+        Kind::Throughput,
+        "Latency spectra under load",
+        |w, conns, n| format!("{w}: latency spectrum at {conns} connections ({n} responses)"),
+    );
 
     h.push_str("<h3>Warm latency</h3>\n");
     if a.warm.is_empty() {
