@@ -15,7 +15,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 pub const WIDTH: u32 = 720;
 pub const HEIGHT: u32 = 360;
 /// Width of the legend column on the right of every plot.
-const LEGEND_W: u32 = 170;
+const LEGEND_W: u32 = 190;
 const FONT: &str = "sans-serif";
 
 /// Colour-blind-friendly categorical palette (Tableau 10); a variant's colour is its index in
