@@ -297,12 +297,14 @@ struct Shared {
 impl Shared {
     /// Past the deadline, or cancelled.
     fn stopped(&self) -> bool {
-        self.deadline.is_some_and(|d| Instant::now() >= d)
-            || self
-                .config
-                .cancel
-                .as_ref()
-                .is_some_and(|c| c.load(Ordering::Relaxed))
+        self.deadline.is_some_and(|d| Instant::now() >= d) || self.cancelled()
+    }
+
+    fn cancelled(&self) -> bool {
+        self.config
+            .cancel
+            .as_ref()
+            .is_some_and(|c| c.load(Ordering::Relaxed))
     }
 
     /// Whether a connection may start another request (closed loop).
@@ -620,12 +622,15 @@ async fn connection(
     loop {
         let intended = match &pacer {
             Some(p) => {
+                // A send is taken by a connection free before the deadline and then made, even
+                // if the wait for it ends a hair past the deadline: only sends no connection
+                // took in time count as dropped.
                 let due = p.take();
                 if shared.deadline.is_some_and(|d| due >= d) || shared.stopped() {
                     break;
                 }
                 wait_until(due).await;
-                if shared.stopped() {
+                if shared.cancelled() {
                     break;
                 }
                 Some(due)

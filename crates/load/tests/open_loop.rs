@@ -18,14 +18,15 @@ fn sends_at_the_configured_rate() {
     c.duration = Some(Duration::from_secs(1));
     let r = run(c).unwrap();
     let o = r.open_loop.expect("open-loop figures");
-    // 2,000 sends were due in 1 s; a fast server leaves none undone.
+    // 2,000 sends were due in 1 s; a fast server leaves (next to) none undone. A send is dropped
+    // only when all 16 connections are busy at its time, which a loaded test machine can cause.
     assert!(
         (1999..=2001).contains(&o.intended),
         "intended {}",
         o.intended
     );
-    assert_eq!(o.dropped, 0, "{o:?}");
-    assert_eq!(o.sent, o.intended);
+    assert!(o.dropped <= 2, "{o:?}");
+    assert_eq!(o.sent + o.dropped, o.intended);
     assert_eq!(r.responses, o.sent);
     assert_eq!(served.load(Ordering::SeqCst), r.responses);
     assert!(
