@@ -40,6 +40,18 @@ fn assert_report_complete(dir: &Path) {
     assert!(md.starts_with('#'), "{md}");
 }
 
+/// Runs `wasmlab report DIR`, expects success and a complete report; returns its output.
+fn rebuild_report(dir: &Path) -> std::process::Output {
+    let out = wasmlab(&["report", dir.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_report_complete(dir);
+    out
+}
+
 /// Every file of a results directory parses: JSON, JSON lines and CSV (same field count per row).
 fn assert_files_parse(dir: &Path) {
     read_json(&dir.join("run.json"));
@@ -277,17 +289,11 @@ workloads = ["hello"]
     ] {
         std::fs::remove_file(dir.join(f)).unwrap();
     }
-    let out = wasmlab(&["report", dir.to_str().unwrap()]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    rebuild_report(&dir);
     assert_eq!(
         std::fs::read_to_string(dir.join("throughput.csv")).unwrap(),
         before
     );
-    assert_report_complete(&dir);
 }
 
 #[test]
@@ -487,13 +493,7 @@ runs = 3
     child.wait().unwrap();
     assert_eq!(read_json(&dir.join("run.json"))["state"], "running");
     assert_files_parse(&dir);
-    let out = wasmlab(&["report", dir.to_str().unwrap()]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_report_complete(&dir);
+    rebuild_report(&dir);
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
     assert!(
         html.contains("running"),
@@ -652,13 +652,7 @@ fn fixture_copy(tmp: &Path, name: &str) -> std::path::PathBuf {
 fn report_from_a_fixture_holds_every_section() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = fixture_copy(tmp.path(), "run");
-    let out = wasmlab(&["report", dir.to_str().unwrap()]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_report_complete(&dir);
+    let out = rebuild_report(&dir);
     assert_files_parse(&dir);
     // Cold starts of all three launched variants, and the ratio of the run's throughput to
     // native, are in the summary.
