@@ -88,22 +88,9 @@ fn fmt_ratio(v: f64) -> String {
     }
 }
 
-/// `value [lo–hi] n=N` with `f` formatting each number.
-fn fmt_est_with(e: &Estimate, f: fn(f64) -> String) -> String {
-    if !e.value.is_finite() || e.n == 0 {
-        return "–".into();
-    }
-    // One run has no interval to show.
-    if e.n >= 2 && e.lo.is_finite() && e.hi.is_finite() {
-        format!("{} [{}–{}] n={}", f(e.value), f(e.lo), f(e.hi), e.n)
-    } else {
-        format!("{} n={}", f(e.value), e.n)
-    }
-}
-
 /// A ratio to native as `0.652 [0.611–0.690] n=3`, "–" when there is none.
 fn fmt_ratio_est(e: Option<&Estimate>) -> String {
-    e.map_or_else(|| "–".into(), |e| fmt_est_with(e, fmt_ratio))
+    e.map_or_else(|| "–".into(), |e| e.show(fmt_ratio))
 }
 
 fn mib(kib: f64) -> String {

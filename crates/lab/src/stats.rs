@@ -30,6 +30,25 @@ pub struct Estimate {
 }
 
 impl Estimate {
+    /// `value [lo–hi] n=N`, each number formatted by `f`; with fewer than two runs there is no
+    /// interval to show (`value n=1`), and "–" when there is no value.
+    pub fn show(&self, f: impl Fn(f64) -> String) -> String {
+        if !self.value.is_finite() || self.n == 0 {
+            return "–".into();
+        }
+        if self.n >= 2 && self.lo.is_finite() && self.hi.is_finite() {
+            format!(
+                "{} [{}–{}] n={}",
+                f(self.value),
+                f(self.lo),
+                f(self.hi),
+                self.n
+            )
+        } else {
+            format!("{} n={}", f(self.value), self.n)
+        }
+    }
+
     /// Whether the interval excludes `x` (for a ratio, 1.0: a significant change).
     pub fn excludes(&self, x: f64) -> bool {
         x < self.lo || x > self.hi

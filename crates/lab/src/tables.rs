@@ -147,12 +147,9 @@ pub fn write_csvs(dir: &ResultsDir, samples: &[Sample]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `0.652 [0.611, 0.690]`; with fewer than two runs there is no interval: `0.652 (n=1)`.
+/// `0.652 [0.611–0.690] n=3` with `decimals` decimals (see [`Estimate::show`]).
 pub fn with_ci(e: &Estimate, decimals: usize) -> String {
-    if e.n < 2 {
-        return format!("{:.d$} (n={})", e.value, e.n, d = decimals);
-    }
-    format!("{:.d$} [{:.d$}, {:.d$}]", e.value, e.lo, e.hi, d = decimals)
+    e.show(|v| format!("{v:.decimals$}"))
 }
 
 fn table() -> comfy_table::Table {

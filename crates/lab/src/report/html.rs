@@ -4,8 +4,8 @@ use std::fmt::Write;
 
 use super::plot::{self, Axis, Bar, LegendEntry, Line, Plot, Scale, Stroke, Whisker};
 use super::{
-    NOT_MEASURED, colour_of, connection_levels, fmt_bytes, fmt_errors, fmt_est_with, fmt_ms,
-    fmt_ratio_est, fmt_rps, has_baseline, mib, saturation_flag, saturation_note, thousands,
+    NOT_MEASURED, colour_of, connection_levels, fmt_bytes, fmt_errors, fmt_ms, fmt_ratio_est,
+    fmt_rps, has_baseline, mib, saturation_flag, saturation_note, thousands,
 };
 use crate::analysis::{Analysis, BASELINE, Spectrum, ThroughputCell};
 use crate::model::Kind;
@@ -194,7 +194,7 @@ pub(super) fn percent(share: f64) -> String {
 }
 
 fn est(e: &Estimate, f: fn(f64) -> String) -> String {
-    esc(&fmt_est_with(e, f))
+    esc(&e.show(f))
 }
 
 /// A ratio with its CI, bold when the interval excludes 1.

@@ -3,8 +3,7 @@
 use std::fmt::Write;
 
 use super::{
-    fmt_errors, fmt_est_with, fmt_ms, fmt_ratio_est, fmt_rps, mib, saturation_flag,
-    saturation_note, thousands,
+    fmt_errors, fmt_ms, fmt_ratio_est, fmt_rps, mib, saturation_flag, saturation_note, thousands,
 };
 use crate::analysis::{Analysis, BASELINE};
 
@@ -121,7 +120,7 @@ pub fn render(a: &Analysis) -> String {
                         any_flag |= !flag.is_empty();
                         vec![
                             cell(&c.variant),
-                            fmt_est_with(&c.rps, fmt_rps),
+                            c.rps.show(fmt_rps),
                             ratio_or_baseline(&c.variant, c.ratio_to_native.as_ref()),
                             fmt_ms(c.latency.p50),
                             fmt_ms(c.latency.p99),
@@ -273,8 +272,8 @@ pub fn render(a: &Analysis) -> String {
                     cell(v),
                     cell(wl),
                     mib(r.rss_peak_kib as f64),
-                    fmt_est_with(&r.cpu_secs_per_1k, |x| format!("{x:.4}")),
-                    fmt_est_with(&r.rps_per_core, fmt_rps),
+                    r.cpu_secs_per_1k.show(|x| format!("{x:.4}")),
+                    r.rps_per_core.show(fmt_rps),
                 ]);
             }
         }
