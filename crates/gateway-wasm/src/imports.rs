@@ -6,7 +6,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use wasmlab_gateway::{Capabilities, ExecRequest};
 use wasmlab_guest_abi as abi;
-use wasmtime::{Caller, Extern, Linker, Result, StoreLimits, bail};
+use wasmtime::{Caller, Extern, Linker, Memory, Result, StoreLimits, bail};
 
 use crate::limits::{DeadlineExceeded, GuestLimits};
 
@@ -21,6 +21,9 @@ pub struct HostCtx {
     request: Option<ExecRequest>,
     /// The outcome of the last `proxy_get`, until `proxy_take` copies it out.
     proxy_outcome: Option<Result<Bytes, String>>,
+    /// The instance's exported memory, once the executor has resolved it by index: the imports
+    /// then skip a lookup by name on every call.
+    memory: Option<Memory>,
 }
 
 impl HostCtx {
@@ -32,6 +35,7 @@ impl HostCtx {
             deadline: Instant::now() + limits.deadline,
             request: None,
             proxy_outcome: None,
+            memory: None,
         }
     }
 
@@ -51,11 +55,20 @@ impl HostCtx {
             deadline: Instant::now() + limits.deadline,
             request: Some(request),
             proxy_outcome: None,
+            memory: None,
         }
+    }
+
+    /// Gives the imports the instance's memory export (resolved by index after instantiation).
+    pub fn set_memory(&mut self, memory: Memory) {
+        self.memory = Some(memory);
     }
 }
 
-fn guest_memory<T>(caller: &mut Caller<'_, T>) -> Result<wasmtime::Memory> {
+fn guest_memory<T>(caller: &mut Caller<'_, T>, ctx: fn(&mut T) -> &mut HostCtx) -> Result<Memory> {
+    if let Some(memory) = ctx(caller.data_mut()).memory {
+        return Ok(memory);
+    }
     match caller.get_export(abi::EXPORT_MEMORY) {
         Some(Extern::Memory(m)) => Ok(m),
         _ => bail!("guest has no exported memory"),
@@ -63,8 +76,13 @@ fn guest_memory<T>(caller: &mut Caller<'_, T>) -> Result<wasmtime::Memory> {
 }
 
 /// Copies `bytes` into guest memory at `dst`, trapping if it does not fit.
-fn write<T>(caller: &mut Caller<'_, T>, dst: u32, bytes: &[u8]) -> Result<()> {
-    let memory = guest_memory(caller)?;
+fn write<T>(
+    caller: &mut Caller<'_, T>,
+    ctx: fn(&mut T) -> &mut HostCtx,
+    dst: u32,
+    bytes: &[u8],
+) -> Result<()> {
+    let memory = guest_memory(caller, ctx)?;
     memory.write(caller, dst as usize, bytes).map_err(|_| {
         wasmtime::format_err!("guest buffer at {dst}+{} is out of bounds", bytes.len())
     })
@@ -87,7 +105,7 @@ pub fn add_to_linker<T: Send + 'static>(
             for (chunk, n) in bytes.chunks_exact_mut(4).zip(sizes) {
                 chunk.copy_from_slice(&(n as u32).to_le_bytes());
             }
-            write(&mut caller, out, &bytes)
+            write(&mut caller, ctx, out, &bytes)
         },
     )?;
     linker.func_wrap(
@@ -97,9 +115,9 @@ pub fn add_to_linker<T: Send + 'static>(
             let Some(req) = ctx(caller.data_mut()).request.take() else {
                 bail!("request_read called twice or without a request");
             };
-            write(&mut caller, method, req.method.as_str().as_bytes())?;
-            write(&mut caller, target, req.target.as_bytes())?;
-            write(&mut caller, body, &req.body)
+            write(&mut caller, ctx, method, req.method.as_str().as_bytes())?;
+            write(&mut caller, ctx, target, req.target.as_bytes())?;
+            write(&mut caller, ctx, body, &req.body)
         },
     )?;
     linker.func_wrap(
@@ -112,7 +130,7 @@ pub fn add_to_linker<T: Send + 'static>(
         abi::IMPORT_PROXY_GET,
         move |mut caller: Caller<'_, T>, (ptr, len): (u32, u32)| {
             Box::new(async move {
-                let memory = guest_memory(&mut caller)?;
+                let memory = guest_memory(&mut caller, ctx)?;
                 let target = abi::slice(memory.data(&caller), "proxy target", ptr, len)?;
                 let target = match std::str::from_utf8(target) {
                     Ok(t) => t.to_owned(),
@@ -146,7 +164,7 @@ pub fn add_to_linker<T: Send + 'static>(
                 Err(msg) => msg.as_bytes(),
             };
             let n = bytes.len().min(dst_len as usize);
-            write(&mut caller, dst, &bytes[..n])?;
+            write(&mut caller, ctx, dst, &bytes[..n])?;
             Ok(n as u32)
         },
     )?;

@@ -3,6 +3,8 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use bytes::Bytes;
+
 use tokio::sync::{Semaphore, SemaphorePermit};
 use wasmlab_gateway::{Capabilities, ExecRequest, Executor, Reply};
 use wasmlab_guest_abi as abi;
@@ -66,7 +68,9 @@ impl PooledExecutor {
         Engine::detect_precompiled(bytes).is_some()
     }
 
-    fn config(limits: GuestLimits) -> Config {
+    /// The Wasmtime settings the executor runs guests with (pooling allocator sized by `limits`,
+    /// epoch interruption): for tools that compile or measure outside the executor.
+    pub fn config(limits: GuestLimits) -> Config {
         let n = limits.max_instances.max(1);
         let mut pool = PoolingAllocationConfig::default();
         pool.total_core_instances(n)
@@ -156,12 +160,13 @@ impl PooledExecutor {
         let Extern::Func(handle) = export(&mut store, &self.handle) else {
             unreachable!("export types checked in from_module");
         };
+        store.data_mut().set_memory(memory);
         // SAFETY: `from_module` checked that the export is a `() -> i32` function.
         let handle: HandleFn = unsafe { TypedFunc::new_unchecked(&store, handle) };
         let desc = handle.call_async(&mut store, ()).await?;
-        let resp = abi::read_response(memory.data(&store), desc)?;
-        let headers = resp.headers.iter().map(|(k, v)| (k.as_str(), v.as_str()));
-        Reply::from_parts(resp.status, headers, resp.body).map_err(anyhow::Error::msg)
+        let resp = abi::view_response(memory.data(&store), desc)?;
+        let body = Bytes::copy_from_slice(resp.body);
+        Reply::from_parts(resp.status, resp.headers(), body).map_err(anyhow::Error::msg)
     }
 
     /// A slot in the instance pool: at once if one is free, else after a bounded wait in a

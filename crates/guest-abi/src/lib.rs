@@ -138,9 +138,28 @@ pub fn slice<'m>(
         })
 }
 
+/// A response as a core-module guest left it in its memory: validated, and borrowing that memory
+/// (no copy until the host builds its own reply).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResponseView<'m> {
+    pub status: u16,
+    /// The header block, every line checked by [`view_response`].
+    header_block: &'m str,
+    pub body: &'m [u8],
+}
+
+impl<'m> ResponseView<'m> {
+    /// The headers as `(name, value)`, names as the guest spelled them.
+    pub fn headers(&self) -> impl Iterator<Item = (&'m str, &'m str)> + use<'m> {
+        self.header_block
+            .split_terminator('\n')
+            .map(|line| header_line(line).expect("checked by view_response"))
+    }
+}
+
 /// Reads the response a core-module guest left in its memory, given the descriptor's address.
-/// Every pointer is checked: the guest is not trusted.
-pub fn read_response(memory: &[u8], descriptor_ptr: u32) -> Result<GuestResponse, AbiError> {
+/// Every pointer and header line is checked: the guest is not trusted.
+pub fn view_response(memory: &[u8], descriptor_ptr: u32) -> Result<ResponseView<'_>, AbiError> {
     let raw = slice(
         memory,
         "response descriptor",
@@ -149,12 +168,22 @@ pub fn read_response(memory: &[u8], descriptor_ptr: u32) -> Result<GuestResponse
     )?;
     let d = ResponseDescriptor::from_bytes(raw.try_into().expect("length checked"));
     let status = check_status(d.status)?;
-    let headers = parse_headers(slice(memory, "headers", d.headers_ptr, d.headers_len)?)?;
-    let body = slice(memory, "body", d.body_ptr, d.body_len)?.to_vec();
-    Ok(GuestResponse {
+    let header_block = header_block(slice(memory, "headers", d.headers_ptr, d.headers_len)?)?;
+    let body = slice(memory, "body", d.body_ptr, d.body_len)?;
+    Ok(ResponseView {
         status,
-        headers,
+        header_block,
         body,
+    })
+}
+
+/// [`view_response`], copied out of guest memory (header names lowercased).
+pub fn read_response(memory: &[u8], descriptor_ptr: u32) -> Result<GuestResponse, AbiError> {
+    let view = view_response(memory, descriptor_ptr)?;
+    Ok(GuestResponse {
+        status: view.status,
+        headers: owned_headers(view.headers()),
+        body: view.body.to_vec(),
     })
 }
 
@@ -181,26 +210,44 @@ pub fn encode_headers<'a>(headers: impl IntoIterator<Item = (&'a str, &'a str)>)
 /// Parses `name: value\n` lines. Names must be HTTP tokens and values visible ASCII or spaces, so a
 /// guest cannot smuggle a header or response split through the host.
 pub fn parse_headers(block: &[u8]) -> Result<Vec<(String, String)>, AbiError> {
+    let block = header_block(block)?;
+    Ok(owned_headers(block.split_terminator('\n').map(|line| {
+        header_line(line).expect("checked by header_block")
+    })))
+}
+
+fn owned_headers<'a>(headers: impl Iterator<Item = (&'a str, &'a str)>) -> Vec<(String, String)> {
+    headers
+        .map(|(name, value)| (name.to_ascii_lowercase(), value.to_owned()))
+        .collect()
+}
+
+/// A header block whose every line is a valid header (see [`parse_headers`]).
+fn header_block(block: &[u8]) -> Result<&str, AbiError> {
     let text = std::str::from_utf8(block)
         .map_err(|_| AbiError::BadHeader(String::from_utf8_lossy(block).into_owned()))?;
-    let mut out = Vec::new();
     for line in text.split_terminator('\n') {
-        let bad = || AbiError::BadHeader(line.to_owned());
-        let (name, value) = line.split_once(':').ok_or_else(bad)?;
-        let value = value.trim_matches(' ');
-        let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
-        if name.is_empty() || !name.chars().all(token) {
-            return Err(bad());
-        }
-        if !value
-            .chars()
-            .all(|c| c == ' ' || c == '\t' || c.is_ascii_graphic())
-        {
-            return Err(bad());
-        }
-        out.push((name.to_ascii_lowercase(), value.to_owned()));
+        header_line(line)?;
     }
-    Ok(out)
+    Ok(text)
+}
+
+/// One `name: value` line, split and checked; the value without its surrounding spaces.
+fn header_line(line: &str) -> Result<(&str, &str), AbiError> {
+    let bad = || AbiError::BadHeader(line.to_owned());
+    let (name, value) = line.split_once(':').ok_or_else(bad)?;
+    let value = value.trim_matches(' ');
+    let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+    if name.is_empty() || !name.chars().all(token) {
+        return Err(bad());
+    }
+    if !value
+        .chars()
+        .all(|c| c == ' ' || c == '\t' || c.is_ascii_graphic())
+    {
+        return Err(bad());
+    }
+    Ok((name, value))
 }
 
 /// The command guest's stdin: `METHOD SP TARGET LF` then the body.
@@ -307,6 +354,10 @@ mod tests {
         assert_eq!(r.status, 200);
         assert_eq!(r.headers, vec![("x-a".into(), "hello".into())]);
         assert_eq!(r.body, b"hello");
+        // The view reads the same response in place.
+        let v = view_response(&m, 0).unwrap();
+        assert_eq!(v.headers().collect::<Vec<_>>(), [("x-a", "hello")]);
+        assert!(std::ptr::eq(v.body, &m[120..125]));
 
         assert!(matches!(
             read_response(&m, 250),
