@@ -1,5 +1,6 @@
 //! `cargo bench -p wasmlab-gateway-wasm`: the per-request cost of each executor without HTTP,
-//! side by side in one run (median of several rounds, microseconds per request).
+//! side by side in one run (median of several rounds, microseconds per request), and Wasmtime's
+//! floor under the pooled executor: what a fresh instance costs before any guest code runs.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -9,19 +10,26 @@ use wasmlab_gateway::{Capabilities, ExecRequest, Executor, NativeExecutor};
 use wasmlab_gateway_wasm::{GuestLimits, NaiveExecutor, PooledExecutor};
 
 fn per_request_us<E: Executor>(rt: &tokio::runtime::Runtime, ex: &E, target: &str, n: u32) -> f64 {
+    median_us(rt, n, async || {
+        let r = ex
+            .execute(ExecRequest {
+                method: hyper::Method::GET,
+                target: target.to_owned(),
+                body: Bytes::new(),
+            })
+            .await;
+        assert_eq!(r.status, 200);
+    })
+}
+
+/// Median over rounds of `n` runs of `step`, in microseconds per run.
+fn median_us(rt: &tokio::runtime::Runtime, n: u32, mut step: impl AsyncFnMut()) -> f64 {
     let mut rounds: Vec<f64> = (0..7)
         .map(|_| {
             rt.block_on(async {
                 let t = Instant::now();
                 for _ in 0..n {
-                    let r = ex
-                        .execute(ExecRequest {
-                            method: hyper::Method::GET,
-                            target: target.to_owned(),
-                            body: Bytes::new(),
-                        })
-                        .await;
-                    assert_eq!(r.status, 200);
+                    step().await;
                 }
                 t.elapsed().as_secs_f64() * 1e6 / f64::from(n)
             })
@@ -29,6 +37,30 @@ fn per_request_us<E: Executor>(rt: &tokio::runtime::Runtime, ex: &E, target: &st
         .collect();
     rounds.sort_by(f64::total_cmp);
     rounds[rounds.len() / 2]
+}
+
+/// A fresh `Store` and instance of a module that does nothing (one 64 KiB page, like the core
+/// guest), with the pooled executor's settings: the part of a pooled request that no guest or
+/// host code can remove. `call` adds one async call of an empty export (the fiber switch).
+fn instance_floor_us(rt: &tokio::runtime::Runtime, call: bool) -> f64 {
+    use wasmtime::{Engine, Linker, Module, Store};
+    let engine = Engine::new(&PooledExecutor::config(GuestLimits::default())).unwrap();
+    let module = Module::new(
+        &engine,
+        r#"(module (memory (export "memory") 1) (func (export "f") (result i32) i32.const 0))"#,
+    )
+    .unwrap();
+    let pre = Linker::<()>::new(&engine).instantiate_pre(&module).unwrap();
+    median_us(rt, 50_000, async || {
+        let mut store = Store::new(&engine, ());
+        // No ticker runs here, so the epoch stays 0 and this deadline is never reached.
+        store.set_epoch_deadline(1);
+        let instance = pre.instantiate_async(&mut store).await.unwrap();
+        if call {
+            let f = instance.get_typed_func::<(), i32>(&mut store, "f").unwrap();
+            std::hint::black_box(f.call_async(&mut store, ()).await.unwrap());
+        }
+    })
 }
 
 fn main() {
@@ -67,4 +99,10 @@ fn main() {
         per_request_us(&rt, &pooled, t, 50_000)
     });
     row("wasmtime-naive", &|t| per_request_us(&rt, &naive, t, 2_000));
+    // Not per workload: the same figure is printed in both columns' place once.
+    for (name, call) in [("floor:instance", false), ("floor:inst+call", true)] {
+        if wanted(name) {
+            println!("{name:<16} {:>12.3}", instance_floor_us(&rt, call));
+        }
+    }
 }
