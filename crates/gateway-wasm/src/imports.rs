@@ -10,9 +10,9 @@ use wasmtime::{Caller, Extern, Linker, Memory, Result, StoreLimits, bail};
 
 use crate::limits::{DeadlineExceeded, GuestLimits};
 
-/// Per-request host state the imports work on.
+/// Per-request host state the imports work on. The capabilities (counter, upstream) are shared by
+/// every request, so the linker's functions hold them rather than each request's state.
 pub struct HostCtx {
-    pub caps: Arc<Capabilities>,
     /// The store's resource limiter (memory growth).
     pub limits: StoreLimits,
     /// When the request must be done: host calls that wait are cut here.
@@ -28,9 +28,8 @@ pub struct HostCtx {
 
 impl HostCtx {
     /// For a guest that gets its request some other way (the command guest reads stdin).
-    pub fn new(caps: Arc<Capabilities>, limits: &GuestLimits) -> Self {
+    pub fn new(limits: &GuestLimits) -> Self {
         Self {
-            caps,
             limits: limits.store_limits(),
             deadline: Instant::now() + limits.deadline,
             request: None,
@@ -44,13 +43,8 @@ impl HostCtx {
         self.deadline
     }
 
-    pub fn with_request(
-        caps: Arc<Capabilities>,
-        request: ExecRequest,
-        limits: &GuestLimits,
-    ) -> Self {
+    pub fn with_request(request: ExecRequest, limits: &GuestLimits) -> Self {
         Self {
-            caps,
             limits: limits.store_limits(),
             deadline: Instant::now() + limits.deadline,
             request: Some(request),
@@ -88,10 +82,11 @@ fn write<T>(
     })
 }
 
-/// Adds the imports to `linker`; `ctx` projects the store's data to its [`HostCtx`].
+/// Adds the imports to `linker`, serving `caps`; `ctx` projects the store's data to its [`HostCtx`].
 pub fn add_to_linker<T: Send + 'static>(
     linker: &mut Linker<T>,
     ctx: fn(&mut T) -> &mut HostCtx,
+    caps: &Arc<Capabilities>,
 ) -> Result<()> {
     linker.func_wrap(
         abi::IMPORT_MODULE,
@@ -120,15 +115,18 @@ pub fn add_to_linker<T: Send + 'static>(
             write(&mut caller, ctx, body, &req.body)
         },
     )?;
+    let counter = caps.clone();
     linker.func_wrap(
         abi::IMPORT_MODULE,
         abi::IMPORT_STATE_INCREMENT,
-        move |mut caller: Caller<'_, T>| -> i64 { ctx(caller.data_mut()).caps.increment() as i64 },
+        move || -> i64 { counter.increment() as i64 },
     )?;
+    let upstream = caps.clone();
     linker.func_wrap_async(
         abi::IMPORT_MODULE,
         abi::IMPORT_PROXY_GET,
         move |mut caller: Caller<'_, T>, (ptr, len): (u32, u32)| {
+            let caps = upstream.clone();
             Box::new(async move {
                 let memory = guest_memory(&mut caller, ctx)?;
                 let target = abi::slice(memory.data(&caller), "proxy target", ptr, len)?;
@@ -136,8 +134,7 @@ pub fn add_to_linker<T: Send + 'static>(
                     Ok(t) => t.to_owned(),
                     Err(_) => bail!("proxy target is not UTF-8"),
                 };
-                let host = ctx(caller.data_mut());
-                let (caps, deadline) = (host.caps.clone(), host.deadline);
+                let deadline = ctx(caller.data_mut()).deadline;
                 let remaining = deadline.saturating_duration_since(Instant::now());
                 let Ok(outcome) = tokio::time::timeout(remaining, caps.upstream_get(&target)).await
                 else {

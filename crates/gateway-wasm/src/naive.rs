@@ -53,7 +53,7 @@ impl NaiveExecutor {
     async fn run(&self, req: &ExecRequest) -> anyhow::Result<Reply> {
         let mut linker: Linker<NaiveState> = Linker::new(&self.engine);
         wasmtime_wasi::p1::add_to_linker_async(&mut linker, |s| &mut s.wasi)?;
-        imports::add_to_linker(&mut linker, |s| &mut s.host)?;
+        imports::add_to_linker(&mut linker, |s| &mut s.host, &self.caps)?;
         let input = abi::encode_command_request(req.method.as_str(), &req.target, &req.body);
         let stdout = MemoryOutputPipe::new(MAX_OUTPUT);
         let wasi = WasiCtxBuilder::new()
@@ -64,7 +64,7 @@ impl NaiveExecutor {
             &self.engine,
             NaiveState {
                 wasi,
-                host: HostCtx::new(self.caps.clone(), &self.limits),
+                host: HostCtx::new(&self.limits),
             },
         );
         store.limiter(|s| &mut s.host.limits);

@@ -25,7 +25,6 @@ pub struct PooledExecutor {
     /// Requests waiting for a slot now.
     waiting: AtomicUsize,
     limits: GuestLimits,
-    caps: Arc<Capabilities>,
     _ticker: EpochTicker,
 }
 
@@ -124,7 +123,7 @@ impl PooledExecutor {
             abi::EXPORT_MEMORY
         );
         let mut linker = Linker::new(&engine);
-        imports::add_to_linker(&mut linker, |ctx| ctx)?;
+        imports::add_to_linker(&mut linker, |ctx| ctx, &caps)?;
         let pre = linker.instantiate_pre(&module)?;
         let ticker = EpochTicker::start(&engine, limits.tick())?;
         Ok(Self {
@@ -136,16 +135,12 @@ impl PooledExecutor {
             memory,
             handle,
             slots: Semaphore::new(limits.max_instances.max(1) as usize),
-            caps,
         })
     }
 
     async fn run(&self, req: ExecRequest) -> anyhow::Result<Reply> {
         // The guest pulls the request through the `request_*` imports during its one call.
-        let mut store = Store::new(
-            &self.engine,
-            HostCtx::with_request(self.caps.clone(), req, &self.limits),
-        );
+        let mut store = Store::new(&self.engine, HostCtx::with_request(req, &self.limits));
         store.limiter(|ctx| &mut ctx.limits);
         arm_deadline(&mut store, HostCtx::deadline);
         let instance = self.pre.instantiate_async(&mut store).await?;
