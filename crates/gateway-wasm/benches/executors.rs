@@ -1,6 +1,11 @@
 //! `cargo bench -p wasmlab-gateway-wasm`: the per-request cost of each executor without HTTP,
 //! side by side in one run (median of several rounds, microseconds per request), and Wasmtime's
 //! floor under the pooled executor: what a fresh instance costs before any guest code runs.
+//!
+//! Times on a shared machine are noisy; instruction counts are not. `WASMLAB_BENCH_ITERS=N` sets
+//! the requests per round, small enough to run the bench under callgrind:
+//! `WASMLAB_BENCH_ITERS=2000 valgrind --tool=callgrind --toggle-collect='executors::measured_round*' target/release/deps/executors-* --bench wasmtime-pooled`
+//! counts only the measured loops (7 rounds × 2 routes × N requests).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -26,7 +31,7 @@ fn per_request_us<E: Executor>(rt: &tokio::runtime::Runtime, ex: &E, target: &st
 fn median_us(rt: &tokio::runtime::Runtime, n: u32, mut step: impl AsyncFnMut()) -> f64 {
     let mut rounds: Vec<f64> = (0..7)
         .map(|_| {
-            rt.block_on(async {
+            measured_round(rt, async {
                 let t = Instant::now();
                 for _ in 0..n {
                     step().await;
@@ -39,19 +44,26 @@ fn median_us(rt: &tokio::runtime::Runtime, n: u32, mut step: impl AsyncFnMut()) 
     rounds[rounds.len() / 2]
 }
 
+/// One timed round. Never inlined, so callgrind's `--toggle-collect='executors::measured_round*'`
+/// counts the rounds and nothing else.
+#[inline(never)]
+fn measured_round(rt: &tokio::runtime::Runtime, round: impl Future<Output = f64>) -> f64 {
+    rt.block_on(round)
+}
+
 /// A fresh `Store` and instance of a module that does nothing (one 64 KiB page, like the core
 /// guest), with the pooled executor's settings: the part of a pooled request that no guest or
 /// host code can remove. `call` adds one async call of an empty export (the fiber switch).
-fn instance_floor_us(rt: &tokio::runtime::Runtime, call: bool) -> f64 {
+fn instance_floor_us(rt: &tokio::runtime::Runtime, limits: GuestLimits, n: u32, call: bool) -> f64 {
     use wasmtime::{Engine, Linker, Module, Store};
-    let engine = Engine::new(&PooledExecutor::config(GuestLimits::default())).unwrap();
+    let engine = Engine::new(&PooledExecutor::config(limits)).unwrap();
     let module = Module::new(
         &engine,
         r#"(module (memory (export "memory") 1) (func (export "f") (result i32) i32.const 0))"#,
     )
     .unwrap();
     let pre = Linker::<()>::new(&engine).instantiate_pre(&module).unwrap();
-    median_us(rt, 50_000, async || {
+    median_us(rt, n, async || {
         let mut store = Store::new(&engine, ());
         // No ticker runs here, so the epoch stays 0 and this deadline is never reached.
         store.set_epoch_deadline(1);
@@ -70,12 +82,13 @@ fn main() {
         .unwrap();
     let caps = || Arc::new(Capabilities::new(None).unwrap());
     let native = NativeExecutor::new(caps());
-    let pooled = PooledExecutor::new(
-        wasmlab_guest_artifacts::CORE,
-        caps(),
-        GuestLimits::default(),
-    )
-    .unwrap();
+    // One request runs at a time here: a small pool suffices, and its address space reservation
+    // fits under valgrind (a pool of 1,024 slots reserves terabytes).
+    let limits = GuestLimits {
+        max_instances: 4,
+        ..GuestLimits::default()
+    };
+    let pooled = PooledExecutor::new(wasmlab_guest_artifacts::CORE, caps(), limits).unwrap();
     let naive = NaiveExecutor::new(
         wasmlab_guest_artifacts::COMMAND,
         caps(),
@@ -94,15 +107,28 @@ fn main() {
             println!("{name:<16} {:>12.3} {:>12.3}", f("/"), f("/state"));
         }
     };
-    row("native", &|t| per_request_us(&rt, &native, t, 200_000));
-    row("wasmtime-pooled", &|t| {
-        per_request_us(&rt, &pooled, t, 50_000)
+    let iters = |default: u32| {
+        std::env::var("WASMLAB_BENCH_ITERS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    row("native", &|t| {
+        per_request_us(&rt, &native, t, iters(200_000))
     });
-    row("wasmtime-naive", &|t| per_request_us(&rt, &naive, t, 2_000));
+    row("wasmtime-pooled", &|t| {
+        per_request_us(&rt, &pooled, t, iters(50_000))
+    });
+    row("wasmtime-naive", &|t| {
+        per_request_us(&rt, &naive, t, iters(2_000))
+    });
     // Not per workload: the same figure is printed in both columns' place once.
     for (name, call) in [("floor:instance", false), ("floor:inst+call", true)] {
         if wanted(name) {
-            println!("{name:<16} {:>12.3}", instance_floor_us(&rt, call));
+            println!(
+                "{name:<16} {:>12.3}",
+                instance_floor_us(&rt, limits, iters(50_000), call)
+            );
         }
     }
 }

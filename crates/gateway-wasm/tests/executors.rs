@@ -186,5 +186,5 @@ fn the_documented_minimal_guest_runs() {
     }));
     assert_eq!(r.status, 200);
     assert_eq!(r.body, "hello from wat");
-    assert_eq!(r.headers[0].1, "text/plain");
+    assert_eq!(r.headers[hyper::header::CONTENT_TYPE], "text/plain");
 }

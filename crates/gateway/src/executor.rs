@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
+use hyper::HeaderMap;
 use hyper::header::{HeaderName, HeaderValue};
 
 use crate::host::Capabilities;
@@ -20,19 +21,22 @@ pub struct ExecRequest {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reply {
     pub status: u16,
-    pub headers: Vec<(HeaderName, HeaderValue)>,
+    /// The server moves these into the response as they are (it adds content-length and date).
+    pub headers: HeaderMap,
     pub body: Bytes,
 }
 
 impl Reply {
     /// A plain-text reply produced by the gateway itself (errors, limits).
     pub fn text(status: u16, body: impl Into<String>) -> Self {
+        let mut headers = HeaderMap::with_capacity(1);
+        headers.insert(
+            hyper::header::CONTENT_TYPE,
+            HeaderValue::from_static(TEXT_PLAIN_UTF8),
+        );
         Self {
             status,
-            headers: vec![(
-                hyper::header::CONTENT_TYPE,
-                HeaderValue::from_static("text/plain; charset=utf-8"),
-            )],
+            headers,
             body: Bytes::from(body.into()),
         }
     }
@@ -49,19 +53,16 @@ impl Reply {
         headers: impl IntoIterator<Item = (&'a str, &'a str)>,
         body: impl Into<Bytes>,
     ) -> Result<Self, String> {
-        let headers = headers
-            .into_iter()
-            .map(|(k, v)| {
-                let name = HeaderName::from_bytes(k.as_bytes())
-                    .map_err(|_| format!("invalid header name {k:?}"))?;
-                let value =
-                    HeaderValue::from_str(v).map_err(|_| format!("invalid header value {v:?}"))?;
-                Ok((name, value))
-            })
-            .collect::<Result<_, String>>()?;
+        let mut map = HeaderMap::new();
+        for (k, v) in headers {
+            let name = HeaderName::from_bytes(k.as_bytes())
+                .map_err(|_| format!("invalid header name {k:?}"))?;
+            let value = header_value(v).ok_or_else(|| format!("invalid header value {v:?}"))?;
+            map.append(name, value);
+        }
         Ok(Self {
             status,
-            headers,
+            headers: map,
             body: body.into(),
         })
     }
@@ -71,6 +72,23 @@ impl Reply {
         let headers = resp.headers.iter().map(|(k, v)| (*k, v.as_str()));
         Self::from_parts(resp.status, headers, resp.body)
             .unwrap_or_else(|e| Reply::text(500, format!("handler produced {e}")))
+    }
+}
+
+const TEXT_PLAIN_UTF8: &str = "text/plain; charset=utf-8";
+
+/// `v` as a header value; the values the handlers give on every response are shared rather than
+/// copied and checked again each time.
+fn header_value(v: &str) -> Option<HeaderValue> {
+    // Built at compile time: a clone of one is a pointer copy, no check and no allocation.
+    const COMMON: [HeaderValue; 3] = [
+        HeaderValue::from_static(TEXT_PLAIN_UTF8),
+        HeaderValue::from_static("application/octet-stream"),
+        HeaderValue::from_static("text/plain"),
+    ];
+    match COMMON.iter().find(|c| c.as_bytes() == v.as_bytes()) {
+        Some(c) => Some(c.clone()),
+        None => HeaderValue::from_str(v).ok(),
     }
 }
 

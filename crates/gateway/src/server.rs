@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Body as _;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
@@ -144,21 +145,31 @@ async fn handle<E: Executor>(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok())
         .is_some_and(|n| n > max_body as u64);
-    let reply = if declared_too_big {
-        too_large(max_body)
+    let body = if declared_too_big {
+        Err(too_large(max_body))
+    } else if body.is_end_stream() {
+        // No body (most GETs): nothing to collect.
+        Ok(Bytes::new())
     } else {
         match Limited::new(body, max_body).collect().await {
-            Ok(collected) => {
-                let req = ExecRequest {
-                    method: parts.method,
-                    target,
-                    body: collected.to_bytes(),
-                };
-                executor.execute(req).await
-            }
-            Err(e) if e.is::<http_body_util::LengthLimitError>() => too_large(max_body),
-            Err(e) => Reply::text(400, format!("could not read the request body: {e}")),
+            Ok(collected) => Ok(collected.to_bytes()),
+            Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(too_large(max_body)),
+            Err(e) => Err(Reply::text(
+                400,
+                format!("could not read the request body: {e}"),
+            )),
         }
+    };
+    let reply = match body {
+        Ok(body) => {
+            let req = ExecRequest {
+                method: parts.method,
+                target,
+                body,
+            };
+            executor.execute(req).await
+        }
+        Err(refused) => refused,
     };
     into_response(reply)
 }
@@ -171,9 +182,6 @@ fn into_response(reply: Reply) -> Response<Full<Bytes>> {
     let mut resp = Response::new(Full::new(reply.body));
     *resp.status_mut() =
         StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let headers = resp.headers_mut();
-    for (k, v) in reply.headers {
-        headers.append(k, v);
-    }
+    *resp.headers_mut() = reply.headers;
     resp
 }

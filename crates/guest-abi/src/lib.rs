@@ -151,9 +151,11 @@ pub struct ResponseView<'m> {
 impl<'m> ResponseView<'m> {
     /// The headers as `(name, value)`, names as the guest spelled them.
     pub fn headers(&self) -> impl Iterator<Item = (&'m str, &'m str)> + use<'m> {
-        self.header_block
-            .split_terminator('\n')
-            .map(|line| header_line(line).expect("checked by view_response"))
+        // Every line was checked by `view_response`: only split here.
+        self.header_block.split_terminator('\n').map(|line| {
+            let (name, value) = line.split_once(':').expect("checked by view_response");
+            (name, value.trim_matches(' '))
+        })
     }
 }
 
@@ -222,32 +224,82 @@ fn owned_headers<'a>(headers: impl Iterator<Item = (&'a str, &'a str)>) -> Vec<(
         .collect()
 }
 
-/// A header block whose every line is a valid header (see [`parse_headers`]).
+/// A header block whose every line is a valid header (see [`parse_headers`]). Checked byte by byte
+/// in one pass: this runs on every response a guest gives.
 fn header_block(block: &[u8]) -> Result<&str, AbiError> {
-    let text = std::str::from_utf8(block)
-        .map_err(|_| AbiError::BadHeader(String::from_utf8_lossy(block).into_owned()))?;
-    for line in text.split_terminator('\n') {
-        header_line(line)?;
+    if !block.is_empty() {
+        // Lines end with `\n`, the last one optionally; an empty line is malformed.
+        let lines = block.strip_suffix(b"\n").unwrap_or(block);
+        for line in lines.split(|&b| b == b'\n') {
+            check_header_line(line)?;
+        }
     }
-    Ok(text)
+    // Every byte is now ASCII, so this cannot fail.
+    std::str::from_utf8(block).map_err(|_| bad_header(block))
 }
 
-/// One `name: value` line, split and checked; the value without its surrounding spaces.
-fn header_line(line: &str) -> Result<(&str, &str), AbiError> {
-    let bad = || AbiError::BadHeader(line.to_owned());
-    let (name, value) = line.split_once(':').ok_or_else(bad)?;
-    let value = value.trim_matches(' ');
-    let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
-    if name.is_empty() || !name.chars().all(token) {
-        return Err(bad());
+/// Checks one `name: value` line: the name an HTTP token, the value visible ASCII, spaces or tabs.
+fn check_header_line(line: &[u8]) -> Result<(), AbiError> {
+    let colon = line
+        .iter()
+        .position(|&b| b == b':')
+        .ok_or_else(|| bad_header(line))?;
+    let (name, value) = (&line[..colon], &line[colon + 1..]);
+    if name.is_empty() || !name.iter().all(|&b| is_token(b)) {
+        return Err(bad_header(line));
     }
     if !value
-        .chars()
-        .all(|c| c == ' ' || c == '\t' || c.is_ascii_graphic())
+        .iter()
+        .all(|&b| b == b' ' || b == b'\t' || b.is_ascii_graphic())
     {
-        return Err(bad());
+        return Err(bad_header(line));
     }
-    Ok((name, value))
+    Ok(())
+}
+
+fn bad_header(line: &[u8]) -> AbiError {
+    AbiError::BadHeader(String::from_utf8_lossy(line).into_owned())
+}
+
+/// An HTTP token character (RFC 9110, section 5.6.2).
+fn is_token(b: u8) -> bool {
+    TOKEN[b as usize]
+}
+
+/// [`is_token`] as a table: one load per byte of every header name a guest returns.
+static TOKEN: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        t[b] = c.is_ascii_alphanumeric()
+            || matches!(
+                c,
+                b'!' | b'#'
+                    | b'$'
+                    | b'%'
+                    | b'&'
+                    | b'\''
+                    | b'*'
+                    | b'+'
+                    | b'-'
+                    | b'.'
+                    | b'^'
+                    | b'_'
+                    | b'`'
+                    | b'|'
+                    | b'~'
+            );
+        b += 1;
+    }
+    t
+};
+
+/// One `name: value` line of a checked block, split; the value without its surrounding spaces.
+fn header_line(line: &str) -> Result<(&str, &str), AbiError> {
+    check_header_line(line.as_bytes())?;
+    let (name, value) = line.split_once(':').expect("checked above");
+    Ok((name, value.trim_matches(' ')))
 }
 
 /// The command guest's stdin: `METHOD SP TARGET LF` then the body.
@@ -398,6 +450,14 @@ mod tests {
         assert!(parse_headers(b"bad name: v\n").is_err());
         assert!(parse_headers(b"novalue\n").is_err());
         assert!(parse_headers(b": v\n").is_err());
+        assert!(parse_headers(b"\n").is_err());
+        assert!(parse_headers(b"a: b\n\nc: d\n").is_err());
+        assert!(parse_headers("a: caf\u{e9}\n".as_bytes()).is_err());
+        assert_eq!(parse_headers(b"").unwrap(), vec![]);
+        assert_eq!(
+            parse_headers(b"x-t:\ta b  \n").unwrap(),
+            vec![("x-t".into(), "\ta b".into())]
+        );
         assert_eq!(
             parse_headers(b"Content-Type: text/plain\nallow: GET").unwrap(),
             vec![
