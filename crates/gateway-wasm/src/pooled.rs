@@ -198,6 +198,11 @@ impl Executor for PooledExecutor {
         "wasmtime-pooled"
     }
 
+    /// A fresh instance costs microseconds: under load, replies in bursts pay (see the server).
+    fn defer_replies_when_busy(&self) -> bool {
+        true
+    }
+
     async fn execute(&self, req: ExecRequest) -> Reply {
         // The semaphore keeps live instances within the pool, so instantiation never fails for
         // want of a slot.

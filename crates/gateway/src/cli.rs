@@ -68,16 +68,17 @@ impl ServerArgs {
     {
         raise_fd_limit();
         let threads = self.threads();
-        let runtime = if threads == 1 {
+        let mut builder = if threads == 1 {
             tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()?
         } else {
-            tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(threads)
-                .enable_all()
-                .build()?
+            let mut b = tokio::runtime::Builder::new_multi_thread();
+            b.worker_threads(threads);
+            b
         };
+        let runtime = builder
+            .enable_all()
+            .on_thread_park(crate::idle::note_park)
+            .build()?;
         runtime.block_on(async {
             let caps = Arc::new(Capabilities::new(self.upstream.as_deref())?);
             let executor = Arc::new(make_executor(caps).await?);

@@ -97,6 +97,13 @@ pub trait Executor: Send + Sync + 'static {
     /// A short name for logs and the start banner.
     fn name(&self) -> &'static str;
     fn execute(&self, req: ExecRequest) -> impl Future<Output = Reply> + Send;
+
+    /// Whether a request costs enough that, while the worker is busy, its reply should wait until
+    /// the worker has run its other ready requests (see `server::handle`). Off by default: for a
+    /// cheap executor the extra pass through the scheduler costs more than it saves.
+    fn defer_replies_when_busy(&self) -> bool {
+        false
+    }
 }
 
 /// Calls the handlers directly.

@@ -6,6 +6,7 @@
 pub mod cli;
 pub mod executor;
 pub mod host;
+pub mod idle;
 pub mod server;
 pub mod test_support;
 

@@ -167,7 +167,16 @@ async fn handle<E: Executor>(
                 target,
                 body,
             };
-            executor.execute(req).await
+            let reply = executor.execute(req).await;
+            // A busy worker lets its other ready requests run before this reply is written: the
+            // executor's work then runs back to back (its code and data stay in cache) and the
+            // replies leave in a burst, so the client side is woken once per burst rather than
+            // once per reply. An idle worker answers at once: the pass through the scheduler
+            // would only add latency (~15 µs at c=1 on the 2-core VM).
+            if executor.defer_replies_when_busy() && crate::idle::finished_while_busy() {
+                tokio::task::yield_now().await;
+            }
+            reply
         }
         Err(refused) => refused,
     };
