@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod analysis;
+mod cpus;
 mod load_cmd;
 mod machine;
 mod model;

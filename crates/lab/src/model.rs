@@ -156,6 +156,9 @@ pub struct RunInfo {
     #[serde(default)]
     pub orders: Vec<Vec<String>>,
     pub machine: Machine,
+    /// Which CPUs the load generator and the servers ran on.
+    #[serde(default)]
+    pub cpus: crate::cpus::CpuPlan,
     pub suite: Suite,
     #[serde(default)]
     pub artifacts: Vec<Artifact>,

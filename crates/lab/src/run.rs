@@ -193,12 +193,19 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         )?;
     }
 
+    // Before the lab starts any thread of its own: they all inherit the generator's CPUs.
+    let allowed = crate::cpus::allowed()
+        .map_err(|e| anyhow::anyhow!("cannot read this process's CPU affinity: {e}"))?;
+    let cpus = crate::cpus::CpuPlan::new(&allowed, suite.load_threads, suite.cpu_partition);
+    cpus.pin_lab()
+        .map_err(|e| anyhow::anyhow!("cannot pin the load generator ({}): {e}", cpus.describe()))?;
     let cancel = install_signal_handlers();
     let dir = ResultsDir::create(&args.results)?;
     eprintln!(
-        "wasmlab: suite {}; results in {}",
+        "wasmlab: suite {}; results in {}; {}",
         suite.name,
-        dir.path.display()
+        dir.path.display(),
+        cpus.describe()
     );
     let seed = args.seed.or(suite.seed).unwrap_or_else(|| {
         std::time::SystemTime::now()
@@ -217,6 +224,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         seed,
         orders: Vec::new(),
         machine: machine::describe(workspace.as_deref()),
+        cpus: cpus.clone(),
         suite: suite.clone(),
         artifacts: Vec::new(),
         variants: Vec::new(),
@@ -251,6 +259,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         up_cmd,
         &LaunchContext {
             bin_dir: &bin_dir,
+            cpus: &cpus,
             upstream: "",
             start_timeout,
             log_path: lab.dir.file("upstream.log"),
@@ -286,6 +295,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     lab.save_info()?;
     let ctx = |name: &str, lab: &Lab| LaunchContext {
         bin_dir: &bin_dir,
+        cpus: &cpus,
         upstream: &upstream_url,
         start_timeout,
         log_path: lab.dir.file(&format!("{name}.log")),

@@ -28,6 +28,10 @@ pub struct Suite {
     pub warmup_secs: f64,
     #[serde(default = "default_load_threads")]
     pub load_threads: usize,
+    /// Give the load generator its own `load_threads` CPUs and confine the servers to the others
+    /// (see `cpus.rs`); off, both share every CPU.
+    #[serde(default = "default_cpu_partition")]
+    pub cpu_partition: bool,
     #[serde(default = "default_echo_body_bytes")]
     pub echo_body_bytes: usize,
     #[serde(default = "default_timeout_secs")]
@@ -88,6 +92,9 @@ pub struct OpenLoop {
 
 fn default_load_threads() -> usize {
     1
+}
+fn default_cpu_partition() -> bool {
+    true
 }
 fn default_echo_body_bytes() -> usize {
     1024

@@ -121,6 +121,8 @@ pub fn binaries<'a>(variants: impl IntoIterator<Item = &'a Variant>) -> Vec<&'st
 /// What every launch needs to know.
 pub struct LaunchContext<'a> {
     pub bin_dir: &'a Path,
+    /// The CPUs servers run on.
+    pub cpus: &'a crate::cpus::CpuPlan,
     pub upstream: &'a str,
     pub start_timeout: Duration,
     /// The server's stderr goes here.
@@ -192,6 +194,7 @@ pub fn spawn_server(
     let log = File::create(&ctx.log_path)
         .map_err(|e| anyhow::anyhow!("create {}: {e}", ctx.log_path.display()))?;
     cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(log);
+    ctx.cpus.confine_server(&mut cmd);
     // SAFETY: prctl is async-signal-safe; the child dies with wasmlab, so none outlives it.
     unsafe {
         cmd.pre_exec(|| {

@@ -149,6 +149,31 @@ fn read_json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
+/// With at least 2 CPUs the load generator and the servers ran on disjoint CPUs, and each gateway
+/// (whose default worker count is the CPUs it may use) started one worker per server CPU.
+fn assert_servers_ran_on_their_own_cpus(run: &serde_json::Value, dir: &Path) {
+    let cpus = |k: &str| -> Vec<u64> {
+        run["cpus"][k]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c.as_u64().unwrap())
+            .collect()
+    };
+    let (load, server) = (cpus("load"), cpus("server"));
+    assert!(!load.is_empty(), "{}", run["cpus"]);
+    if run["cpus"]["shared_because"].is_string() {
+        assert!(server.is_empty(), "{}", run["cpus"]);
+        return;
+    }
+    assert!(!server.is_empty() && server.iter().all(|c| !load.contains(c)));
+    let log = std::fs::read_to_string(dir.join("native.log")).unwrap();
+    assert!(
+        log.contains(&format!("threads={} ", server.len())),
+        "native.log: {log}"
+    );
+}
+
 #[test]
 fn tiny_suite_writes_results_with_expected_columns() {
     let tmp = tempfile::tempdir().unwrap();
@@ -192,6 +217,7 @@ workloads = ["hello"]
     assert!(run["machine"]["cpu_model"].is_string());
     assert!(run["machine"]["kernel"].is_string());
     assert!(run["command"].as_array().unwrap().len() > 2);
+    assert_servers_ran_on_their_own_cpus(&run, &dir);
     // Each repetition ran every variant once, in a seeded order.
     let orders = run["orders"].as_array().unwrap();
     assert_eq!(orders.len(), 2);

@@ -1312,6 +1312,7 @@ fn environment(h: &mut String, a: &Analysis) {
                 ),
             ),
             ("Kernel", esc(&m.kernel)),
+            ("CPUs", esc(&a.info.cpus.describe())),
             (
                 "CPU SHA extensions",
                 format!(

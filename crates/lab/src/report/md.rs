@@ -319,6 +319,7 @@ pub fn render(a: &Analysis) -> String {
         ),
         m.kernel
     );
+    w!(md, "- CPUs: {}", info.cpus.describe());
     w!(
         md,
         "- SHA extensions: {} ({})",

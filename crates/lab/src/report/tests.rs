@@ -71,6 +71,7 @@ fn info(state: &str) -> RunInfo {
                 tokio: Some("1.45.0".into()),
             },
         },
+        cpus: crate::cpus::CpuPlan::new(&[0, 1], 1, true),
         suite: crate::suite::parse(SUITE).expect("test suite parses"),
         artifacts: vec![Artifact {
             name: "guest.wasm".into(),

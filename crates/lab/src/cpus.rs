@@ -1,0 +1,190 @@
+//! How a run shares the machine's CPUs between the load generator and the servers it measures.
+//!
+//! With both on the same machine, a server left free to use every CPU competes with the generator
+//! for them: on 2 cores, 2 server workers and 1 generator thread are 3 busy threads, and the
+//! scheduler's interleaving of them (run-queue waits, wakeups across CPUs) becomes part of every
+//! figure, worst for the variant that spends the most CPU per request. Like `taskset` in a
+//! careful wrk set-up, the lab therefore gives the generator its own CPUs and confines each server
+//! (and the upstream) to the others; a server's default worker count follows, since it counts the
+//! CPUs it may use.
+
+use std::process::Command;
+
+use serde::{Deserialize, Serialize};
+
+/// Which CPUs the generator and the servers ran on; `server` empty means shared (no partition).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuPlan {
+    /// The load generator and the rest of the lab.
+    pub load: Vec<usize>,
+    /// Every server the lab starts (variants and the upstream).
+    pub server: Vec<usize>,
+    /// Why there is no partition, when there is none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_because: Option<String>,
+}
+
+impl CpuPlan {
+    /// Splits `allowed` (the CPUs this process may use): the first `load_threads` for the
+    /// generator, the rest for the servers. Shared when `partition` is off or too few CPUs remain.
+    pub fn new(allowed: &[usize], load_threads: usize, partition: bool) -> Self {
+        let shared = |why: String| Self {
+            load: allowed.to_vec(),
+            server: Vec::new(),
+            shared_because: Some(why),
+        };
+        if !partition {
+            return shared("cpu_partition = false in the suite".into());
+        }
+        if allowed.len() <= load_threads {
+            return shared(format!(
+                "{} CPU(s) for {load_threads} load thread(s): none left for the servers alone",
+                allowed.len()
+            ));
+        }
+        let (load, server) = allowed.split_at(load_threads);
+        Self {
+            load: load.to_vec(),
+            server: server.to_vec(),
+            shared_because: None,
+        }
+    }
+
+    /// One line for the terminal and the report.
+    pub fn describe(&self) -> String {
+        if self.load.is_empty() {
+            return "not recorded (a run.json older than the CPU plan)".into();
+        }
+        match &self.shared_because {
+            Some(why) => format!(
+                "load generator and servers share CPUs {} ({why})",
+                list(&self.load)
+            ),
+            None => format!(
+                "load generator on CPU {}, servers on CPU {}",
+                list(&self.load),
+                list(&self.server)
+            ),
+        }
+    }
+
+    /// Confines the calling thread, and the threads it starts from now on, to the generator's
+    /// CPUs. Call before the lab starts its own threads.
+    pub fn pin_lab(&self) -> std::io::Result<()> {
+        if self.shared_because.is_some() {
+            return Ok(());
+        }
+        set_affinity(&cpu_set(&self.load))
+    }
+
+    /// Makes `cmd`'s process run on the servers' CPUs only.
+    pub fn confine_server(&self, cmd: &mut Command) {
+        if self.shared_because.is_some() {
+            return;
+        }
+        let set = cpu_set(&self.server);
+        use std::os::unix::process::CommandExt;
+        // SAFETY: sched_setaffinity is a plain syscall on a set built before the fork.
+        unsafe {
+            cmd.pre_exec(move || set_affinity(&set));
+        }
+    }
+}
+
+/// The CPUs this process may run on, in order.
+pub fn allowed() -> std::io::Result<Vec<usize>> {
+    // SAFETY: sched_getaffinity fills the set it is given; the CPU_* helpers only read it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok((0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .collect())
+    }
+}
+
+fn cpu_set(cpus: &[usize]) -> libc::cpu_set_t {
+    // SAFETY: a zeroed cpu_set_t is the empty set; CPU_SET writes within it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &c in cpus {
+            libc::CPU_SET(c, &mut set);
+        }
+        set
+    }
+}
+
+fn set_affinity(set: &libc::cpu_set_t) -> std::io::Result<()> {
+    // SAFETY: a plain syscall on the calling thread with a valid set.
+    if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+fn list(cpus: &[usize]) -> String {
+    cpus.iter()
+        .map(usize::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_generator_takes_the_first_cpus_and_the_servers_the_rest() {
+        let p = CpuPlan::new(&[0, 1, 2, 3], 1, true);
+        assert_eq!(
+            (p.load.as_slice(), p.server.as_slice()),
+            (&[0][..], &[1, 2, 3][..])
+        );
+        assert_eq!(
+            p.describe(),
+            "load generator on CPU 0, servers on CPU 1,2,3"
+        );
+        let p = CpuPlan::new(&[2, 5], 1, true);
+        assert_eq!((p.load, p.server), (vec![2], vec![5]));
+    }
+
+    #[test]
+    fn shared_when_off_or_too_few_cpus() {
+        for p in [
+            CpuPlan::new(&[0, 1], 1, false),
+            CpuPlan::new(&[0], 1, true),
+            CpuPlan::new(&[0, 1], 2, true),
+        ] {
+            assert!(p.server.is_empty() && p.shared_because.is_some(), "{p:?}");
+            assert!(p.describe().contains("share"), "{}", p.describe());
+        }
+    }
+
+    #[test]
+    fn a_confined_child_sees_only_the_server_cpus() {
+        let allowed = allowed().unwrap();
+        let plan = CpuPlan::new(&allowed, 1, true);
+        if plan.shared_because.is_some() {
+            eprintln!("skipped: {}", plan.describe());
+            return;
+        }
+        let mut cmd = Command::new("grep");
+        cmd.args(["Cpus_allowed_list", "/proc/self/status"]);
+        plan.confine_server(&mut cmd);
+        let out = String::from_utf8(cmd.output().unwrap().stdout).unwrap();
+        let seen = out.split(':').nth(1).unwrap().trim();
+        let want = list(&plan.server);
+        // The kernel prints ranges (1-3) where the plan lists each CPU.
+        let expand = |s: &str| -> Vec<usize> {
+            s.split(',')
+                .flat_map(|part| match part.split_once('-') {
+                    Some((a, b)) => (a.parse().unwrap()..=b.parse().unwrap()).collect(),
+                    None => vec![part.parse().unwrap()],
+                })
+                .collect()
+        };
+        assert_eq!(expand(seen), expand(&want));
+    }
+}
