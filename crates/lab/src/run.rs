@@ -193,10 +193,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         )?;
     }
 
-    // Before the lab starts any thread of its own: they all inherit the generator's CPUs.
     let allowed = crate::cpus::allowed()
         .map_err(|e| anyhow::anyhow!("cannot read this process's CPU affinity: {e}"))?;
     let cpus = crate::cpus::CpuPlan::new(&allowed, suite.load_threads, suite.cpu_partition);
+    // Described before the lab pins itself: pinned, it would count only the generator's CPUs.
+    let machine = machine::describe(workspace.as_deref());
+    // Before the lab starts any thread of its own: they all inherit the generator's CPUs.
     cpus.pin_lab()
         .map_err(|e| anyhow::anyhow!("cannot pin the load generator ({}): {e}", cpus.describe()))?;
     let cancel = install_signal_handlers();
@@ -223,7 +225,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         core_guest: core_guest.as_ref().map(|p| p.display().to_string()),
         seed,
         orders: Vec::new(),
-        machine: machine::describe(workspace.as_deref()),
+        machine,
         cpus: cpus.clone(),
         suite: suite.clone(),
         artifacts: Vec::new(),

@@ -167,6 +167,11 @@ fn assert_servers_ran_on_their_own_cpus(run: &serde_json::Value, dir: &Path) {
         return;
     }
     assert!(!server.is_empty() && server.iter().all(|c| !load.contains(c)));
+    assert_eq!(
+        run["machine"]["cores"].as_u64().unwrap(),
+        (load.len() + server.len()) as u64,
+        "the machine is described before the lab pins itself"
+    );
     let log = std::fs::read_to_string(dir.join("native.log")).unwrap();
     assert!(
         log.contains(&format!("threads={} ", server.len())),
