@@ -152,10 +152,9 @@ impl<'m> ResponseView<'m> {
     /// The headers as `(name, value)`, names as the guest spelled them.
     pub fn headers(&self) -> impl Iterator<Item = (&'m str, &'m str)> + use<'m> {
         // Every line was checked by `view_response`: only split here.
-        self.header_block.split_terminator('\n').map(|line| {
-            let (name, value) = line.split_once(':').expect("checked by view_response");
-            (name, value.trim_matches(' '))
-        })
+        self.header_block
+            .split_terminator('\n')
+            .map(split_header_line)
     }
 }
 
@@ -271,35 +270,28 @@ static TOKEN: [bool; 256] = {
     let mut t = [false; 256];
     let mut b = 0;
     while b < 256 {
-        let c = b as u8;
-        t[b] = c.is_ascii_alphanumeric()
-            || matches!(
-                c,
-                b'!' | b'#'
-                    | b'$'
-                    | b'%'
-                    | b'&'
-                    | b'\''
-                    | b'*'
-                    | b'+'
-                    | b'-'
-                    | b'.'
-                    | b'^'
-                    | b'_'
-                    | b'`'
-                    | b'|'
-                    | b'~'
-            );
+        t[b] = (b as u8).is_ascii_alphanumeric();
         b += 1;
+    }
+    let symbols = b"!#$%&'*+-.^_`|~";
+    let mut i = 0;
+    while i < symbols.len() {
+        t[symbols[i] as usize] = true;
+        i += 1;
     }
     t
 };
 
-/// One `name: value` line of a checked block, split; the value without its surrounding spaces.
+/// One `name: value` line, checked and split (see [`split_header_line`]).
 fn header_line(line: &str) -> Result<(&str, &str), AbiError> {
     check_header_line(line.as_bytes())?;
-    let (name, value) = line.split_once(':').expect("checked above");
-    Ok((name, value.trim_matches(' ')))
+    Ok(split_header_line(line))
+}
+
+/// A checked `name: value` line split at its colon; the value without its surrounding spaces.
+fn split_header_line(line: &str) -> (&str, &str) {
+    let (name, value) = line.split_once(':').expect("the line was checked");
+    (name, value.trim_matches(' '))
 }
 
 /// The command guest's stdin: `METHOD SP TARGET LF` then the body.
