@@ -32,7 +32,7 @@ impl Reply {
         let mut headers = HeaderMap::with_capacity(1);
         headers.insert(
             hyper::header::CONTENT_TYPE,
-            HeaderValue::from_static(TEXT_PLAIN_UTF8),
+            HeaderValue::from_static(wasmlab_handlers::TEXT_PLAIN),
         );
         Self {
             status,
@@ -75,16 +75,13 @@ impl Reply {
     }
 }
 
-const TEXT_PLAIN_UTF8: &str = "text/plain; charset=utf-8";
-
 /// `v` as a header value; the values the handlers give on every response are shared rather than
 /// copied and checked again each time.
 fn header_value(v: &str) -> Option<HeaderValue> {
     // Built at compile time: a clone of one is a pointer copy, no check and no allocation.
-    const COMMON: [HeaderValue; 3] = [
-        HeaderValue::from_static(TEXT_PLAIN_UTF8),
-        HeaderValue::from_static("application/octet-stream"),
-        HeaderValue::from_static("text/plain"),
+    const COMMON: [HeaderValue; 2] = [
+        HeaderValue::from_static(wasmlab_handlers::TEXT_PLAIN),
+        HeaderValue::from_static(wasmlab_handlers::OCTET_STREAM),
     ];
     match COMMON.iter().find(|c| c.as_bytes() == v.as_bytes()) {
         Some(c) => Some(c.clone()),

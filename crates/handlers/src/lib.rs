@@ -55,11 +55,15 @@ pub struct Response {
     pub body: Vec<u8>,
 }
 
+/// The content types the handlers answer with.
+pub const TEXT_PLAIN: &str = "text/plain; charset=utf-8";
+pub const OCTET_STREAM: &str = "application/octet-stream";
+
 impl Response {
     pub fn text(status: u16, body: impl Into<Vec<u8>>) -> Self {
         Self {
             status,
-            headers: vec![("content-type", "text/plain; charset=utf-8".to_owned())],
+            headers: vec![("content-type", TEXT_PLAIN.to_owned())],
             body: body.into(),
         }
     }
@@ -67,7 +71,7 @@ impl Response {
     pub fn bytes(status: u16, body: impl Into<Vec<u8>>) -> Self {
         Self {
             status,
-            headers: vec![("content-type", "application/octet-stream".to_owned())],
+            headers: vec![("content-type", OCTET_STREAM.to_owned())],
             body: body.into(),
         }
     }
