@@ -68,10 +68,15 @@ impl CpuPlan {
         }
     }
 
+    /// Whether the generator and the servers have CPUs of their own.
+    fn apart(&self) -> bool {
+        !self.server.is_empty()
+    }
+
     /// Confines the calling thread, and the threads it starts from now on, to the generator's
     /// CPUs. Call before the lab starts its own threads.
     pub fn pin_lab(&self) -> std::io::Result<()> {
-        if self.shared_because.is_some() {
+        if !self.apart() {
             return Ok(());
         }
         set_affinity(&cpu_set(&self.load))
@@ -79,7 +84,7 @@ impl CpuPlan {
 
     /// Makes `cmd`'s process run on the servers' CPUs only.
     pub fn confine_server(&self, cmd: &mut Command) {
-        if self.shared_because.is_some() {
+        if !self.apart() {
             return;
         }
         let set = cpu_set(&self.server);
@@ -166,7 +171,7 @@ mod tests {
     fn a_confined_child_sees_only_the_server_cpus() {
         let allowed = allowed().unwrap();
         let plan = CpuPlan::new(&allowed, 1, true);
-        if plan.shared_because.is_some() {
+        if !plan.apart() {
             eprintln!("skipped: {}", plan.describe());
             return;
         }
