@@ -1,17 +1,38 @@
 #!/usr/bin/env bash
 # Interleaved A/B of two gateway command lines under the same load: alternates A and B for ROUNDS
-# rounds of `wasmlab load -t1 -c50 -d3s` on GET / (loopback), then prints each side's req/s, sorted.
+# rounds of `wasmlab load -t1 -c50 -d3s` on GET / (loopback, after a 1 s warm-up), then prints each
+# side's rounds, sorted by req/s, as REQ_PER_S/USER_US+SYS_US: the gateway's CPU per request (from
+# /proc/PID/stat), the figure that tells a cheaper server from a saturated load generator.
+# As `wasmlab run` does by default, the generator runs on CPU 0 and the gateway on the other CPUs
+# (on a 1-CPU machine both share it).
 # Usage: scripts/ab-gateways.sh "CMD_A" "CMD_B" [ROUNDS]   (each CMD gets --port 18085 appended)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 A=$1 B=$2 ROUNDS=${3:-4}
+LOAD=(target/release/wasmlab load -t1 -c50)
+SERVER=()
+if [ "$(nproc)" -ge 2 ]; then
+  LOAD=(taskset -c 0 "${LOAD[@]}")
+  SERVER=(taskset -c "1-$(($(nproc) - 1))")
+fi
+TICK=$(getconf CLK_TCK)
+# user and system ticks of a process (fields 14 and 15 of /proc/PID/stat; the name may hold spaces)
+ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{print $12, $13}'; }
 for _ in $(seq "$ROUNDS"); do
   for side in A B; do
     if [ $side = A ]; then cmd=$A; else cmd=$B; fi
-    $cmd --port 18085 > /dev/null 2>&1 & pid=$!
+    # shellcheck disable=SC2086 # the command line is split on purpose
+    "${SERVER[@]}" $cmd --port 18085 > /dev/null 2>&1 & pid=$!
     sleep 0.4
-    echo "$side $(target/release/wasmlab load -t1 -c50 -d3s http://127.0.0.1:18085/ | grep -o '[0-9]* req/s' | cut -d' ' -f1)"
+    "${LOAD[@]}" -d1s http://127.0.0.1:18085/ > /dev/null
+    read -r u0 s0 < <(ticks $pid)
+    out=$("${LOAD[@]}" -d3s http://127.0.0.1:18085/)
+    read -r u1 s1 < <(ticks $pid)
     kill $pid; wait $pid 2>/dev/null || true
+    n=$(echo "$out" | grep -o 'responses ([0-9]*' | grep -o '[0-9]*$')
+    rps=$(echo "$out" | grep -o '[0-9]* req/s' | head -1 | cut -d' ' -f1)
+    echo "$side $rps $(awk -v u=$((u1 - u0)) -v s=$((s1 - s0)) -v n="$n" -v t="$TICK" \
+      'BEGIN {printf "%.1f+%.1f", u * 1e6 / t / n, s * 1e6 / t / n}')"
     sleep 0.2
   done
-done | sort -k1,1 -k2n | awk '{a[$1] = a[$1] " " $2} END {for (k in a) print k ":" a[k]}' | sort
+done | sort -k1,1 -k2n | awk '{a[$1] = a[$1] " " $2 "/" $3} END {for (k in a) print k ":" a[k]}' | sort
