@@ -179,17 +179,18 @@ mod tests {
         cmd.args(["Cpus_allowed_list", "/proc/self/status"]);
         plan.confine_server(&mut cmd);
         let out = String::from_utf8(cmd.output().unwrap().stdout).unwrap();
-        let seen = out.split(':').nth(1).unwrap().trim();
-        let want = list(&plan.server);
         // The kernel prints ranges (1-3) where the plan lists each CPU.
-        let expand = |s: &str| -> Vec<usize> {
-            s.split(',')
-                .flat_map(|part| match part.split_once('-') {
-                    Some((a, b)) => (a.parse().unwrap()..=b.parse().unwrap()).collect(),
-                    None => vec![part.parse().unwrap()],
-                })
-                .collect()
-        };
-        assert_eq!(expand(seen), expand(&want));
+        let seen: Vec<usize> = out
+            .split(':')
+            .nth(1)
+            .unwrap()
+            .trim()
+            .split(',')
+            .flat_map(|part| match part.split_once('-') {
+                Some((a, b)) => (a.parse().unwrap()..=b.parse().unwrap()).collect(),
+                None => vec![part.parse().unwrap()],
+            })
+            .collect();
+        assert_eq!(seen, plan.server);
     }
 }
