@@ -9,6 +9,7 @@
 //! end, so memory does not grow with the run's length. A request sent before the deadline is
 //! waited for and counted, so the reported count equals what the server answered.
 
+mod pacing;
 mod timing;
 
 pub use timing::Phases;
@@ -344,6 +345,11 @@ impl Pacer {
         self.start + Duration::from_nanos((self.offset_ns + k as f64 * self.interval_ns) as u64)
     }
 
+    /// The time between two of this worker's sends.
+    fn interval(&self) -> Duration {
+        Duration::from_nanos(self.interval_ns as u64)
+    }
+
     /// Takes the next send time from the schedule.
     fn take(&self) -> Instant {
         let k = self.next.get();
@@ -521,18 +527,30 @@ fn worker(shared: Arc<Shared>, conns: usize, pacer: Option<Pacer>) -> anyhow::Re
     let stats = Rc::new(RefCell::new(WorkerStats::default()));
     let pacer = pacer.map(Rc::new);
     local.block_on(&rt, async {
+        let schedule = match &pacer {
+            Some(p) => {
+                let alarm = pacing::Alarm::new(p.interval())?;
+                tokio::task::spawn_local({
+                    let alarm = alarm.clone();
+                    async move { alarm.drive().await }
+                });
+                Some((p.clone(), alarm))
+            }
+            None => None,
+        };
         let mut tasks = Vec::with_capacity(conns);
         for _ in 0..conns {
             tasks.push(tokio::task::spawn_local(connection(
                 shared.clone(),
                 stats.clone(),
-                pacer.clone(),
+                schedule.clone(),
             )));
         }
         for t in tasks {
             let _ = t.await;
         }
-    });
+        anyhow::Ok(())
+    })?;
     let mut stats = Rc::try_unwrap(stats)
         .unwrap_or_else(|_| unreachable!("every task has finished"))
         .into_inner();
@@ -588,22 +606,6 @@ fn build_request(shared: &Shared) -> Request<Full<Bytes>> {
     req
 }
 
-/// Waits until `t`. tokio's timer ticks in whole milliseconds, so it sleeps to just short of `t`
-/// and yields until `t`: sends leave on time, not up to a millisecond late.
-async fn wait_until(t: Instant) {
-    const TIMER_SLACK: Duration = Duration::from_micros(1500);
-    let now = Instant::now();
-    if t <= now {
-        return;
-    }
-    if t - now > TIMER_SLACK {
-        tokio::time::sleep_until((t - TIMER_SLACK).into()).await;
-    }
-    while Instant::now() < t {
-        tokio::task::yield_now().await;
-    }
-}
-
 /// A completed exchange: status, body bytes, and when the request and response ended.
 struct Exchange {
     status: hyper::StatusCode,
@@ -615,13 +617,13 @@ struct Exchange {
 async fn connection(
     shared: Arc<Shared>,
     stats: Rc<RefCell<WorkerStats>>,
-    pacer: Option<Rc<Pacer>>,
+    schedule: Option<(Rc<Pacer>, Rc<pacing::Alarm>)>,
 ) {
     let mut sender: Option<Sender> = None;
     let marks = Rc::new(timing::Marks::default());
     loop {
-        let intended = match &pacer {
-            Some(p) => {
+        let intended = match &schedule {
+            Some((p, alarm)) => {
                 // A send is taken by a connection free before the deadline and then made, even
                 // if the wait for it ends a hair past the deadline: only sends no connection
                 // took in time count as dropped.
@@ -629,7 +631,7 @@ async fn connection(
                 if shared.deadline.is_some_and(|d| due >= d) || shared.stopped() {
                     break;
                 }
-                wait_until(due).await;
+                alarm.wait_until(due).await;
                 if shared.cancelled() {
                     break;
                 }
