@@ -22,7 +22,8 @@ fn per_request_us<E: Executor>(rt: &tokio::runtime::Runtime, ex: &E, target: &st
                 target: target.to_owned(),
                 body: Bytes::new(),
             })
-            .await;
+            .await
+            .expect("the bench's requests succeed");
         assert_eq!(r.status, 200);
     })
 }

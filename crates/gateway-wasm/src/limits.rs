@@ -8,7 +8,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use std::time::Instant;
-use wasmlab_gateway::Reply;
+use wasmlab_gateway::Failure;
 
 use wasmtime::{Engine, Store, StoreLimits, StoreLimitsBuilder, Trap, UpdateDeadline};
 
@@ -135,14 +135,14 @@ impl std::fmt::Display for DeadlineExceeded {
 
 impl std::error::Error for DeadlineExceeded {}
 
-/// The reply for a failed guest run: 504 when it ran out of time (epoch interruption in guest
-/// code, or a host call cut at the deadline), 500 for any other fault (trap, memory limit, stack
-/// overflow, broken ABI).
-pub(crate) fn failure_reply(e: &anyhow::Error, limits: &GuestLimits) -> Reply {
+/// What a failed guest run is: 504 when it ran out of time (epoch interruption in guest code, or
+/// a host call cut at the deadline), 500 for any other fault (trap, memory limit, stack overflow,
+/// broken ABI).
+pub(crate) fn guest_failure(e: &anyhow::Error, limits: &GuestLimits) -> Failure {
     let timed_out = e.downcast_ref::<Trap>() == Some(&Trap::Interrupt)
         || e.chain().any(|c| c.is::<DeadlineExceeded>());
     if timed_out {
-        Reply::text(
+        Failure::new(
             504,
             format!(
                 "guest exceeded its deadline of {} ms",
@@ -150,7 +150,7 @@ pub(crate) fn failure_reply(e: &anyhow::Error, limits: &GuestLimits) -> Reply {
             ),
         )
     } else {
-        Reply::guest_failed(e)
+        Failure::guest_failed(e)
     }
 }
 

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use wasmlab_gateway::{Capabilities, ExecRequest, Executor, Reply};
+use wasmlab_gateway::{Capabilities, ExecRequest, Executor, Failure, Reply};
 use wasmlab_guest_abi as abi;
 use wasmtime::{Engine, Linker, Module, Store};
 use wasmtime_wasi::p1::WasiP1Ctx;
@@ -12,7 +12,7 @@ use wasmtime_wasi::p2::pipe::{MemoryInputPipe, MemoryOutputPipe};
 use wasmtime_wasi::{I32Exit, WasiCtxBuilder};
 
 use crate::imports::{self, HostCtx};
-use crate::limits::{EpochTicker, GuestLimits, arm_deadline, failure_reply};
+use crate::limits::{EpochTicker, GuestLimits, arm_deadline, guest_failure};
 
 /// Most bytes a guest may write to stdout.
 const MAX_OUTPUT: usize = 64 << 20;
@@ -88,9 +88,9 @@ impl Executor for NaiveExecutor {
         "wasmtime-naive"
     }
 
-    async fn execute(&self, req: ExecRequest) -> Reply {
+    async fn execute(&self, req: ExecRequest) -> Result<Reply, Failure> {
         self.run(&req)
             .await
-            .unwrap_or_else(|e| failure_reply(&e, &self.limits))
+            .map_err(|e| guest_failure(&e, &self.limits))
     }
 }

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use bytes::Bytes;
 
 use tokio::sync::{Semaphore, SemaphorePermit};
-use wasmlab_gateway::{Capabilities, ExecRequest, Executor, Reply};
+use wasmlab_gateway::{Capabilities, ExecRequest, Executor, Failure, Reply};
 use wasmlab_guest_abi as abi;
 use wasmtime::{
     Config, Enabled, Engine, Extern, InstanceAllocationStrategy, InstancePre, Linker, Module,
@@ -14,7 +14,7 @@ use wasmtime::{
 };
 
 use crate::imports::{self, HostCtx};
-use crate::limits::{EpochTicker, GuestLimits, arm_deadline, failure_reply};
+use crate::limits::{EpochTicker, GuestLimits, arm_deadline, guest_failure};
 
 pub struct PooledExecutor {
     engine: Engine,
@@ -203,15 +203,15 @@ impl Executor for PooledExecutor {
         true
     }
 
-    async fn execute(&self, req: ExecRequest) -> Reply {
+    async fn execute(&self, req: ExecRequest) -> Result<Reply, Failure> {
         // The semaphore keeps live instances within the pool, so instantiation never fails for
         // want of a slot.
         let _slot = match self.slot().await {
             Ok(slot) => slot,
-            Err(busy) => return busy,
+            Err(busy) => return Ok(busy),
         };
         self.run(req)
             .await
-            .unwrap_or_else(|e| failure_reply(&e, &self.limits))
+            .map_err(|e| guest_failure(&e, &self.limits))
     }
 }

@@ -37,8 +37,8 @@ fn a_stopped_loop_burns_no_cpu() {
         body: Bytes::new(),
     };
     rt.block_on(async {
-        assert_eq!(pooled.execute(req()).await.status, 504);
-        assert_eq!(naive.execute(req()).await.status, 504);
+        assert_eq!(pooled.execute(req()).await.unwrap_err().status, 504);
+        assert_eq!(naive.execute(req()).await.unwrap_err().status, 504);
     });
     let before = process_cpu();
     std::thread::sleep(Duration::from_millis(500));

@@ -33,12 +33,35 @@ pub struct ServerArgs {
     /// Largest request body accepted (bytes); larger ones get 413.
     #[arg(long, default_value_t = 1 << 20)]
     pub max_body_bytes: usize,
-    /// Seconds a client has to send a complete request head.
-    #[arg(long, default_value_t = 10.0)]
+    /// Seconds a client has to send a complete request head (and, on an idle keep-alive
+    /// connection, to start its next one).
+    #[arg(long, default_value_t = 10.0, value_parser = positive_secs)]
     pub header_timeout_secs: f64,
-    /// Largest request head in bytes (at least 8192); larger ones get 431.
-    #[arg(long, default_value_t = 64 << 10)]
-    pub max_header_bytes: usize,
+    /// Seconds a client has to send a request's whole body after its head; past it the answer is
+    /// 408 and the connection is closed.
+    #[arg(long, default_value_t = 10.0, value_parser = positive_secs)]
+    pub body_timeout_secs: f64,
+    /// Largest request head (request line and headers) in bytes; larger ones get 431.
+    #[arg(long, default_value_t = 64 << 10, value_parser = clap::value_parser!(u32).range(1024..))]
+    pub max_header_bytes: u32,
+    /// Connections open at once; past it the gateway accepts no more until one closes (they wait
+    /// in the kernel's accept queue). Bounds the memory connections take (see docs/method.md).
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections: u32,
+    /// Send the diagnosis of a failed request (a trap, a broken ABI) to the client too. Without
+    /// it the client gets the status and a generic line with the request id, and only the log
+    /// has the diagnosis. For tests and the lab's own verification, not for untrusted clients.
+    #[arg(long)]
+    pub error_details: bool,
+}
+
+fn positive_secs(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v <= 86_400.0 => Ok(v),
+        _ => Err(format!(
+            "{s:?} is not a number of seconds between 0 and 86400 (e.g. 10 or 0.5)"
+        )),
+    }
 }
 
 impl ServerArgs {
@@ -53,8 +76,11 @@ impl ServerArgs {
             keep_alive: !self.connection_close,
             accept_loops: self.threads(),
             max_body_bytes: self.max_body_bytes,
-            header_timeout: Duration::from_secs_f64(self.header_timeout_secs.max(0.001)),
-            max_header_bytes: self.max_header_bytes,
+            header_timeout: Duration::from_secs_f64(self.header_timeout_secs),
+            body_timeout: Duration::from_secs_f64(self.body_timeout_secs),
+            max_header_bytes: self.max_header_bytes as usize,
+            max_connections: self.max_connections as usize,
+            error_details: self.error_details,
         }
     }
 
@@ -87,21 +113,26 @@ impl ServerArgs {
             let local = listener.local_addr()?;
             let config = self.server_config();
             eprintln!(
-                "executor={} threads={threads} keep_alive={} max_body_bytes={} max_header_bytes={} header_timeout={:?}",
+                "executor={} threads={threads} keep_alive={} max_connections={} max_body_bytes={} max_header_bytes={} header_timeout={:?} body_timeout={:?} error_details={}",
                 executor.name(),
                 config.keep_alive,
+                config.max_connections,
                 config.max_body_bytes,
                 config.max_header_bytes,
                 config.header_timeout,
+                config.body_timeout,
+                if config.error_details { "to clients" } else { "log only" },
             );
             // The lab and the tests read this line to learn the port.
             println!("listening on http://{local}");
             use std::io::Write;
             std::io::stdout().flush()?;
-            tokio::select! {
+            let served = tokio::select! {
                 res = serve(listener, executor, config) => res.map_err(Into::into),
                 _ = shutdown_signal() => Ok(()),
-            }
+            };
+            eprintln!("stopping; incidents: {}", crate::log::totals());
+            served
         })
     }
 }

@@ -41,12 +41,6 @@ impl Reply {
         }
     }
 
-    /// The answer when a guest traps or breaks the ABI: 500, with the root cause (a trap's kind,
-    /// an ABI violation) but not the guest's backtrace.
-    pub fn guest_failed(e: &anyhow::Error) -> Self {
-        Self::text(500, format!("guest failed: {}", e.root_cause()))
-    }
-
     /// Converts headers given as strings; a header that is not valid HTTP fails the whole reply.
     pub fn from_parts<'a>(
         status: u16,
@@ -68,10 +62,44 @@ impl Reply {
     }
 
     /// The reply of a handler run natively.
-    pub fn from_handler(resp: wasmlab_handlers::Response) -> Self {
+    pub fn from_handler(resp: wasmlab_handlers::Response) -> Result<Self, Failure> {
         let headers = resp.headers.iter().map(|(k, v)| (*k, v.as_str()));
         Self::from_parts(resp.status, headers, resp.body)
-            .unwrap_or_else(|e| Reply::text(500, format!("handler produced {e}")))
+            .map_err(|e| Failure::new(500, format!("handler produced {e}")))
+    }
+}
+
+/// A request an executor could not answer with a reply of the handler's: the guest trapped, ran
+/// past its deadline, broke the ABI or returned something HTTP cannot carry. The client is told
+/// only `status` and a generic line ([`Failure::public_message`]); `detail` is the diagnosis for
+/// the gateway's log, and for the client too when the gateway runs with `--error-details`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// 500, or 504 when the request ran out of time.
+    pub status: u16,
+    pub detail: String,
+}
+
+impl Failure {
+    pub fn new(status: u16, detail: impl Into<String>) -> Self {
+        Self {
+            status,
+            detail: detail.into(),
+        }
+    }
+
+    /// A guest that trapped or broke the ABI: 500, with the root cause (a trap's kind, an ABI
+    /// violation) but not the guest's backtrace.
+    pub fn guest_failed(e: &anyhow::Error) -> Self {
+        Self::new(500, format!("guest failed: {}", e.root_cause()))
+    }
+
+    /// What the client may know: nothing about the guest's insides.
+    pub fn public_message(&self) -> &'static str {
+        match self.status {
+            504 => "the handler did not finish in time",
+            _ => "the handler failed",
+        }
     }
 }
 
@@ -93,7 +121,9 @@ fn header_value(v: &str) -> Option<HeaderValue> {
 pub trait Executor: Send + Sync + 'static {
     /// A short name for logs and the start banner.
     fn name(&self) -> &'static str;
-    fn execute(&self, req: ExecRequest) -> impl Future<Output = Reply> + Send;
+    /// A reply (which may itself be an error the handler chose, such as 404, or the executor's
+    /// own refusal, such as 503 when it is full), or a [`Failure`] the server logs.
+    fn execute(&self, req: ExecRequest) -> impl Future<Output = Result<Reply, Failure>> + Send;
 
     /// Whether a request costs enough that, while the worker is busy, its reply should wait until
     /// the worker has run its other ready requests (see `server::handle`). Off by default: for a
@@ -119,7 +149,7 @@ impl Executor for NativeExecutor {
         "native"
     }
 
-    async fn execute(&self, req: ExecRequest) -> Reply {
+    async fn execute(&self, req: ExecRequest) -> Result<Reply, Failure> {
         let hreq = wasmlab_handlers::Request::new(req.method.as_str(), &req.target, &req.body);
         Reply::from_handler(wasmlab_handlers::handle(hreq, self.caps.as_ref()).await)
     }

@@ -7,9 +7,11 @@ pub mod cli;
 pub mod executor;
 pub mod host;
 pub mod idle;
+pub mod log;
+mod memory;
 pub mod server;
 pub mod test_support;
 
-pub use executor::{ExecRequest, Executor, NativeExecutor, Reply};
+pub use executor::{ExecRequest, Executor, Failure, NativeExecutor, Reply};
 pub use host::Capabilities;
 pub use server::{ServerConfig, serve, serve_connection};

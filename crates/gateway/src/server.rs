@@ -1,20 +1,25 @@
 //! The HTTP/1.1 server: accept loop, connection settings, request → executor → response.
 
+use std::cell::Cell;
 use std::convert::Infallible;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Body as _;
 use hyper::body::Incoming;
+use hyper::header::{HeaderName, HeaderValue};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::executor::{ExecRequest, Executor, Reply};
+use crate::executor::{ExecRequest, Executor, Failure, Reply};
+use crate::log::{self, Incident, RequestId};
 
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
@@ -25,10 +30,20 @@ pub struct ServerConfig {
     pub accept_loops: usize,
     /// Request bodies above this answer 413.
     pub max_body_bytes: usize,
-    /// A client must send its whole request head within this time.
+    /// A client must send its whole request head within this time (and, on an idle keep-alive
+    /// connection, start the next one).
     pub header_timeout: Duration,
+    /// A client must send a request's whole body within this time after its head; past it the
+    /// answer is 408 and the connection is closed.
+    pub body_timeout: Duration,
     /// Largest request head (request line and headers); larger ones get 431.
     pub max_header_bytes: usize,
+    /// Connections open at once; past it the gateway stops accepting until one closes (the
+    /// kernel's accept queue holds the next ones). Bounds the memory connections can take.
+    pub max_connections: usize,
+    /// Tell clients the diagnosis of a failure (trap, ABI violation) rather than only its status
+    /// and a generic line. For tests and the lab's verification; the log always has it.
+    pub error_details: bool,
 }
 
 impl Default for ServerConfig {
@@ -38,7 +53,10 @@ impl Default for ServerConfig {
             accept_loops: 1,
             max_body_bytes: 1 << 20,
             header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(10),
             max_header_bytes: 64 << 10,
+            max_connections: 10_000,
+            error_details: false,
         }
     }
 }
@@ -56,26 +74,97 @@ pub async fn serve<E: Executor>(
     } else {
         config.accept_loops.max(1)
     };
+    let gauge = Arc::new(ConnectionGauge::new(config.max_connections));
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..loops {
         tasks.spawn(accept_loop(
             listener.clone(),
             executor.clone(),
             config.clone(),
+            gauge.clone(),
         ));
     }
-    while let Some(res) = tasks.join_next().await {
-        res.expect("accept loop panicked")?;
+    let trimmer = tokio::spawn(crate::memory::return_memory_after_storms(gauge));
+    let res = async {
+        while let Some(res) = tasks.join_next().await {
+            res.expect("accept loop panicked")?;
+        }
+        Ok(())
     }
-    Ok(())
+    .await;
+    trimmer.abort();
+    res
+}
+
+/// Open connections against the limit, and the most open since memory was last given back.
+pub(crate) struct ConnectionGauge {
+    slots: Arc<Semaphore>,
+    open: AtomicUsize,
+    peak: AtomicUsize,
+}
+
+impl ConnectionGauge {
+    fn new(max: usize) -> Self {
+        Self {
+            slots: Arc::new(Semaphore::new(max.max(1))),
+            open: AtomicUsize::new(0),
+            peak: AtomicUsize::new(0),
+        }
+    }
+
+    /// Connections open now, and the most open at once since the last [`ConnectionGauge::reset_peak`].
+    pub(crate) fn open_and_peak(&self) -> (usize, usize) {
+        (
+            self.open.load(Ordering::Relaxed),
+            self.peak.load(Ordering::Relaxed),
+        )
+    }
+
+    pub(crate) fn reset_peak(&self) {
+        self.peak
+            .store(self.open.load(Ordering::Relaxed), Ordering::Relaxed);
+    }
+}
+
+/// One open connection's place in the gauge; given back when dropped.
+struct ConnectionSlot {
+    gauge: Arc<ConnectionGauge>,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl ConnectionSlot {
+    async fn acquire(gauge: &Arc<ConnectionGauge>) -> Self {
+        let permit = gauge
+            .slots
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("the connection semaphore is never closed");
+        let open = gauge.open.fetch_add(1, Ordering::Relaxed) + 1;
+        gauge.peak.fetch_max(open, Ordering::Relaxed);
+        Self {
+            gauge: gauge.clone(),
+            _permit: permit,
+        }
+    }
+}
+
+impl Drop for ConnectionSlot {
+    fn drop(&mut self) {
+        self.gauge.open.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 async fn accept_loop<E: Executor>(
     listener: Arc<TcpListener>,
     executor: Arc<E>,
     config: Arc<ServerConfig>,
+    gauge: Arc<ConnectionGauge>,
 ) -> std::io::Result<()> {
     loop {
+        // At the connection limit, wait for a slot before accepting: the next clients wait in
+        // the kernel's accept queue rather than in the gateway's memory.
+        let slot = ConnectionSlot::acquire(&gauge).await;
         let stream = match listener.accept().await {
             Ok((stream, _)) => stream,
             // Out of file descriptors or a connection reset before accept: keep serving the others.
@@ -87,11 +176,24 @@ async fn accept_loop<E: Executor>(
         };
         // Responses are written whole; Nagle would only delay them (the wasi-test study's 41 ms).
         let _ = stream.set_nodelay(true);
-        let conn = serve_connection(stream, executor.clone(), config.clone());
         if config.keep_alive {
-            tokio::spawn(conn);
+            let (executor, config) = (executor.clone(), config.clone());
+            tokio::spawn(async move {
+                // hyper allocates a connection's buffers (16 KiB) when it starts: a connection
+                // that has sent nothing yet costs only this task until it does, and is closed if
+                // it sends nothing within the header timeout. (A peek, not `readable()`: tokio
+                // takes a freshly accepted socket to be readable until a read says otherwise.)
+                let mut first = [0u8; 1];
+                let first_byte =
+                    tokio::time::timeout(config.header_timeout, stream.peek(&mut first));
+                if let Ok(Ok(1..)) = first_byte.await {
+                    serve_connection(stream, executor, config).await;
+                }
+                drop(slot);
+            });
         } else {
-            conn.await;
+            serve_connection(stream, executor.clone(), config.clone()).await;
+            drop(slot);
         }
     }
 }
@@ -104,6 +206,9 @@ fn is_transient_accept_error(e: &std::io::Error) -> bool {
     ) || matches!(e.raw_os_error(), Some(code) if code == 24 /* EMFILE */ || code == 23 /* ENFILE */)
 }
 
+/// Numbers connections in the order they are served, for request ids in the log.
+static CONNECTIONS: AtomicU64 = AtomicU64::new(0);
+
 /// Serves one connection (any byte stream: a TCP socket, or an in-memory pipe in the fuzz target)
 /// until the client or the server closes it.
 pub async fn serve_connection<E, S>(stream: S, executor: Arc<E>, config: Arc<ServerConfig>)
@@ -111,17 +216,27 @@ where
     E: Executor,
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    let max_body = config.max_body_bytes;
+    let connection = CONNECTIONS.fetch_add(1, Ordering::Relaxed) + 1;
+    let requests = Cell::new(0);
+    // Copied into each request's future: no shared counter touched per request.
+    let rules = RequestRules::from(config.as_ref());
     let service = service_fn(move |req: Request<Incoming>| {
         let executor = executor.clone();
-        async move { Ok::<_, Infallible>(handle(req, executor.as_ref(), max_body).await) }
+        requests.set(requests.get() + 1);
+        let id = RequestId {
+            connection,
+            sequence: requests.get(),
+        };
+        async move { Ok::<_, Infallible>(handle(req, executor.as_ref(), rules, id).await) }
     });
     let mut builder = http1::Builder::new();
     builder
         .keep_alive(config.keep_alive)
         .timer(TokioTimer::new())
         .header_read_timeout(config.header_timeout)
-        // hyper answers 431 when the head outgrows its read buffer (it needs at least 8 KiB).
+        // 431 past this many bytes of request line and headers, however they are split.
+        .max_header_size(config.max_header_bytes)
+        // The read buffer's cap (hyper needs at least 8 KiB).
         .max_buf_size(config.max_header_bytes.max(8192));
     // Errors here are the client's (reset, malformed request answered by hyper with 400, timeout).
     let _ = builder
@@ -129,12 +244,32 @@ where
         .await;
 }
 
+/// What the server needs to know per request.
+#[derive(Debug, Clone, Copy)]
+struct RequestRules {
+    max_body_bytes: usize,
+    body_timeout: Duration,
+    error_details: bool,
+}
+
+impl From<&ServerConfig> for RequestRules {
+    fn from(c: &ServerConfig) -> Self {
+        Self {
+            max_body_bytes: c.max_body_bytes,
+            body_timeout: c.body_timeout,
+            error_details: c.error_details,
+        }
+    }
+}
+
 async fn handle<E: Executor>(
     req: Request<Incoming>,
     executor: &E,
-    max_body: usize,
+    config: RequestRules,
+    id: RequestId,
 ) -> Response<Full<Bytes>> {
     let (parts, body) = req.into_parts();
+    let max_body = config.max_body_bytes;
     let target = parts
         .uri
         .path_and_query()
@@ -151,23 +286,47 @@ async fn handle<E: Executor>(
         // No body (most GETs): nothing to collect.
         Ok(Bytes::new())
     } else {
-        match Limited::new(body, max_body).collect().await {
-            Ok(collected) => Ok(collected.to_bytes()),
-            Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(too_large(max_body)),
-            Err(e) => Err(Reply::text(
+        let collect = Limited::new(body, max_body).collect();
+        match tokio::time::timeout(config.body_timeout, collect).await {
+            Ok(Ok(collected)) => Ok(collected.to_bytes()),
+            Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(too_large(max_body)),
+            Ok(Err(e)) => Err(Reply::text(
                 400,
                 format!("could not read the request body: {e}"),
             )),
+            Err(_) => {
+                log::incident(
+                    Incident::BodyTimeout,
+                    id,
+                    format_args!(
+                        "{} {}: body not received within {:?}; answered 408 and closed",
+                        parts.method,
+                        loggable(&parts.uri),
+                        config.body_timeout
+                    ),
+                );
+                let mut reply = Reply::text(
+                    408,
+                    format!(
+                        "request body not received within {} ms",
+                        config.body_timeout.as_millis()
+                    ),
+                );
+                reply
+                    .headers
+                    .insert(hyper::header::CONNECTION, HeaderValue::from_static("close"));
+                return into_response(reply);
+            }
         }
     };
     let reply = match body {
         Ok(body) => {
             let req = ExecRequest {
-                method: parts.method,
+                method: parts.method.clone(),
                 target,
                 body,
             };
-            let reply = executor.execute(req).await;
+            let outcome = executor.execute(req).await;
             // A busy worker lets its other ready requests run before this reply is written: the
             // executor's work then runs back to back (its code and data stay in cache) and the
             // replies leave in a burst, so the client side is woken once per burst rather than
@@ -176,7 +335,10 @@ async fn handle<E: Executor>(
             if executor.defer_replies_when_busy() && crate::idle::finished_while_busy() {
                 tokio::task::yield_now().await;
             }
-            reply
+            match outcome.and_then(|reply| framed_by_host(reply, id)) {
+                Ok(reply) => reply,
+                Err(failure) => failure_reply(&failure, &parts, id, config.error_details),
+            }
         }
         Err(refused) => refused,
     };
@@ -185,6 +347,112 @@ async fn handle<E: Executor>(
 
 fn too_large(max: usize) -> Reply {
     Reply::text(413, format!("request body larger than {max} bytes"))
+}
+
+/// Whether the host, not the reply, owns this header: it frames the message on the wire
+/// (`content-length`, `transfer-encoding`, `trailer`) or concerns only this connection (the
+/// hop-by-hop headers of RFC 9110 §7.6.1). A guest that set them could leave a client waiting
+/// for bytes that never come, or append a second, forged response to a keep-alive connection.
+fn is_host_owned(name: &HeaderName) -> bool {
+    use hyper::header::{CONNECTION, CONTENT_LENGTH, TE, TRAILER, TRANSFER_ENCODING, UPGRADE};
+    [
+        CONTENT_LENGTH,
+        TRANSFER_ENCODING,
+        CONNECTION,
+        UPGRADE,
+        TE,
+        TRAILER,
+    ]
+    .contains(name)
+        || name.as_str() == "keep-alive"
+        || name.as_str().starts_with("proxy-")
+}
+
+/// The reply as the host will frame it: every header the host owns is dropped (with a log line,
+/// unless it was a `content-length` equal to the body's, which says nothing the host will not),
+/// and a 1xx status, which cannot end an exchange, is a failure.
+fn framed_by_host(mut reply: Reply, id: RequestId) -> Result<Reply, Failure> {
+    if !(200..=999).contains(&reply.status) {
+        return Err(Failure::new(
+            500,
+            format!(
+                "reply status {} cannot end an exchange (give 200..=999)",
+                reply.status
+            ),
+        ));
+    }
+    if !reply.headers.keys().any(is_host_owned) {
+        return Ok(reply);
+    }
+    let owned: Vec<HeaderName> = reply
+        .headers
+        .keys()
+        .filter(|n| is_host_owned(n))
+        .cloned()
+        .collect();
+    let body_len = reply.body.len().to_string();
+    let mut dropped = Vec::new();
+    for name in owned {
+        let values: Vec<HeaderValue> = reply.headers.get_all(&name).iter().cloned().collect();
+        reply.headers.remove(&name);
+        let same_length = name == hyper::header::CONTENT_LENGTH
+            && values.len() == 1
+            && values[0].as_bytes() == body_len.as_bytes();
+        if !same_length {
+            dropped.extend(values.iter().map(|v| format!("{name}: {v:?}")));
+        }
+    }
+    if !dropped.is_empty() {
+        log::incident(
+            Incident::FramingHeader,
+            id,
+            format_args!(
+                "dropped header(s) the host owns from the reply: {} (the host frames every response itself)",
+                dropped.join(", ")
+            ),
+        );
+    }
+    Ok(reply)
+}
+
+/// Logs a failure in full and gives the client its status and a generic line naming the request
+/// (the diagnosis too with `--error-details`).
+fn failure_reply(
+    failure: &Failure,
+    request: &hyper::http::request::Parts,
+    id: RequestId,
+    details: bool,
+) -> Reply {
+    log::incident(
+        Incident::GuestFailure,
+        id,
+        format_args!(
+            "{} {}: {} {}",
+            request.method,
+            loggable(&request.uri),
+            failure.status,
+            failure.detail
+        ),
+    );
+    let public = failure.public_message();
+    Reply::text(
+        failure.status,
+        if details {
+            format!("{public} (request {id}): {}\n", failure.detail)
+        } else {
+            format!("{public} (request {id})\n")
+        },
+    )
+}
+
+/// A request target short enough for a log line.
+fn loggable(uri: &hyper::Uri) -> String {
+    const MAX: usize = 200;
+    let s = uri.path_and_query().map_or("/", |pq| pq.as_str());
+    match s.char_indices().nth(MAX) {
+        Some((i, _)) => format!("{}… ({} bytes)", &s[..i], s.len()),
+        None => s.to_owned(),
+    }
 }
 
 fn into_response(reply: Reply) -> Response<Full<Bytes>> {

@@ -26,17 +26,45 @@ pub fn spawn_upstream() -> (tokio::runtime::Runtime, String) {
 pub struct ServerProcess {
     child: Child,
     pub addr: SocketAddr,
+    /// Where its stderr goes, when the test reads it (removed when dropped).
+    log: Option<std::path::PathBuf>,
 }
 
 impl ServerProcess {
-    /// Starts `binary --port 0 ARGS…` and waits for its `listening on` line.
+    /// Starts `binary --port 0 ARGS…` and waits for its `listening on` line. Its stderr is the
+    /// test's.
     pub fn start(binary: &str, args: &[&str]) -> Self {
+        Self::spawn(binary, args, None)
+    }
+
+    /// As [`ServerProcess::start`], with its stderr kept for [`ServerProcess::log`].
+    pub fn start_logged(binary: &str, args: &[&str]) -> Self {
+        static LOGS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = LOGS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!(
+            "wasmlab-test-server-{}-{n}.log",
+            std::process::id()
+        ));
+        Self::spawn(binary, args, Some(path))
+    }
+
+    /// What the server has written to stderr so far (started with [`ServerProcess::start_logged`]).
+    pub fn log(&self) -> String {
+        let log = self.log.as_ref().expect("started with start_logged");
+        std::fs::read_to_string(log).unwrap()
+    }
+
+    fn spawn(binary: &str, args: &[&str], log: Option<std::path::PathBuf>) -> Self {
+        let stderr = match &log {
+            Some(path) => Stdio::from(std::fs::File::create(path).unwrap()),
+            None => Stdio::inherit(),
+        };
         let mut child = Command::new(binary)
             .args(["--port", "0"])
             .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .spawn()
             .unwrap_or_else(|e| panic!("start {binary}: {e}"));
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
@@ -49,7 +77,7 @@ impl ServerProcess {
                 break a.trim().parse().unwrap();
             }
         };
-        Self { child, addr }
+        Self { child, addr, log }
     }
 }
 
@@ -69,6 +97,9 @@ impl Drop for ServerProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        if let Some(log) = &self.log {
+            let _ = std::fs::remove_file(log);
+        }
     }
 }
 
@@ -188,4 +219,85 @@ pub fn check_every_route(addr: SocketAddr, upstream_echo: &str) {
         b"GET / HTTP/1.1\r\nHost: x\r\nBad Header Line\r\n\r\n",
     );
     assert_eq!(r.status, 400);
+}
+
+/// One keep-alive connection that reads each response exactly as its head frames it, so a
+/// response with a wrong length, or a second response smuggled behind the first, shows.
+pub struct KeepAlive {
+    stream: TcpStream,
+    /// Bytes read past the last response.
+    pending: Vec<u8>,
+}
+
+impl KeepAlive {
+    pub fn connect(addr: SocketAddr) -> Self {
+        let stream = TcpStream::connect(addr).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        Self {
+            stream,
+            pending: Vec::new(),
+        }
+    }
+
+    /// `GET target` on this connection; its response.
+    pub fn get(&mut self, target: &str) -> RawResponse {
+        let raw = format!("GET {target} HTTP/1.1\r\nHost: test\r\n\r\n");
+        self.stream.write_all(raw.as_bytes()).unwrap();
+        self.read_response()
+    }
+
+    /// Reads one response: its head, then exactly `content-length` bytes of body. Panics when the
+    /// response has no `content-length`, or when the connection ends or stalls first.
+    pub fn read_response(&mut self) -> RawResponse {
+        let head_end = loop {
+            if let Some(i) = self.pending.windows(4).position(|w| w == b"\r\n\r\n") {
+                break i + 4;
+            }
+            self.fill("a response head");
+        };
+        let head = parse_response(&self.pending[..head_end]);
+        let len: usize = head
+            .header("content-length")
+            .unwrap_or_else(|| panic!("no content-length in {head:?}"))
+            .parse()
+            .unwrap();
+        while self.pending.len() < head_end + len {
+            self.fill("the body content-length announced");
+        }
+        let body = self.pending[head_end..head_end + len].to_vec();
+        self.pending.drain(..head_end + len);
+        RawResponse { body, ..head }
+    }
+
+    /// Bytes received after the last whole response (a smuggled response would be here).
+    pub fn leftover(&mut self) -> Vec<u8> {
+        self.stream
+            .set_read_timeout(Some(Duration::from_millis(100)))
+            .unwrap();
+        let mut buf = [0u8; 4096];
+        if let Ok(n) = self.stream.read(&mut buf) {
+            self.pending.extend_from_slice(&buf[..n]);
+        }
+        self.stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        std::mem::take(&mut self.pending)
+    }
+
+    fn fill(&mut self, waiting_for: &str) {
+        let mut buf = [0u8; 16 << 10];
+        match self.stream.read(&mut buf) {
+            Ok(0) => panic!(
+                "the connection closed while waiting for {waiting_for}; had {:?}",
+                String::from_utf8_lossy(&self.pending)
+            ),
+            Ok(n) => self.pending.extend_from_slice(&buf[..n]),
+            Err(e) => panic!(
+                "{e} while waiting for {waiting_for}; had {:?}",
+                String::from_utf8_lossy(&self.pending)
+            ),
+        }
+    }
 }

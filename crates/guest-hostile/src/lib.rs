@@ -9,6 +9,8 @@
 //! | `/stack` | recurses until the stack overflows |
 //! | `/secret/write?s=X` | writes X into a static buffer and the heap |
 //! | `/secret/read` | returns what the static buffer holds (empty in a fresh instance) |
+//! | `/header?name=N&value=V` | 200 `framed by the host` with the header `N: V` (any name, even one the host owns) |
+//! | `/status?code=N` | answers status N (even one HTTP cannot end an exchange with) |
 //! | anything else | 200 `ok` |
 
 use core::hint::black_box;
@@ -56,6 +58,18 @@ pub fn hostile(req: Request<'_>) -> Response {
                 .map(|b| b.load(Ordering::Relaxed) as u8)
                 .collect();
             Response::text(200, bytes)
+        }
+        "/header" => {
+            let mut resp = Response::text(200, "framed by the host");
+            let name = req.query_param("name").unwrap_or("x-empty").to_owned();
+            let value = req.query_param("value").unwrap_or("").to_owned();
+            resp.headers.push((name.leak(), value));
+            resp
+        }
+        "/status" => {
+            let code = req.query_param("code").and_then(|c| c.parse().ok());
+            let code = code.unwrap_or(200);
+            Response::text(code, format!("status {code}"))
         }
         _ => Response::text(200, "ok"),
     }

@@ -167,7 +167,8 @@ impl Variant {
                     path.display()
                 );
                 let mut cmd = Command::new(&path);
-                cmd.args(["--port", "0", "--upstream", ctx.upstream])
+                // --error-details: a failed verification then says why the guest failed.
+                cmd.args(["--port", "0", "--upstream", ctx.upstream, "--error-details"])
                     .args(args);
                 if precompiled {
                     let cwasm = ctx.precompiled_guest.ok_or_else(|| {
