@@ -244,7 +244,19 @@ fn mean_ci(values: &[f64]) -> Estimate {
     })
 }
 
+/// The samples every table and plot shows: those of variants that did not fail. A variant that
+/// failed (refused by verification, unable to start, died while measured) is left out of every
+/// table, CSV and plot, and listed with its reason instead; its raw samples stay in samples.jsonl.
+pub fn tabled<'a>(info: &RunInfo, samples: &'a [Sample]) -> Vec<&'a Sample> {
+    samples
+        .iter()
+        .filter(|s| !info.failed(&s.variant))
+        .collect()
+}
+
 pub fn analyse(info: RunInfo, samples: &[Sample]) -> Analysis {
+    let samples: Vec<Sample> = tabled(&info, samples).into_iter().cloned().collect();
+    let samples = samples.as_slice();
     // Order: the suite's lists first, then anything else the samples hold.
     let mut variants: Vec<String> = info.suite.variants.clone();
     for v in &info.suite.cold_start_variants() {
@@ -252,6 +264,7 @@ pub fn analyse(info: RunInfo, samples: &[Sample]) -> Analysis {
             variants.push(v.clone());
         }
     }
+    variants.retain(|v| !info.failed(v));
     let mut workloads: Vec<String> = info.suite.workloads.clone();
     for s in samples {
         if !variants.contains(&s.variant) {

@@ -165,6 +165,15 @@ pub struct RunInfo {
     pub variants: Vec<VariantOutcome>,
 }
 
+impl RunInfo {
+    /// Whether `variant` failed in this run (see [`crate::analysis::tabled`]).
+    pub fn failed(&self, variant: &str) -> bool {
+        self.variants
+            .iter()
+            .any(|o| o.name == variant && o.status == "failed")
+    }
+}
+
 /// Reads samples.jsonl. A last line cut short (a run killed mid-write) is skipped with a warning;
 /// any other bad line is an error naming it.
 pub fn read_samples(path: &Path) -> anyhow::Result<Vec<Sample>> {

@@ -37,7 +37,7 @@ pub struct ReportArgs {
 pub fn report(args: ReportArgs) -> anyhow::Result<()> {
     let (info, samples) = load(&args.dir)?;
     let dir = ResultsDir::open(&args.dir)?;
-    crate::tables::write_csvs(&dir, &samples)?;
+    crate::tables::write_csvs(&dir, &info, &samples)?;
     let a = analysis::analyse(info, &samples);
     write_report(&args.dir, &a)?;
     println!("{}", crate::tables::terminal(&a));

@@ -103,7 +103,7 @@ impl Lab {
     fn record(&mut self, sample: Sample) -> anyhow::Result<()> {
         self.dir.append_sample(&sample)?;
         self.samples.push(sample);
-        crate::tables::write_csvs(&self.dir, &self.samples)
+        crate::tables::write_csvs(&self.dir, &self.info, &self.samples)
     }
 
     fn save_info(&self) -> anyhow::Result<()> {
@@ -127,18 +127,58 @@ impl Lab {
     }
 
     fn failed(&self, name: &str) -> bool {
-        self.info
-            .variants
-            .iter()
-            .any(|o| o.name == name && o.status == "failed")
+        self.info.failed(name)
     }
 
+    /// Launches `v` and verifies its answers; a variant that does not start or answers wrongly is
+    /// marked failed (and `None` returned).
+    fn launch_verified(
+        &mut self,
+        v: &Variant,
+        ctx: &LaunchContext<'_>,
+        client: &verify::Client,
+        suite: &Suite,
+    ) -> anyhow::Result<Option<Running>> {
+        let running = match v.launch(ctx) {
+            Ok(running) => running,
+            Err(e) => {
+                self.fail(v.name, format!("{e:#}"))?;
+                return Ok(None);
+            }
+        };
+        self.pb.set_message(format!("{}: verifying", v.name));
+        let checks = verify::verify(
+            client,
+            running.addr,
+            &suite.workloads,
+            suite.echo_body_bytes,
+        );
+        let failed: Vec<String> = checks
+            .iter()
+            .filter(|c| !c.ok)
+            .map(|c| format!("{}: {}", c.what, c.detail))
+            .collect();
+        self.outcome(v.name).checks = checks;
+        if !failed.is_empty() {
+            running.stop();
+            self.fail(
+                v.name,
+                format!("verification failed ({})", failed.join("; ")),
+            )?;
+            return Ok(None);
+        }
+        Ok(Some(running))
+    }
+
+    /// Marks a variant failed: it is measured no further and left out of every table (its rows
+    /// leave the CSVs now; its raw samples stay in samples.jsonl).
     fn fail(&mut self, name: &str, reason: String) -> anyhow::Result<()> {
         self.say(format!("{name}: FAILED: {reason}"));
         let o = self.outcome(name);
         o.status = "failed".into();
         o.reason = Some(reason);
-        self.save_info()
+        self.save_info()?;
+        crate::tables::write_csvs(&self.dir, &self.info, &self.samples)
     }
 }
 
@@ -184,7 +224,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
             .ok_or_else(|| anyhow::anyhow!("cannot tell where wasmlab's executable is"))?,
     };
     let workspace = crate::workspace_dir();
-    let everything: Vec<&Variant> = variants.iter().chain(&cold_variants).copied().collect();
+    let mut everything: Vec<&Variant> = variants.clone();
+    for v in &cold_variants {
+        if !everything.iter().any(|e| e.name == v.name) {
+            everything.push(v);
+        }
+    }
     if !args.no_build {
         build_binaries(
             workspace.as_deref(),
@@ -249,7 +294,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         lab.outcome(v.name);
     }
     lab.save_info()?;
-    crate::tables::write_csvs(&lab.dir, &lab.samples)?;
+    crate::tables::write_csvs(&lab.dir, &lab.info, &lab.samples)?;
 
     // The upstream echo server for /proxy, as a child process like the variants.
     let exe = std::env::current_exe()?;
@@ -305,7 +350,24 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         precompiled_guest: precompiled,
     };
 
-    // Cold starts first: each launch in a shuffled order, on an otherwise idle machine.
+    // Verification first: a variant that answers wrongly is measured in no way at all, its cold
+    // starts included.
+    let client = verify::Client::new()?;
+    for v in &everything {
+        if lab.cancelled() {
+            break;
+        }
+        lab.pb.inc(1);
+        if lab.failed(v.name) {
+            continue;
+        }
+        if let Some(running) = lab.launch_verified(v, &ctx(v.name, &lab), &client, &suite)? {
+            running.stop();
+        }
+    }
+    lab.save_info()?;
+
+    // Cold starts: each launch in a shuffled order, on an otherwise idle machine.
     if let Some(cold) = suite.cold_start.clone() {
         for i in 0..cold.runs {
             for v in stats::shuffled(&cold_variants, seed ^ 0xc01d ^ u64::from(i)) {
@@ -332,7 +394,6 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         }
     }
 
-    let client = verify::Client::new()?;
     'reps: for r in 0..suite.repetitions {
         let order = stats::shuffled(&variants, seed.wrapping_add(u64::from(r)));
         lab.info
@@ -352,36 +413,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
             lab.pb
                 .set_message(format!("{}: starting (run {})", v.name, r + 1));
             let ctx = ctx(v.name, &lab);
-            let mut running = match v.launch(&ctx) {
-                Ok(running) => running,
-                Err(e) => {
-                    lab.fail(v.name, format!("{e:#}"))?;
-                    lab.pb.set_position(done_before + steps);
-                    continue;
-                }
-            };
-            lab.pb.set_message(format!("{}: verifying", v.name));
-            let checks = verify::verify(
-                &client,
-                running.addr,
-                &suite.workloads,
-                suite.echo_body_bytes,
-            );
-            let failed: Vec<String> = checks
-                .iter()
-                .filter(|c| !c.ok)
-                .map(|c| format!("{}: {}", c.what, c.detail))
-                .collect();
-            lab.outcome(v.name).checks = checks;
-            if !failed.is_empty() {
-                lab.fail(
-                    v.name,
-                    format!("verification failed, not measured ({})", failed.join("; ")),
-                )?;
-                running.stop();
+            // Each launch is verified again: it is a new process.
+            let Some(mut running) = lab.launch_verified(v, &ctx, &client, &suite)? else {
                 lab.pb.set_position(done_before + steps);
                 continue;
-            }
+            };
             let mut subject = Subject {
                 v,
                 r,
@@ -457,13 +493,22 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Progress steps: cold launches, then per repetition and variant its cells.
+/// Progress steps: verification of each variant, cold launches, then per repetition and variant
+/// its cells.
 fn planned_steps(suite: &Suite) -> usize {
     let cold = suite
         .cold_start
         .as_ref()
         .map_or(0, |c| c.runs as usize * suite.cold_start_variants().len());
-    cold + suite.repetitions as usize * suite.variants.len() * variant_steps(suite) as usize
+    let mut verified = suite.variants.clone();
+    for v in suite.cold_start_variants() {
+        if !verified.contains(&v) {
+            verified.push(v);
+        }
+    }
+    verified.len()
+        + cold
+        + suite.repetitions as usize * suite.variants.len() * variant_steps(suite) as usize
 }
 
 fn variant_steps(suite: &Suite) -> u64 {

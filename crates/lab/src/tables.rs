@@ -2,7 +2,7 @@
 //! the analysis).
 
 use crate::analysis::{Analysis, BASELINE};
-use crate::model::{Kind, Sample};
+use crate::model::{Kind, RunInfo, Sample};
 use crate::results::ResultsDir;
 use crate::stats::Estimate;
 
@@ -94,10 +94,14 @@ fn load_values(s: &Sample) -> Vec<String> {
 }
 
 /// Writes throughput.csv, warm.csv, open_loop.csv and cold_start.csv from the samples.
-pub fn write_csvs(dir: &ResultsDir, samples: &[Sample]) -> anyhow::Result<()> {
+/// Writes the CSVs from the samples of the variants that did not fail (see
+/// [`crate::analysis::tabled`]).
+pub fn write_csvs(dir: &ResultsDir, info: &RunInfo, samples: &[Sample]) -> anyhow::Result<()> {
+    let samples = crate::analysis::tabled(info, samples);
     let of = |k: Kind| {
         samples
             .iter()
+            .copied()
             .filter(move |s| s.kind == k && s.load.is_some())
     };
     let throughput: Vec<Vec<String>> = of(Kind::Throughput).map(load_values).collect();

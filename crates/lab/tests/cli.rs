@@ -667,6 +667,90 @@ fn run_with_your_own_guest() {
     );
 }
 
+#[test]
+fn a_variant_refused_by_verification_is_in_no_table_and_listed_as_failed_in_every_output() {
+    // The minimal guest answers "hello from wat" everywhere: verification refuses
+    // wasmtime-pooled, which the suite also names for cold starts, warm latency and the open loop.
+    let tmp = tempfile::tempdir().unwrap();
+    let wat = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/examples/minimal-guest.wat"
+    );
+    let (out, results) = run_suite(
+        tmp.path(),
+        r#"name = "refused"
+variants = ["native", "wasmtime-pooled"]
+workloads = ["hello"]
+connections = [2]
+duration_secs = 0.2
+warmup_secs = 0.1
+
+[cold_start]
+runs = 2
+variants = ["native", "wasmtime-pooled"]
+
+[warm]
+duration_secs = 0.2
+
+[open_loop]
+fractions = [0.5]
+duration_secs = 0.2
+connections = 2
+workloads = ["hello"]
+"#,
+        &["--wasm", wat],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let dir = only_run_dir(&results);
+    let refused = |text: &str| text.contains("wasmtime-pooled");
+    // Terminal: every table has native's rows and none of wasmtime-pooled; the reason follows.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let (tables, after) = stdout
+        .split_once("wasmtime-pooled: not measured: verification failed")
+        .unwrap_or_else(|| panic!("no failure line in {stdout}"));
+    assert!(!refused(tables), "{tables}");
+    assert!(after.contains("hello from wat"), "{after}");
+    for title in ["cold start", "warm latency", "open loop"] {
+        assert!(tables.contains(title), "no {title} table in {tables}");
+    }
+    // CSVs: native's rows only.
+    for csv in [
+        "throughput.csv",
+        "warm.csv",
+        "open_loop.csv",
+        "cold_start.csv",
+    ] {
+        let text = std::fs::read_to_string(dir.join(csv)).unwrap();
+        assert!(text.lines().count() > 1, "{csv} has no rows");
+        assert!(!refused(&text), "{csv}: {text}");
+    }
+    // summary.md and report.html name it only where they list what failed.
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    let md_mentions: Vec<&str> = md.lines().filter(|l| refused(l)).collect();
+    assert_eq!(md_mentions.len(), 1, "{md_mentions:?}");
+    assert!(md_mentions[0].contains("failed"), "{}", md_mentions[0]);
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    let svg_mentions = html
+        .split("<svg")
+        .skip(1)
+        .filter(|svg| refused(svg.split("</svg>").next().unwrap()))
+        .count();
+    assert_eq!(svg_mentions, 0, "a plot shows the refused variant");
+    // Beyond the plots: only where the report lists outcomes, the suite and the run order.
+    for line in html.lines().filter(|l| refused(l)) {
+        assert!(
+            ["failed", "<th>Variants</th>", "<th>Cold starts</th>", " → "]
+                .iter()
+                .any(|ok| line.contains(ok)),
+            "report.html shows the refused variant in {line}"
+        );
+    }
+    // `wasmlab report` rebuilds the same from the raw data.
+    let rebuilt = rebuild_report(&dir);
+    assert!(rebuilt.status.success());
+    assert!(!refused(&String::from_utf8_lossy(&rebuilt.stdout)));
+}
+
 /// A copy of the committed fixture run (tests/fixtures/small-run: a real two-variant run, two
 /// repetitions, with cold starts, warm and open-loop cells) in a temporary directory.
 fn fixture_copy(tmp: &Path, name: &str) -> std::path::PathBuf {
