@@ -5,21 +5,16 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-mod analysis;
-mod cpus;
-mod load_cmd;
-mod machine;
-mod model;
+// The pipeline of `wasmlab run`, in the order data flows through it.
+mod analyze;
+mod launch;
+mod measure;
+mod plan;
+mod record;
 mod report;
-mod report_cmd;
-mod resources;
-mod results;
+
+mod cmd;
 mod run;
-mod stats;
-mod suite;
-mod tables;
-mod variant;
-mod verify;
 
 #[derive(Parser)]
 #[command(
@@ -37,12 +32,12 @@ enum Command {
     /// open-loop latency and resources; write results/<run-id>/ with report.html.
     Run(run::RunArgs),
     /// Rebuild a results directory's CSVs, summary.md and report.html from its raw samples.
-    Report(report_cmd::ReportArgs),
+    Report(cmd::report::ReportArgs),
     /// Compare two results directories cell by cell, with confidence intervals.
-    Compare(report_cmd::CompareArgs),
+    Compare(cmd::report::CompareArgs),
     /// HTTP/1.1 keep-alive load against any URL: closed loop (like wrk, oha) or open loop at a
     /// constant rate with --rate (like wrk2).
-    Load(load_cmd::LoadArgs),
+    Load(cmd::load::LoadArgs),
     /// Serve the upstream echo server that /proxy forwards to (the lab starts it itself).
     Upstream {
         #[arg(long, default_value = "127.0.0.1")]
@@ -63,17 +58,17 @@ fn main() -> ExitCode {
     wasmlab_gateway::cli::raise_fd_limit();
     let result = match cli.command {
         Command::Run(args) => run::run(args),
-        Command::Report(args) => report_cmd::report(args),
-        Command::Compare(args) => report_cmd::compare(args),
-        Command::Load(args) => load_cmd::load(args),
+        Command::Report(args) => cmd::report::report(args),
+        Command::Compare(args) => cmd::report::compare(args),
+        Command::Load(args) => cmd::load::load(args),
         Command::Upstream { host, port } => serve_upstream(host, port),
         Command::Variants => {
-            for v in variant::VARIANTS {
+            for v in launch::VARIANTS {
                 println!("{:<18} {}", v.name, v.about);
             }
             Ok(())
         }
-        Command::ShowSuite { name } => suite::builtin(&name).map(|text| print!("{text}")),
+        Command::ShowSuite { name } => plan::suite::builtin(&name).map(|text| print!("{text}")),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -11,14 +11,14 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressStyle};
 use wasmlab_load::{LoadConfig, LoadReport, parse_duration};
 
-use crate::machine;
-use crate::model::{Artifact, Kind, RunInfo, SAMPLES_SCHEMA, Sample, VariantOutcome};
-use crate::resources::Sampler;
-use crate::results::ResultsDir;
-use crate::stats;
-use crate::suite::{self, Suite};
-use crate::variant::{self, LaunchContext, Running, Variant};
-use crate::verify::{self, WorkloadRequest};
+use crate::analyze::stats;
+use crate::launch::{self, LaunchContext, Running, Variant};
+use crate::measure::resources::Sampler;
+use crate::measure::verify::{self, WorkloadRequest};
+use crate::plan::machine;
+use crate::plan::suite::{self, Suite};
+use crate::record::model::{Artifact, Kind, RunInfo, SAMPLES_SCHEMA, Sample, VariantOutcome};
+use crate::record::results::ResultsDir;
 
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
@@ -103,7 +103,7 @@ impl Lab {
     fn record(&mut self, sample: Sample) -> anyhow::Result<()> {
         self.dir.append_sample(&sample)?;
         self.samples.push(sample);
-        crate::tables::write_csvs(&self.dir, &self.info, &self.samples)
+        crate::record::csv::write_csvs(&self.dir, &self.info, &self.samples)
     }
 
     fn save_info(&self) -> anyhow::Result<()> {
@@ -178,7 +178,7 @@ impl Lab {
         o.status = "failed".into();
         o.reason = Some(reason);
         self.save_info()?;
-        crate::tables::write_csvs(&self.dir, &self.info, &self.samples)
+        crate::record::csv::write_csvs(&self.dir, &self.info, &self.samples)
     }
 }
 
@@ -211,7 +211,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         None => None,
     };
     let find = |names: &[String]| -> anyhow::Result<Vec<&'static Variant>> {
-        names.iter().map(|v| variant::find(v)).collect()
+        names.iter().map(|v| launch::find(v)).collect()
     };
     let variants = find(&suite.variants)?;
     let cold_variants = find(&suite.cold_start_variants())?;
@@ -234,13 +234,13 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         build_binaries(
             workspace.as_deref(),
             &bin_dir,
-            &variant::binaries(everything.iter().copied()),
+            &launch::binaries(everything.iter().copied()),
         )?;
     }
 
-    let allowed = crate::cpus::allowed()
+    let allowed = crate::plan::cpus::allowed()
         .map_err(|e| anyhow::anyhow!("cannot read this process's CPU affinity: {e}"))?;
-    let cpus = crate::cpus::CpuPlan::new(&allowed, suite.load_threads, suite.cpu_partition);
+    let cpus = crate::plan::cpus::CpuPlan::new(&allowed, suite.load_threads, suite.cpu_partition);
     // Described before the lab pins itself: pinned, it would count only the generator's CPUs.
     let machine = machine::describe(workspace.as_deref());
     // Before the lab starts any thread of its own: they all inherit the generator's CPUs.
@@ -263,7 +263,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         schema: SAMPLES_SCHEMA,
         run_id: dir.run_id.clone(),
         command: std::env::args().collect(),
-        started_utc: crate::results::utc_stamp(),
+        started_utc: crate::record::results::utc_stamp(),
         finished_utc: None,
         state: "running".into(),
         git_sha: machine::git_sha(workspace.as_deref()),
@@ -294,14 +294,14 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         lab.outcome(v.name);
     }
     lab.save_info()?;
-    crate::tables::write_csvs(&lab.dir, &lab.info, &lab.samples)?;
+    crate::record::csv::write_csvs(&lab.dir, &lab.info, &lab.samples)?;
 
     // The upstream echo server for /proxy, as a child process like the variants.
     let exe = std::env::current_exe()?;
     let mut up_cmd = std::process::Command::new(&exe);
     up_cmd.args(["upstream", "--port", "0"]);
     let start_timeout = Duration::from_secs_f64(suite.start_timeout_secs);
-    let upstream = variant::spawn_server(
+    let upstream = launch::spawn_server(
         "upstream",
         up_cmd,
         &LaunchContext {
@@ -453,11 +453,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         "complete"
     }
     .into();
-    lab.info.finished_utc = Some(crate::results::utc_stamp());
+    lab.info.finished_utc = Some(crate::record::results::utc_stamp());
     lab.save_info()?;
-    let analysis = crate::analysis::analyse(lab.info.clone(), &lab.samples);
-    let report = crate::report_cmd::write_report(&lab.dir.path, &analysis);
-    println!("{}", crate::tables::terminal(&analysis));
+    let analysis = crate::analyze::analyse(lab.info.clone(), &lab.samples);
+    let report = crate::cmd::report::write_report(&lab.dir.path, &analysis);
+    println!("{}", crate::report::terminal::terminal(&analysis));
     for o in lab.info.variants.iter().filter(|o| o.status == "failed") {
         println!(
             "{}: not measured: {}",
@@ -729,7 +729,7 @@ fn artifacts(bin_dir: &Path, variants: &[&Variant], core_guest: Option<&Path>) -
             });
         }
     };
-    for b in variant::binaries(variants.iter().copied()) {
+    for b in launch::binaries(variants.iter().copied()) {
         add(format!("{b} (binary)"), &bin_dir.join(b));
     }
     match core_guest {
@@ -748,7 +748,7 @@ fn artifacts(bin_dir: &Path, variants: &[&Variant], core_guest: Option<&Path>) -
 
 /// Compiles the core guest to `out` with the Wasm gateway's own settings.
 fn precompile(bin_dir: &Path, core_guest: Option<&Path>, out: &Path) -> anyhow::Result<()> {
-    let gateway = bin_dir.join(variant::WASM_GATEWAY);
+    let gateway = bin_dir.join(launch::WASM_GATEWAY);
     let mut cmd = std::process::Command::new(&gateway);
     cmd.args(["--executor", "pooled", "--precompile"]).arg(out);
     if let Some(g) = core_guest {

@@ -7,9 +7,9 @@ use super::{
     NOT_MEASURED, colour_of, connection_levels, fmt_bytes, fmt_errors, fmt_ms, fmt_ratio_est,
     fmt_rps, has_baseline, mib, saturation_flag, saturation_note, thousands,
 };
-use crate::analysis::{Analysis, BASELINE, Spectrum, ThroughputCell};
-use crate::model::Kind;
-use crate::stats::Estimate;
+use crate::analyze::stats::Estimate;
+use crate::analyze::{Analysis, BASELINE, Spectrum, ThroughputCell};
+use crate::record::model::Kind;
 
 /// `write!` into a String cannot fail.
 macro_rules! w {

@@ -5,7 +5,7 @@ use std::fmt::Write;
 use super::{
     fmt_errors, fmt_ms, fmt_ratio_est, fmt_rps, mib, saturation_flag, saturation_note, thousands,
 };
-use crate::analysis::{Analysis, BASELINE};
+use crate::analyze::{Analysis, BASELINE};
 
 macro_rules! w {
     ($dst:expr, $($arg:tt)*) => {{
@@ -38,7 +38,7 @@ fn table(md: &mut String, head: &[&str], rows: &[Vec<String>], left: usize) {
     md.push('\n');
 }
 
-fn ratio_or_baseline(variant: &str, e: Option<&crate::stats::Estimate>) -> String {
+fn ratio_or_baseline(variant: &str, e: Option<&crate::analyze::stats::Estimate>) -> String {
     if variant == BASELINE {
         "1 (baseline)".into()
     } else {

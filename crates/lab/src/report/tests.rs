@@ -1,9 +1,11 @@
 use wasmlab_load::{ErrorCounts, LatencyMs, LoadReport, OpenLoop};
 
 use super::*;
-use crate::analysis::{self, Spectrum};
-use crate::machine::{Machine, Tools};
-use crate::model::{Artifact, Kind, Resources, RunInfo, Sample, StartTimes, VariantOutcome};
+use crate::analyze::{self, Spectrum};
+use crate::plan::machine::{Machine, Tools};
+use crate::record::model::{
+    Artifact, Kind, Resources, RunInfo, Sample, StartTimes, VariantOutcome,
+};
 
 const SECTION_IDS: [&str; 10] = [
     "summary",
@@ -43,7 +45,7 @@ workloads = ["hello"]
 
 fn info(state: &str) -> RunInfo {
     RunInfo {
-        schema: crate::model::SAMPLES_SCHEMA,
+        schema: crate::record::model::SAMPLES_SCHEMA,
         run_id: "20250101T000000Z-t".into(),
         command: vec!["wasmlab".into(), "run".into(), "--suite".into(), "t".into()],
         started_utc: "2025-01-01T00:00:00Z".into(),
@@ -71,8 +73,8 @@ fn info(state: &str) -> RunInfo {
                 tokio: Some("1.45.0".into()),
             },
         },
-        cpus: crate::cpus::CpuPlan::new(&[0, 1], 1, true),
-        suite: crate::suite::parse(SUITE).expect("test suite parses"),
+        cpus: crate::plan::cpus::CpuPlan::new(&[0, 1], 1, true),
+        suite: crate::plan::suite::parse(SUITE).expect("test suite parses"),
         artifacts: vec![Artifact {
             name: "guest.wasm".into(),
             path: "target/guests/guest.wasm".into(),
@@ -231,7 +233,7 @@ fn assert_offline(html: &str) {
 
 #[test]
 fn report_full_run() {
-    let a = analysis::analyse(info("complete"), &samples());
+    let a = analyze::analyse(info("complete"), &samples());
     assert_eq!(a.reference_connections, Some(100));
     let html = render_html(&a).unwrap();
     for id in SECTION_IDS {
@@ -304,7 +306,7 @@ fn report_without_samples() {
     i.finished_utc = None;
     i.orders.clear();
     i.artifacts.clear();
-    let a = analysis::analyse(i, &[]);
+    let a = analyze::analyse(i, &[]);
     let html = render_html(&a).unwrap();
     for id in SECTION_IDS {
         assert!(
@@ -322,7 +324,7 @@ fn report_without_samples() {
 
 #[test]
 fn report_survives_degenerate_figures() {
-    let mut a = analysis::analyse(info("complete"), &samples());
+    let mut a = analyze::analyse(info("complete"), &samples());
     // One point per series, NaN and zero figures, empty spectra, a missing baseline cell.
     a.throughput.retain(|c| c.connections == 100);
     for c in &mut a.throughput {
@@ -384,7 +386,7 @@ fn report_survives_degenerate_figures() {
 #[test]
 fn report_of_a_gateway_sized_study_stays_small() {
     // 5 variants × 4 workloads × 7 levels, by copying the cells of a small analysis.
-    let base = analysis::analyse(info("complete"), &samples());
+    let base = analyze::analyse(info("complete"), &samples());
     let mut a = base.clone();
     let variants: Vec<String> = (0..5).map(|i| format!("variant-{i}")).collect();
     let workloads: Vec<String> = ["hello", "compute", "proxy", "state"]

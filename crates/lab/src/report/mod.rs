@@ -6,11 +6,12 @@
 mod html;
 mod md;
 mod plot;
+pub mod terminal;
 
 use wasmlab_load::ErrorCounts;
 
-use crate::analysis::{Analysis, BASELINE, ThroughputCell};
-use crate::stats::Estimate;
+use crate::analyze::stats::Estimate;
+use crate::analyze::{Analysis, BASELINE, ThroughputCell};
 
 /// report.html: one self-contained file (inline CSS and SVG, no scripts, no network).
 pub fn render_html(a: &Analysis) -> anyhow::Result<String> {

@@ -7,9 +7,9 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use wasmlab_load::LoadReport;
 
-use crate::machine::Machine;
-use crate::suite::Suite;
-use crate::verify::Check;
+use crate::measure::verify::Check;
+use crate::plan::machine::Machine;
+use crate::plan::suite::Suite;
 
 /// Version of the samples.jsonl line format and of run.json.
 pub const SAMPLES_SCHEMA: u32 = 2;
@@ -158,7 +158,7 @@ pub struct RunInfo {
     pub machine: Machine,
     /// Which CPUs the load generator and the servers ran on.
     #[serde(default)]
-    pub cpus: crate::cpus::CpuPlan,
+    pub cpus: crate::plan::cpus::CpuPlan,
     pub suite: Suite,
     #[serde(default)]
     pub artifacts: Vec<Artifact>,
@@ -166,7 +166,7 @@ pub struct RunInfo {
 }
 
 impl RunInfo {
-    /// Whether `variant` failed in this run (see [`crate::analysis::tabled`]).
+    /// Whether `variant` failed in this run (see [`crate::analyze::tabled`]).
     pub fn failed(&self, variant: &str) -> bool {
         self.variants
             .iter()

@@ -12,7 +12,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use crate::model::StartTimes;
+use crate::record::model::StartTimes;
 
 /// How a variant is started.
 #[derive(Debug, Clone, Copy)]
@@ -122,7 +122,7 @@ pub fn binaries<'a>(variants: impl IntoIterator<Item = &'a Variant>) -> Vec<&'st
 pub struct LaunchContext<'a> {
     pub bin_dir: &'a Path,
     /// The CPUs servers run on.
-    pub cpus: &'a crate::cpus::CpuPlan,
+    pub cpus: &'a crate::plan::cpus::CpuPlan,
     pub upstream: &'a str,
     pub start_timeout: Duration,
     /// The server's stderr goes here.

@@ -3,11 +3,11 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::analysis::{self, Analysis};
-use crate::model::{self, Kind, Sample};
-use crate::results::{ResultsDir, write_atomic};
-use crate::stats::{self, Estimate};
-use crate::tables::with_ci;
+use crate::analyze::stats::{self, Estimate};
+use crate::analyze::{self, Analysis};
+use crate::record::model::{self, Kind, Sample};
+use crate::record::results::{ResultsDir, write_atomic};
+use crate::report::terminal::with_ci;
 
 /// Writes summary.md and report.html into `dir` (each atomically).
 pub fn write_report(dir: &Path, a: &Analysis) -> anyhow::Result<()> {
@@ -37,10 +37,10 @@ pub struct ReportArgs {
 pub fn report(args: ReportArgs) -> anyhow::Result<()> {
     let (info, samples) = load(&args.dir)?;
     let dir = ResultsDir::open(&args.dir)?;
-    crate::tables::write_csvs(&dir, &info, &samples)?;
-    let a = analysis::analyse(info, &samples);
+    crate::record::csv::write_csvs(&dir, &info, &samples)?;
+    let a = analyze::analyse(info, &samples);
     write_report(&args.dir, &a)?;
-    println!("{}", crate::tables::terminal(&a));
+    println!("{}", crate::report::terminal::terminal(&a));
     println!(
         "rebuilt from {} samples: {}",
         samples.len(),
@@ -147,7 +147,7 @@ fn collect(a: &[Sample], b: &[Sample]) -> Vec<Compared> {
 /// medians), significant when the CI excludes 1 and both sides have at least 2 runs.
 fn change(c: &Compared) -> Option<(Estimate, bool)> {
     let e = if c.what.starts_with("cold start") {
-        analysis::median_ratio(&c.b, &c.a)?
+        analyze::median_ratio(&c.b, &c.a)?
     } else {
         stats::ratio_of_means(&c.b, &c.a, false)?
     };

@@ -1,14 +1,16 @@
 //! From raw samples to the figures every output shows (terminal table, CSVs, summary.md,
 //! report.html, compare): one place computes them, so they always agree.
 
+pub mod stats;
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use hdrhistogram::Histogram;
 use serde::Serialize;
 use wasmlab_load::{ErrorCounts, LatencyMs, histogram_from_buckets, new_histogram};
 
-use crate::model::{Kind, RunInfo, Sample};
-use crate::stats::{self, Estimate};
+use crate::record::model::{Kind, RunInfo, Sample};
+use stats::Estimate;
 
 /// The variant every ratio is taken against.
 pub const BASELINE: &str = "native";
@@ -324,7 +326,7 @@ pub fn analyse(info: RunInfo, samples: &[Sample]) -> Analysis {
         if starts.is_empty() {
             continue;
         }
-        let col = |f: fn(&crate::model::StartTimes) -> f64| -> Vec<f64> {
+        let col = |f: fn(&crate::record::model::StartTimes) -> f64| -> Vec<f64> {
             starts.iter().map(f).collect()
         };
         let values = col(|s| s.first_200_ms);
@@ -546,7 +548,7 @@ fn throughput_cell(variant: &str, workload: &str, conns: usize, ss: &[&Sample]) 
         saturated += usize::from(l.generator_saturated);
         busy += l.generator_busy;
     }
-    let with_res: Vec<(&crate::model::Resources, u64, f64)> = ss
+    let with_res: Vec<(&crate::record::model::Resources, u64, f64)> = ss
         .iter()
         .filter_map(|s| {
             let l = s.load.as_ref()?;

@@ -4,13 +4,13 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::variant;
+use crate::launch;
 
 const BUILTIN: &[(&str, &str)] = &[
-    ("quick", include_str!("../../../suites/quick.toml")),
+    ("quick", include_str!("../../../../suites/quick.toml")),
     (
         "gateway-study",
-        include_str!("../../../suites/gateway-study.toml"),
+        include_str!("../../../../suites/gateway-study.toml"),
     ),
 ];
 
@@ -181,7 +181,7 @@ impl Suite {
     pub fn validate(&self) -> anyhow::Result<()> {
         anyhow::ensure!(!self.variants.is_empty(), "`variants` is empty");
         for v in self.variants.iter().chain(&self.cold_start_variants()) {
-            variant::find(v)?;
+            launch::find(v)?;
         }
         anyhow::ensure!(!self.workloads.is_empty(), "`workloads` is empty");
         for w in self

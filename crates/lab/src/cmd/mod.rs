@@ -1,0 +1,4 @@
+//! The subcommands besides `run`: rebuilding a report, comparing runs, the load generator.
+
+pub mod load;
+pub mod report;

@@ -1,0 +1,149 @@
+//! The CSV files: one row per measured run, from the raw samples.
+
+use crate::record::model::{Kind, RunInfo, Sample};
+use crate::record::results::ResultsDir;
+
+/// The columns of every load cell's row (throughput.csv and warm.csv; open_loop.csv adds
+/// [`OPEN_LOOP_EXTRA`]). `throughput.csv` starts with the gateway study's columns.
+const LOAD_HEADER: &[&str] = &[
+    "variant",
+    "workload",
+    "connections",
+    "rps",
+    "p50_ms",
+    "p90_ms",
+    "p99_ms",
+    "p99_9_ms",
+    "max_ms",
+    "responses",
+    "errors",
+    "errors_connect",
+    "errors_read_write",
+    "errors_timeout",
+    "errors_non_2xx",
+    "duration_s",
+    "repetition",
+    "ttfb_p50_ms",
+    "generator_busy",
+    "generator_saturated",
+    "rss_peak_kib",
+    "rss_mean_kib",
+    "cpu_secs",
+];
+
+const OPEN_LOOP_EXTRA: &[&str] = &[
+    "load_fraction",
+    "target_rps",
+    "achieved_rps",
+    "intended",
+    "sent",
+    "dropped",
+    "late",
+    "uncorrected_p50_ms",
+    "uncorrected_p99_ms",
+    "uncorrected_max_ms",
+];
+
+const COLD_START_HEADER: &[&str] = &[
+    "variant",
+    "launch",
+    "listening_ms",
+    "connected_ms",
+    "first_byte_ms",
+    "first_200_ms",
+];
+
+fn f(v: f64, decimals: usize) -> String {
+    format!("{v:.decimals$}")
+}
+
+/// A load cell's values, in [`LOAD_HEADER`]'s order.
+fn load_values(s: &Sample) -> Vec<String> {
+    let l = s.load.as_ref().expect("load samples only");
+    let lat = &l.latency_ms;
+    let e = &l.errors;
+    let r = s.resources.unwrap_or_default();
+    vec![
+        s.variant.clone(),
+        s.workload.clone().unwrap_or_default(),
+        l.connections.to_string(),
+        f(l.rps, 1),
+        f(lat.p50, 4),
+        f(lat.p90, 4),
+        f(lat.p99, 4),
+        f(lat.p99_9, 4),
+        f(lat.max, 4),
+        l.responses.to_string(),
+        e.total().to_string(),
+        e.connect.to_string(),
+        e.read_write.to_string(),
+        e.timeout.to_string(),
+        e.non_2xx.to_string(),
+        f(l.elapsed_secs, 3),
+        s.repetition.to_string(),
+        f(l.phases.wait.p50, 4),
+        f(l.generator_busy, 3),
+        l.generator_saturated.to_string(),
+        r.rss_peak_kib.to_string(),
+        f(r.rss_mean_kib, 0),
+        f(r.cpu_secs, 3),
+    ]
+}
+
+/// Writes throughput.csv, warm.csv, open_loop.csv and cold_start.csv from the samples.
+/// Writes the CSVs from the samples of the variants that did not fail (see
+/// [`crate::analyze::tabled`]).
+pub fn write_csvs(dir: &ResultsDir, info: &RunInfo, samples: &[Sample]) -> anyhow::Result<()> {
+    let samples = crate::analyze::tabled(info, samples);
+    let of = |k: Kind| {
+        samples
+            .iter()
+            .copied()
+            .filter(move |s| s.kind == k && s.load.is_some())
+    };
+    let throughput: Vec<Vec<String>> = of(Kind::Throughput).map(load_values).collect();
+    dir.write_csv("throughput.csv", LOAD_HEADER, &throughput)?;
+    let warm: Vec<Vec<String>> = of(Kind::Warm).map(load_values).collect();
+    dir.write_csv("warm.csv", LOAD_HEADER, &warm)?;
+    let open: Vec<Vec<String>> = of(Kind::OpenLoop)
+        .filter_map(|s| {
+            let o = s.load.as_ref()?.open_loop?;
+            let mut row = load_values(s);
+            row.extend([
+                f(s.load_fraction.unwrap_or(0.0), 3),
+                f(o.target_rate, 1),
+                f(o.achieved_rate, 1),
+                o.intended.to_string(),
+                o.sent.to_string(),
+                o.dropped.to_string(),
+                o.late.to_string(),
+                f(o.uncorrected_ms.p50, 4),
+                f(o.uncorrected_ms.p99, 4),
+                f(o.uncorrected_ms.max, 4),
+            ]);
+            Some(row)
+        })
+        .collect();
+    dir.write_csv(
+        "open_loop.csv",
+        &[LOAD_HEADER, OPEN_LOOP_EXTRA].concat(),
+        &open,
+    )?;
+    let cold: Vec<Vec<String>> = samples
+        .iter()
+        .filter(|s| s.kind == Kind::ColdStart)
+        .filter_map(|s| {
+            let t = s.start?;
+            Some(vec![
+                s.variant.clone(),
+                s.repetition.to_string(),
+                f(t.listening_ms, 3),
+                f(t.connected_ms, 3),
+                f(t.first_byte_ms, 3),
+                f(t.first_200_ms, 3),
+            ])
+        })
+        .collect();
+    dir.write_csv("cold_start.csv", COLD_START_HEADER, &cold)?;
+    Ok(())
+}
