@@ -35,6 +35,15 @@ const GUESTS: &[Guest] = &[
         // Default stack: this is the gateway study's guest as it built it.
         rustflags: &[],
     },
+    Guest {
+        name: "PIPE",
+        package: "wasmlab-guest-command",
+        target: "wasm32-wasip1",
+        select: &["--bin", "wasmlab-guest-pipe"],
+        file: "wasmlab-guest-pipe.wasm",
+        // For engines' CLIs: imports only WASI; the host's capabilities over stdin and stdout.
+        rustflags: &[],
+    },
     // The misbehaving guest of the hardening tests, in both shapes.
     Guest {
         name: "HOSTILE_CORE",

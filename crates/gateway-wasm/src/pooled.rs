@@ -1,11 +1,10 @@
 //! The fast path: a fresh instance per request from a pre-linked module and a pooling allocator.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use bytes::Bytes;
 
-use tokio::sync::{Semaphore, SemaphorePermit};
+use wasmlab_gateway::admission::Admission;
 use wasmlab_gateway::{Capabilities, ExecRequest, Executor, Failure, Reply};
 use wasmlab_guest_abi as abi;
 use wasmtime::{
@@ -21,9 +20,8 @@ pub struct PooledExecutor {
     pre: InstancePre<HostCtx>,
     memory: ModuleExport,
     handle: ModuleExport,
-    slots: Semaphore,
-    /// Requests waiting for a slot now.
-    waiting: AtomicUsize,
+    /// Keeps live instances within the pool, so instantiation never fails for want of a slot.
+    admission: Admission,
     limits: GuestLimits,
     _ticker: EpochTicker,
 }
@@ -128,13 +126,16 @@ impl PooledExecutor {
         let ticker = EpochTicker::start(&engine, limits.tick())?;
         Ok(Self {
             _ticker: ticker,
-            waiting: AtomicUsize::new(0),
+            admission: Admission::new(
+                limits.max_instances.max(1) as usize,
+                limits.max_queue,
+                limits.queue_timeout,
+            ),
             limits,
             engine,
             pre,
             memory,
             handle,
-            slots: Semaphore::new(limits.max_instances.max(1) as usize),
         })
     }
 
@@ -163,34 +164,6 @@ impl PooledExecutor {
         let body = Bytes::copy_from_slice(resp.body);
         Reply::from_parts(resp.status, resp.headers(), body).map_err(anyhow::Error::msg)
     }
-
-    /// A slot in the instance pool: at once if one is free, else after a bounded wait in a
-    /// bounded queue; `Err` is the 503 to answer.
-    async fn slot(&self) -> Result<SemaphorePermit<'_>, Reply> {
-        if let Ok(permit) = self.slots.try_acquire() {
-            return Ok(permit);
-        }
-        if self.waiting.fetch_add(1, Ordering::Relaxed) >= self.limits.max_queue {
-            self.waiting.fetch_sub(1, Ordering::Relaxed);
-            return Err(Reply::text(
-                503,
-                "busy: every instance is in use and the queue is full",
-            ));
-        }
-        let waited = tokio::time::timeout(self.limits.queue_timeout, self.slots.acquire()).await;
-        self.waiting.fetch_sub(1, Ordering::Relaxed);
-        match waited {
-            Ok(Ok(permit)) => Ok(permit),
-            Ok(Err(_)) => Err(Reply::text(503, "executor shut down")),
-            Err(_) => Err(Reply::text(
-                503,
-                format!(
-                    "busy: no instance free within {} ms",
-                    self.limits.queue_timeout.as_millis()
-                ),
-            )),
-        }
-    }
 }
 
 impl Executor for PooledExecutor {
@@ -204,9 +177,7 @@ impl Executor for PooledExecutor {
     }
 
     async fn execute(&self, req: ExecRequest) -> Result<Reply, Failure> {
-        // The semaphore keeps live instances within the pool, so instantiation never fails for
-        // want of a slot.
-        let _slot = match self.slot().await {
+        let _slot = match self.admission.enter().await {
             Ok(slot) => slot,
             Err(busy) => return Ok(busy),
         };

@@ -3,12 +3,14 @@
 //! links no Wasm engine, so the native binary's size and cold start pay nothing for Wasm. The Wasm
 //! executors live in `wasmlab-gateway-wasm` and plug into the same server.
 
+pub mod admission;
 pub mod cli;
 pub mod executor;
 pub mod host;
 pub mod idle;
 pub mod log;
 mod memory;
+pub mod process;
 pub mod server;
 pub mod test_support;
 

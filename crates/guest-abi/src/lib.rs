@@ -21,9 +21,12 @@
 //!
 //! The WASI command guest (the gateway study's shape) reads a request from stdin framed by
 //! [`encode_command_request`] and writes a response framed by [`encode_command_response`]. It uses
-//! the same `wasmlab` imports for `/state` and `/proxy`.
+//! the same `wasmlab` imports for `/state` and `/proxy`. The pipe command guest, run by an
+//! engine's CLI, reaches the host over stdin and stdout instead (see [`pipe`]).
 
 #![forbid(unsafe_code)]
+
+pub mod pipe;
 
 pub const ABI_VERSION: i32 = 1;
 pub const EXPORT_MEMORY: &str = "memory";

@@ -10,6 +10,7 @@ mod tests {
         for (bytes, path) in [
             (super::CORE, super::CORE_PATH),
             (super::COMMAND, super::COMMAND_PATH),
+            (super::PIPE, super::PIPE_PATH),
             (super::HOSTILE_CORE, super::HOSTILE_CORE_PATH),
             (super::HOSTILE_COMMAND, super::HOSTILE_COMMAND_PATH),
         ] {

@@ -12,6 +12,9 @@ mod arena;
 mod import_host;
 #[cfg(target_arch = "wasm32")]
 pub use import_host::ImportHost;
+// Plain std I/O: also built natively, where it stands in for a CLI engine in tests.
+mod pipe_host;
+pub use pipe_host::{PipeHost, run_pipe_command};
 
 #[cfg(target_arch = "wasm32")]
 mod glue {
