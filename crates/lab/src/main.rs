@@ -46,8 +46,12 @@ enum Command {
         #[arg(long, default_value_t = 0)]
         port: u16,
     },
-    /// List the variants wasmlab knows.
-    Variants,
+    /// List every variant with its state here: ready, needs setup (the command, about how long),
+    /// or unavailable (why).
+    Variants(cmd::variants::VariantsArgs),
+    /// Install what variants need into the project's tools directory (the Wasmtime CLI from
+    /// crates.io, ...), idempotently, with progress.
+    Setup(cmd::setup::SetupArgs),
     /// Print a built-in suite's TOML (a starting point for your own --suite FILE.toml).
     ShowSuite { name: String },
 }
@@ -62,12 +66,8 @@ fn main() -> ExitCode {
         Command::Compare(args) => cmd::report::compare(args),
         Command::Load(args) => cmd::load::load(args),
         Command::Upstream { host, port } => serve_upstream(host, port),
-        Command::Variants => {
-            for v in launch::VARIANTS {
-                println!("{:<18} {}", v.name, v.about);
-            }
-            Ok(())
-        }
+        Command::Variants(args) => cmd::variants::list(args),
+        Command::Setup(args) => cmd::setup::setup(args),
         Command::ShowSuite { name } => plan::suite::builtin(&name).map(|text| print!("{text}")),
     };
     match result {

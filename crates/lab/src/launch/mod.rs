@@ -1,7 +1,8 @@
-//! The variant table and the one abstraction that launches, readies and stops every variant.
-//!
-//! Adding a variant is a row in [`VARIANTS`] (and, for a new kind of thing to start, a [`Launcher`]
-//! arm). Everything downstream (verification, measurement, results) only sees a [`Running`] server.
+//! Starting a variant from its spec, knowing when it is ready, and stopping it. Everything
+//! downstream (verification, measurement, results) only sees a [`Running`] server.
+
+pub mod prepare;
+pub mod template;
 
 use std::fs::File;
 use std::io::{BufRead, BufReader};
@@ -9,128 +10,86 @@ use std::net::SocketAddr;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use crate::plan::variants::{Address, VariantSpec};
 use crate::record::model::StartTimes;
+use template::Vars;
 
-/// How a variant is started.
-#[derive(Debug, Clone, Copy)]
-pub enum Launcher {
-    /// One of wasmlab's gateway binaries, given `--port 0 --upstream URL` plus `args`.
-    /// `core_guest`: it runs a core-module guest, which `wasmlab run --wasm PATH` replaces.
-    Gateway {
-        binary: &'static str,
-        args: &'static [&'static str],
-        core_guest: bool,
-        /// Starts from the core guest precompiled to a `.cwasm` file (prepared once per run by
-        /// `--precompile`) instead of compiling it at start.
-        precompiled: bool,
-    },
+/// A variant ready to launch: its spec and this run's values for its templates.
+#[derive(Debug, Clone)]
+pub struct Launchable {
+    pub spec: VariantSpec,
+    pub vars: Vars,
 }
 
-#[derive(Debug, Clone, Copy)]
-pub struct Variant {
-    /// Stable identifier in results.
-    pub name: &'static str,
-    pub about: &'static str,
-    pub launcher: Launcher,
+/// The values every variant of a run shares (see `plan::variants::PLACEHOLDERS`).
+pub struct RunValues<'a> {
+    pub bin: &'a Path,
+    pub workspace: Option<&'a Path>,
+    pub tools: &'a Path,
+    /// The run's results directory: `{prepared}` is `prepared/<variant>` in it.
+    pub results: &'a Path,
+    pub core_guest: Option<&'a Path>,
+    pub upstream: &'a str,
+    pub server_cpus: String,
+    pub run_id: &'a str,
+    pub host_triple: &'a str,
 }
 
-pub const NATIVE_GATEWAY: &str = "wasmlab-gateway-native";
-pub const WASM_GATEWAY: &str = "wasmlab-gateway-wasm";
-
-pub const VARIANTS: &[Variant] = &[
-    Variant {
-        name: "native",
-        about: "handlers compiled into the gateway; keep-alive, one worker per core",
-        launcher: Launcher::Gateway {
-            binary: NATIVE_GATEWAY,
-            args: &[],
-            core_guest: false,
-            precompiled: false,
-        },
-    },
-    Variant {
-        name: "native-close",
-        about: "the gateway study's native server: one thread, one connection at a time, Connection: close",
-        launcher: Launcher::Gateway {
-            binary: NATIVE_GATEWAY,
-            args: &["--connection-close", "--threads", "1"],
-            core_guest: false,
-            precompiled: false,
-        },
-    },
-    Variant {
-        name: "wasmtime-pooled",
-        about: "fresh Wasmtime instance per request: pooling allocator, InstancePre, core-module guest",
-        launcher: Launcher::Gateway {
-            binary: WASM_GATEWAY,
-            args: &["--executor", "pooled"],
-            core_guest: true,
-            precompiled: false,
-        },
-    },
-    Variant {
-        name: "wasmtime-pooled-cwasm",
-        about: "wasmtime-pooled starting from the guest precompiled to a .cwasm file (no compile at start)",
-        launcher: Launcher::Gateway {
-            binary: WASM_GATEWAY,
-            args: &["--executor", "pooled"],
-            core_guest: true,
-            precompiled: true,
-        },
-    },
-    Variant {
-        name: "wasmtime-naive",
-        about: "the gateway study's embedded method: per request Linker + WASI ctx + Store + _start",
-        launcher: Launcher::Gateway {
-            binary: WASM_GATEWAY,
-            args: &["--executor", "naive"],
-            core_guest: false,
-            precompiled: false,
-        },
-    },
-];
-
-pub fn find(name: &str) -> anyhow::Result<&'static Variant> {
-    VARIANTS.iter().find(|v| v.name == name).ok_or_else(|| {
-        anyhow::anyhow!(
-            "unknown variant {name:?}: known variants are {}",
-            VARIANTS
-                .iter()
-                .map(|v| v.name)
-                .collect::<Vec<_>>()
-                .join(", ")
-        )
-    })
-}
-
-/// The binaries a set of variants needs.
-pub fn binaries<'a>(variants: impl IntoIterator<Item = &'a Variant>) -> Vec<&'static str> {
-    let mut out: Vec<&'static str> = Vec::new();
-    for v in variants {
-        let Launcher::Gateway { binary, .. } = v.launcher;
-        if !out.contains(&binary) {
-            out.push(binary);
+impl Launchable {
+    /// `spec` with this run's values, the tools it found and the container engine it uses.
+    pub fn new(
+        spec: &VariantSpec,
+        run: &RunValues<'_>,
+        tools: &[crate::plan::tools::FoundTool],
+        engine: Option<&crate::plan::containers::Engine>,
+    ) -> Self {
+        let mut vars = Vars::default();
+        let path = |p: &Path| p.display().to_string();
+        vars.set("bin", path(run.bin));
+        if let Some(ws) = run.workspace {
+            vars.set("workspace", path(ws));
+        }
+        vars.set("tools", path(run.tools));
+        vars.set(
+            "prepared",
+            path(&run.results.join("prepared").join(&spec.name)),
+        );
+        vars.set(
+            "core_guest",
+            run.core_guest
+                .map_or_else(|| wasmlab_guest_artifacts::CORE_PATH.to_owned(), path),
+        );
+        vars.set("command_guest", wasmlab_guest_artifacts::COMMAND_PATH);
+        vars.set("pipe_guest", wasmlab_guest_artifacts::PIPE_PATH);
+        vars.set("upstream", run.upstream);
+        vars.set("server_cpus", run.server_cpus.clone());
+        vars.set("run_id", run.run_id);
+        vars.set("variant", spec.name.clone());
+        vars.set("host_triple", run.host_triple);
+        for t in tools {
+            vars.set(&format!("tool:{}", t.name), t.path.clone());
+        }
+        if let Some(e) = engine {
+            vars.set_container(e.command.clone(), e.env.clone());
+        }
+        Self {
+            spec: spec.clone(),
+            vars,
         }
     }
-    out
 }
 
 /// What every launch needs to know.
 pub struct LaunchContext<'a> {
-    pub bin_dir: &'a Path,
     /// The CPUs servers run on.
     pub cpus: &'a crate::plan::cpus::CpuPlan,
-    pub upstream: &'a str,
     pub start_timeout: Duration,
-    /// The server's stderr goes here.
+    /// The server's stderr (and, when it does not print its address, its stdout) goes here.
     pub log_path: PathBuf,
-    /// A core-module guest to run instead of the built-in one (`wasmlab run --wasm`).
-    pub core_guest: Option<&'a Path>,
-    /// The core guest precompiled to `.cwasm` (see [`Variant::needs_precompiled`]).
-    pub precompiled_guest: Option<&'a Path>,
 }
 
 /// A started server; stopped (and killed if need be) when dropped.
@@ -138,63 +97,80 @@ pub struct Running {
     pub addr: SocketAddr,
     pub start: StartTimes,
     child: Child,
+    /// Run before SIGTERM (e.g. removing a container), with the variant's environment.
+    stop_command: Option<Command>,
+    /// Prints more process ids of the variant (see `Start::processes`).
+    processes_command: Option<Command>,
 }
 
-impl Variant {
-    /// Whether the variant starts from a precompiled guest, which the run prepares first.
-    pub fn needs_precompiled(&self) -> bool {
-        matches!(
-            self.launcher,
-            Launcher::Gateway {
-                precompiled: true,
-                ..
-            }
-        )
+/// Launches so far, for unique instance names.
+static LAUNCHES: AtomicU32 = AtomicU32::new(0);
+
+impl Launchable {
+    pub fn name(&self) -> &str {
+        &self.spec.name
     }
 
+    /// Starts the variant and waits until it answers 200 on its ready path.
     pub fn launch(&self, ctx: &LaunchContext<'_>) -> anyhow::Result<Running> {
-        match self.launcher {
-            Launcher::Gateway {
-                binary,
-                args,
-                core_guest,
-                precompiled,
-            } => {
-                let path = ctx.bin_dir.join(binary);
-                anyhow::ensure!(
-                    path.is_file(),
-                    "{} not found (build it with `cargo build --release`, or pass --bin-dir)",
-                    path.display()
-                );
-                let mut cmd = Command::new(&path);
-                // --error-details: a failed verification then says why the guest failed.
-                cmd.args(["--port", "0", "--upstream", ctx.upstream, "--error-details"])
-                    .args(args);
-                if precompiled {
-                    let cwasm = ctx.precompiled_guest.ok_or_else(|| {
-                        anyhow::anyhow!("{}: no precompiled guest was prepared", self.name)
-                    })?;
-                    cmd.arg("--wasm").arg(cwasm);
-                } else if let (true, Some(guest)) = (core_guest, ctx.core_guest) {
-                    cmd.arg("--wasm").arg(guest);
-                }
-                spawn_server(self.name, cmd, ctx, "/")
-            }
-        }
+        let start = &self.spec.start;
+        let port = match start.address {
+            Address::Stdout => 0,
+            Address::Port => free_port()?,
+        };
+        let n = LAUNCHES.fetch_add(1, Ordering::Relaxed);
+        let instance = format!(
+            "wasmlab-{}-{}-{n}",
+            self.vars
+                .get("run_id")
+                .unwrap_or("run")
+                .to_ascii_lowercase(),
+            self.spec.name
+        );
+        let vars = self
+            .vars
+            .with("port", port.to_string())
+            .with("instance", instance);
+        let mut cmd = vars.command(&start.command)?;
+        cmd.envs(&start.env);
+        let known = match start.address {
+            Address::Stdout => None,
+            Address::Port => Some(SocketAddr::from(([127, 0, 0, 1], port))),
+        };
+        let mut running = spawn_server(&self.spec.name, cmd, ctx, &start.ready_path, known)?;
+        running.stop_command = start.stop.as_ref().map(|s| vars.command(s)).transpose()?;
+        running.processes_command = start
+            .processes
+            .as_ref()
+            .map(|p| vars.command(p))
+            .transpose()?;
+        Ok(running)
     }
 }
 
-/// Spawns a server that prints `listening on http://ADDR` on stdout, then waits until `ready_path`
-/// answers 200.
+/// A free loopback port (bound and released: the server binds it next).
+fn free_port() -> anyhow::Result<u16> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0")
+        .map_err(|e| anyhow::anyhow!("cannot find a free port: {e}"))?;
+    Ok(l.local_addr()?.port())
+}
+
+/// Spawns a server, learns its address (from `known`, else from the `listening on http://ADDR`
+/// line it prints on stdout), then waits until `ready_path` answers 200.
 pub fn spawn_server(
     name: &str,
     mut cmd: Command,
     ctx: &LaunchContext<'_>,
     ready_path: &str,
+    known: Option<SocketAddr>,
 ) -> anyhow::Result<Running> {
     let log = File::create(&ctx.log_path)
         .map_err(|e| anyhow::anyhow!("create {}: {e}", ctx.log_path.display()))?;
-    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(log);
+    let stdout = match known {
+        Some(_) => Stdio::from(log.try_clone()?),
+        None => Stdio::piped(),
+    };
+    cmd.stdin(Stdio::null()).stdout(stdout).stderr(log);
     ctx.cpus.confine_server(&mut cmd);
     // SAFETY: prctl is async-signal-safe; the child dies with wasmlab, so none outlives it.
     unsafe {
@@ -207,42 +183,51 @@ pub fn spawn_server(
     let mut child = cmd
         .spawn()
         .map_err(|e| anyhow::anyhow!("start {name} ({:?}): {e}", cmd.get_program()))?;
-    let stdout = child.stdout.take().expect("piped");
     let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if let Some(addr) = line.strip_prefix("listening on http://") {
-                let _ = tx.send(addr.trim().to_owned());
+    if let Some(stdout) = child.stdout.take() {
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if let Some(addr) = line.strip_prefix("listening on http://") {
+                    let _ = tx.send(addr.trim().to_owned());
+                }
             }
-        }
-    });
+        });
+    }
     let mut running = Running {
-        addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+        addr: known.unwrap_or(SocketAddr::from(([127, 0, 0, 1], 0))),
         start: StartTimes::default(),
         child,
+        stop_command: None,
+        processes_command: None,
     };
     let deadline = t0 + ctx.start_timeout;
-    let addr = loop {
-        match rx.recv_timeout(Duration::from_millis(20)) {
-            Ok(a) => break a,
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) => {}
-        }
-        if let Some(status) = running.child.try_wait()? {
-            anyhow::bail!(
-                "{name} exited ({status}) before listening: {}",
-                log_tail(&ctx.log_path)
+    let addr = if let Some(addr) = known {
+        addr.to_string()
+    } else {
+        loop {
+            match rx.recv_timeout(Duration::from_millis(20)) {
+                Ok(a) => break a,
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => {}
+            }
+            if let Some(status) = running.child.try_wait()? {
+                anyhow::bail!(
+                    "{name} exited ({status}) before listening: {}",
+                    log_tail(&ctx.log_path)
+                );
+            }
+            anyhow::ensure!(
+                Instant::now() < deadline,
+                "{name} did not print its address within {:?}; see {}",
+                ctx.start_timeout,
+                ctx.log_path.display()
             );
         }
-        anyhow::ensure!(
-            Instant::now() < deadline,
-            "{name} did not print its address within {:?}; see {}",
-            ctx.start_timeout,
-            ctx.log_path.display()
-        );
     };
-    running.start.listening_ms = t0.elapsed().as_secs_f64() * 1e3;
+    if known.is_none() {
+        running.start.listening_ms = t0.elapsed().as_secs_f64() * 1e3;
+    }
     running.addr = addr
         .parse()
         .map_err(|e| anyhow::anyhow!("{name} printed a bad address {addr:?}: {e}"))?;
@@ -342,16 +327,31 @@ impl Running {
         self.child.try_wait().ok().flatten()
     }
 
-    pub fn pid(&self) -> u32 {
-        self.child.id()
+    /// The roots of the variant's process trees: the process the lab started, and those its
+    /// `processes` command names (a container's conmon and main process).
+    pub fn process_roots(&mut self) -> Vec<u32> {
+        let mut roots = vec![self.child.id()];
+        if let Some(cmd) = self.processes_command.as_mut()
+            && let Ok(out) = crate::plan::tools::run_with_timeout(cmd, Duration::from_secs(10))
+        {
+            for pid in out.split_whitespace().filter_map(|p| p.parse::<u32>().ok()) {
+                if pid > 1 && !roots.contains(&pid) {
+                    roots.push(pid);
+                }
+            }
+        }
+        roots
     }
 
-    /// SIGTERM, then SIGKILL after a grace period.
+    /// The stop command if any, then SIGTERM, then SIGKILL after a grace period.
     pub fn stop(mut self) {
         self.terminate();
     }
 
     fn terminate(&mut self) {
+        if let Some(mut cmd) = self.stop_command.take() {
+            let _ = crate::plan::tools::run_with_timeout(&mut cmd, Duration::from_secs(15));
+        }
         if self.exited().is_some() {
             return;
         }
@@ -374,24 +374,5 @@ impl Running {
 impl Drop for Running {
     fn drop(&mut self) {
         self.terminate();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_are_unique_and_found() {
-        for (i, v) in VARIANTS.iter().enumerate() {
-            assert!(
-                VARIANTS[i + 1..].iter().all(|w| w.name != v.name),
-                "{}",
-                v.name
-            );
-            assert_eq!(find(v.name).unwrap().name, v.name);
-        }
-        let e = find("wasmer").unwrap_err().to_string();
-        assert!(e.contains("unknown variant") && e.contains("native"), "{e}");
     }
 }

@@ -1,5 +1,6 @@
-//! Resource use of a variant's whole process tree (the server and every descendant), sampled from
-//! /proc while a cell is measured. CPU counts children that exited during the cell too: the kernel
+//! Resource use of a variant's whole process trees (the server and every descendant, and the trees
+//! of any other processes that belong to the variant, such as a container's), sampled from /proc
+//! while a cell is measured. CPU counts children that exited during the cell too: the kernel
 //! adds a reaped child's time to its parent's `cutime`/`cstime`.
 
 use std::sync::Arc;
@@ -21,13 +22,13 @@ struct Snapshot {
     processes: usize,
 }
 
-fn snapshot(root: i32) -> Snapshot {
+fn snapshot(roots: &[i32]) -> Snapshot {
     let Ok(all) = procfs::process::all_processes() else {
         return Snapshot::default();
     };
     let stats: Vec<procfs::process::Stat> = all.filter_map(|p| p.ok()?.stat().ok()).collect();
-    // The tree: root, then repeatedly every process whose parent is already in it.
-    let mut members = vec![root];
+    // The trees: the roots, then repeatedly every process whose parent is already in them.
+    let mut members: Vec<i32> = roots.to_vec();
     let mut i = 0;
     while i < members.len() {
         let parent = members[i];
@@ -51,16 +52,17 @@ pub struct Sampler {
 }
 
 impl Sampler {
-    pub fn start(root: u32) -> Self {
+    /// Samples the trees rooted at `roots`.
+    pub fn start(roots: Vec<u32>) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
-        let root = root as i32;
+        let roots: Vec<i32> = roots.into_iter().map(|r| r as i32).collect();
         let handle = std::thread::spawn(move || {
-            let first = snapshot(root);
+            let first = snapshot(&roots);
             let (mut peak, mut sum, mut n, mut procs) = (0u64, 0f64, 0u32, 0usize);
             let mut last = first;
             loop {
-                let s = snapshot(root);
+                let s = snapshot(&roots);
                 if s.processes > 0 {
                     peak = peak.max(s.rss_bytes);
                     sum += s.rss_bytes as f64;
@@ -109,7 +111,7 @@ mod tests {
             .process_group(0)
             .spawn()
             .unwrap();
-        let sampler = Sampler::start(child.id());
+        let sampler = Sampler::start(vec![child.id()]);
         std::thread::sleep(Duration::from_millis(500));
         let r = sampler.finish();
         // SAFETY: killing the test's own process group.
@@ -127,7 +129,7 @@ mod tests {
             .arg("1")
             .spawn()
             .unwrap();
-        let me = snapshot(std::process::id() as i32);
+        let me = snapshot(&[std::process::id() as i32]);
         child.kill().unwrap();
         child.wait().unwrap();
         assert!(me.processes >= 2, "{me:?}");

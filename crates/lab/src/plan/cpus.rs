@@ -68,6 +68,16 @@ impl CpuPlan {
         }
     }
 
+    /// The CPUs servers may run on, as a list (`1,2,3`) for `--cpuset-cpus`: the servers' own,
+    /// or all of them when the CPUs are shared.
+    pub fn server_list(&self) -> String {
+        list(if self.apart() {
+            &self.server
+        } else {
+            &self.load
+        })
+    }
+
     /// Whether the generator and the servers have CPUs of their own.
     fn apart(&self) -> bool {
         !self.server.is_empty()

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::launch;
+use crate::plan::variants::Catalog;
 
 const BUILTIN: &[(&str, &str)] = &[
     ("quick", include_str!("../../../../suites/quick.toml")),
@@ -53,6 +53,9 @@ pub struct Suite {
     /// Open loop at fractions of each variant's closed-loop maximum (absent: none).
     #[serde(default)]
     pub open_loop: Option<OpenLoop>,
+    /// Variants defined in the suite itself (`[[variant]]` tables, the variant file's shape).
+    #[serde(default, rename = "variant", skip_serializing_if = "Vec::is_empty")]
+    pub inline_variants: Vec<crate::plan::variants::VariantSpec>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -178,11 +181,32 @@ impl Suite {
         }
     }
 
+    /// The variants this suite can name: the built-in ones, the user's files, and its own
+    /// `[[variant]]` tables.
+    pub fn catalog(&self, files: &[std::path::PathBuf]) -> anyhow::Result<Catalog> {
+        let mut catalog = Catalog::builtin();
+        for f in files {
+            catalog.add_file(f)?;
+        }
+        for v in &self.inline_variants {
+            catalog.add(
+                v.clone(),
+                format!("suite {}'s [[variant]] {}", self.name, v.name),
+            )?;
+        }
+        Ok(catalog)
+    }
+
+    /// Checks that every variant the suite names is in `catalog`.
+    pub fn check_variants(&self, catalog: &Catalog) -> anyhow::Result<()> {
+        for v in self.variants.iter().chain(&self.cold_start_variants()) {
+            catalog.find(v)?;
+        }
+        Ok(())
+    }
+
     pub fn validate(&self) -> anyhow::Result<()> {
         anyhow::ensure!(!self.variants.is_empty(), "`variants` is empty");
-        for v in self.variants.iter().chain(&self.cold_start_variants()) {
-            launch::find(v)?;
-        }
         anyhow::ensure!(!self.workloads.is_empty(), "`workloads` is empty");
         for w in self
             .workloads
@@ -274,7 +298,10 @@ connections = [1]
 duration_secs = 1.0
 "#;
         assert!(parse(base).is_ok());
-        let err = |text: String| format!("{:#}", parse(&text).unwrap_err());
+        let err = |text: String| {
+            let checked = parse(&text).and_then(|s| s.check_variants(&s.catalog(&[])?));
+            format!("{:#}", checked.unwrap_err())
+        };
         assert!(err(base.replace("\"native\"", "\"nope\"")).contains("unknown variant \"nope\""));
         assert!(err(base.replace("\"hello\"", "\"hi\"")).contains("unknown workload \"hi\""));
         assert!(err(base.replace("[1]", "[0]")).contains("connections"));

@@ -123,7 +123,8 @@ impl Sample {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct VariantOutcome {
     pub name: String,
-    /// measured | failed | interrupted
+    /// measured | failed | interrupted | skipped (could not run here: the reason says why and
+    /// what would enable it)
     pub status: String,
     pub reason: Option<String>,
     pub checks: Vec<Check>,
@@ -163,6 +164,15 @@ pub struct RunInfo {
     #[serde(default)]
     pub artifacts: Vec<Artifact>,
     pub variants: Vec<VariantOutcome>,
+    /// The variant files the run used, as they were (built-in, the user's, the suite's).
+    #[serde(default)]
+    pub variant_specs: Vec<crate::plan::variants::VariantSpec>,
+    /// The tools the variants ran, with the versions they printed.
+    #[serde(default)]
+    pub variant_tools: Vec<crate::plan::tools::FoundTool>,
+    /// The container engine and settings used, if a variant needed one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container_engine: Option<crate::plan::containers::Engine>,
 }
 
 impl RunInfo {

@@ -140,5 +140,38 @@ pub fn terminal(a: &Analysis) -> String {
         }
         out += &format!("open loop (latency from the intended send time)\n{t}\n");
     }
+    let not_measured: Vec<_> = a
+        .info
+        .variants
+        .iter()
+        .filter(|o| o.status == "failed" || o.status == "skipped")
+        .collect();
+    if !not_measured.is_empty() {
+        let mut t = table();
+        t.set_content_arrangement(comfy_table::ContentArrangement::Dynamic);
+        if t.width().is_none() {
+            t.set_width(120);
+        }
+        t.set_header(["variant", "status", "why (and what would enable it)"]);
+        for o in &not_measured {
+            t.add_row([
+                o.name.clone(),
+                o.status.clone(),
+                o.reason
+                    .clone()
+                    .unwrap_or_else(|| "no reason recorded".into()),
+            ]);
+        }
+        out += &format!("not measured (in no table above)\n{t}\n");
+        // One line each too, whole, for grep and logs.
+        for o in not_measured {
+            out += &format!(
+                "{}: not measured ({}): {}\n",
+                o.name,
+                o.status,
+                o.reason.as_deref().unwrap_or("no reason recorded")
+            );
+        }
+    }
     out
 }

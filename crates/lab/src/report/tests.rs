@@ -99,7 +99,16 @@ fn info(state: &str) -> RunInfo {
                 reason: Some("build failed: <linker> & such".into()),
                 checks: Vec::new(),
             },
+            VariantOutcome {
+                name: "wasmedge-cli".into(),
+                status: "skipped".into(),
+                reason: Some("unavailable here: `wasmedge` is not installed".into()),
+                checks: Vec::new(),
+            },
         ],
+        variant_specs: Vec::new(),
+        variant_tools: Vec::new(),
+        container_engine: None,
     }
 }
 

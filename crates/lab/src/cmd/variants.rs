@@ -1,0 +1,62 @@
+//! `wasmlab variants`: every variant, what it is, and whether it can run here: ready, needs setup
+//! (the command and about how long), or unavailable (why).
+
+use std::path::PathBuf;
+
+use crate::plan::tools::{self, State};
+use crate::plan::variants::Catalog;
+
+#[derive(Debug, clap::Args)]
+pub struct VariantsArgs {
+    /// A variant file of your own (repeatable), checked and listed with the built-in ones.
+    #[arg(long = "variant-file", value_name = "PATH")]
+    pub variant_files: Vec<PathBuf>,
+}
+
+pub fn list(args: VariantsArgs) -> anyhow::Result<()> {
+    let mut catalog = Catalog::builtin();
+    for f in &args.variant_files {
+        catalog.add_file(f)?;
+    }
+    let tools = tools::tools_dir();
+    if catalog
+        .all()
+        .any(|s| s.requires.iter().any(|r| r.container_engine))
+    {
+        eprintln!("wasmlab: probing for a container engine (runs one container)...");
+    }
+    let mut t = comfy_table::Table::new();
+    t.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED);
+    t.set_content_arrangement(comfy_table::ContentArrangement::Dynamic);
+    if t.width().is_none() {
+        // Not a terminal: wrap for a reader all the same.
+        t.set_width(120);
+    }
+    t.set_header(["variant", "family", "here", "what it is"]);
+    let mut details = Vec::new();
+    for spec in catalog.all() {
+        let state = tools::assess(spec, &tools);
+        let here = match &state {
+            State::Ready { .. } => "ready".to_owned(),
+            State::NeedsSetup { minutes, .. } => {
+                format!("needs setup (about {})", tools::duration_words(*minutes))
+            }
+            State::Unavailable { .. } => "unavailable".to_owned(),
+        };
+        details.push(format!("{}: {}", spec.name, state.describe(&spec.name)));
+        let about = match &spec.study {
+            Some(study) => format!("{} [{study}]", spec.about),
+            None => spec.about.clone(),
+        };
+        t.add_row([spec.name.clone(), spec.family.clone(), here, about]);
+    }
+    println!("{t}");
+    for d in details {
+        println!("{d}");
+    }
+    println!(
+        "`wasmlab run` records a variant that cannot run as skipped, with the reason; `wasmlab setup VARIANT` installs what it can into {}.",
+        tools.display()
+    );
+    Ok(())
+}

@@ -1,0 +1,217 @@
+//! The load cells of one variant in one repetition: closed loop at each concurrency level, warm
+//! latency on one connection, and open loop at fractions of the variant's own maximum, each with
+//! its process trees' resources sampled meanwhile.
+
+use std::path::Path;
+use std::time::Duration;
+
+use wasmlab_load::{LoadConfig, LoadReport};
+
+use crate::launch::Running;
+use crate::measure::resources::Sampler;
+use crate::measure::verify::{self, WorkloadRequest};
+use crate::plan::suite::Suite;
+use crate::record::Recorder;
+use crate::record::model::{Kind, Sample};
+
+/// The variant's process died while being measured.
+#[derive(Debug)]
+pub struct VariantDied(pub String);
+
+impl std::fmt::Display for VariantDied {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for VariantDied {}
+
+/// One load cell against a running variant, its process tree sampled meanwhile.
+struct Cell<'a> {
+    kind: Kind,
+    workload: &'a str,
+    req: &'a WorkloadRequest,
+    connections: usize,
+    duration: f64,
+    warmup: f64,
+    rate: Option<f64>,
+    load_fraction: Option<f64>,
+}
+
+/// What is being measured: a running variant in repetition `r`, its stderr in `log`.
+pub struct Subject<'a> {
+    pub name: &'a str,
+    pub r: u32,
+    pub running: &'a mut Running,
+    pub log: &'a Path,
+}
+
+/// Measures all of a variant's cells for its repetition. Returns early (Ok) when cancelled.
+pub fn measure_variant(
+    lab: &mut Recorder,
+    suite: &Suite,
+    sub: &mut Subject<'_>,
+) -> anyhow::Result<()> {
+    let mut best_rps: Vec<(String, f64)> = Vec::new();
+    for workload in &suite.workloads {
+        let req = verify::workload_request(workload, suite.echo_body_bytes)?;
+        for &conns in &suite.connections {
+            let cell = Cell {
+                kind: Kind::Throughput,
+                workload,
+                req: &req,
+                connections: conns,
+                duration: suite.duration_secs,
+                warmup: suite.warmup_secs,
+                rate: None,
+                load_fraction: None,
+            };
+            let Some(report) = measure_cell(lab, suite, sub, &cell)? else {
+                return Ok(());
+            };
+            match best_rps.iter_mut().find(|(w, _)| w == workload) {
+                Some((_, best)) => *best = best.max(report.rps),
+                None => best_rps.push((workload.clone(), report.rps)),
+            }
+        }
+    }
+    if let Some(warm) = &suite.warm {
+        for workload in suite.warm_workloads() {
+            let req = verify::workload_request(&workload, suite.echo_body_bytes)?;
+            let cell = Cell {
+                kind: Kind::Warm,
+                workload: &workload,
+                req: &req,
+                connections: 1,
+                duration: warm.duration_secs,
+                warmup: warm.warmup_secs,
+                rate: None,
+                load_fraction: None,
+            };
+            if measure_cell(lab, suite, sub, &cell)?.is_none() {
+                return Ok(());
+            }
+        }
+    }
+    if let Some(open) = &suite.open_loop {
+        for workload in suite.open_loop_workloads() {
+            let req = verify::workload_request(&workload, suite.echo_body_bytes)?;
+            let Some(max) = best_rps
+                .iter()
+                .find(|(w, _)| *w == workload)
+                .map(|(_, m)| *m)
+                .filter(|m| *m > 0.0)
+            else {
+                lab.say(format!(
+                    "{} {workload}: no closed-loop maximum measured, open loop skipped",
+                    sub.name
+                ));
+                continue;
+            };
+            for &fraction in &open.fractions {
+                let cell = Cell {
+                    kind: Kind::OpenLoop,
+                    workload: &workload,
+                    req: &req,
+                    connections: open.connections,
+                    duration: open.duration_secs,
+                    warmup: 0.0,
+                    rate: Some(max * fraction),
+                    load_fraction: Some(fraction),
+                };
+                if measure_cell(lab, suite, sub, &cell)?.is_none() {
+                    return Ok(());
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Warms up, measures one cell and records it. None when cancelled (nothing recorded).
+fn measure_cell(
+    lab: &mut Recorder,
+    suite: &Suite,
+    sub: &mut Subject<'_>,
+    cell: &Cell<'_>,
+) -> anyhow::Result<Option<LoadReport>> {
+    let (name, r) = (sub.name, sub.r);
+    if lab.cancelled() {
+        return Ok(None);
+    }
+    let what = match (cell.kind, cell.load_fraction) {
+        (Kind::OpenLoop, Some(f)) => format!("open loop {:.0}%", f * 100.0),
+        (Kind::Warm, _) => "warm".into(),
+        _ => format!("c={}", cell.connections),
+    };
+    lab.pb.set_message(format!(
+        "{} {} {what} (run {}/{})",
+        name,
+        cell.workload,
+        r + 1,
+        suite.repetitions
+    ));
+    let mut config = LoadConfig::new(&format!("http://{}{}", sub.running.addr, cell.req.target))?;
+    config.method = cell.req.method.parse()?;
+    config.body = cell.req.body.clone();
+    config.connections = cell.connections;
+    config.threads = suite.load_threads.min(cell.connections);
+    config.timeout = Duration::from_secs_f64(suite.timeout_secs);
+    config.cancel = Some(lab.cancel.clone());
+    if cell.warmup > 0.0 {
+        config.duration = Some(Duration::from_secs_f64(cell.warmup));
+        wasmlab_load::run(config.clone())?;
+    }
+    config.duration = Some(Duration::from_secs_f64(cell.duration));
+    config.rate = cell.rate;
+    let sampler = Sampler::start(sub.running.process_roots());
+    let report = wasmlab_load::run(config)?;
+    let resources = sampler.finish();
+    if lab.cancelled() {
+        // Cut short: not a measurement of the configured duration.
+        return Ok(None);
+    }
+    if let Some(status) = sub.running.exited() {
+        return Err(VariantDied(format!(
+            "exited during measurement ({status}); see {}",
+            sub.log.display()
+        ))
+        .into());
+    }
+    let line = match &report.open_loop {
+        Some(o) => format!(
+            "{:<22} {:<8} {what:<16} {:>9.0} req/s offered, p50 {:.3} ms p99 {:.3} ms (uncorrected p99 {:.3}), dropped {}, errors {}",
+            name,
+            cell.workload,
+            o.target_rate,
+            report.latency_ms.p50,
+            report.latency_ms.p99,
+            o.uncorrected_ms.p99,
+            o.dropped,
+            report.errors.total()
+        ),
+        None => format!(
+            "{:<22} {:<8} {what:<16} {:>9.0} req/s  p50 {:.3} ms  p99 {:.3} ms  errors {}{}",
+            name,
+            cell.workload,
+            report.rps,
+            report.latency_ms.p50,
+            report.latency_ms.p99,
+            report.errors.total(),
+            if report.generator_saturated {
+                "  (generator saturated)"
+            } else {
+                ""
+            }
+        ),
+    };
+    lab.say(line);
+    let mut s = Sample::new(cell.kind, name, r);
+    s.workload = Some(cell.workload.to_owned());
+    s.load_fraction = cell.load_fraction;
+    s.resources = Some(resources);
+    let s = s.with_load(report.clone());
+    lab.record(s)?;
+    lab.pb.inc(1);
+    Ok(Some(report))
+}

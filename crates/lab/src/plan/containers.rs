@@ -1,0 +1,135 @@
+//! Finding a container engine that can run a container on this machine: docker when its daemon
+//! answers, else podman with the first of a few configurations that actually runs one. On the
+//! team's VMs root lacks CAP_SYS_RESOURCE, so podman's default ulimits fail every run ("error
+//! setting rlimit type 7: operation not permitted") unless a containers.conf clears them; crun
+//! fails on their hybrid cgroup layout ("cgroups in hybrid mode not supported") where runc works;
+//! and systemd is not there to manage cgroups. Probed once per process; the answer says which
+//! engine and settings were used, or why none can run.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::plan::tools::{on_path, run_with_timeout};
+
+/// An engine and the settings that work here.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Engine {
+    /// `docker` or `podman`, with its global flags: what `{container}` expands to.
+    pub command: Vec<String>,
+    /// Environment every command of it needs (podman's CONTAINERS_CONF).
+    pub env: Vec<(String, String)>,
+    /// What `--version` printed.
+    pub version: String,
+}
+
+impl Engine {
+    pub fn describe(&self) -> String {
+        let settings: Vec<String> = self.command[1..]
+            .iter()
+            .cloned()
+            .chain(self.env.iter().map(|(k, v)| format!("{k}={v}")))
+            .collect();
+        if settings.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{} with {}", self.version, settings.join(" "))
+        }
+    }
+}
+
+/// Podman's global flags, tried in order, each with and without the containers.conf that clears
+/// the default ulimits. (No storage flags: a store keeps the driver it was created with, and
+/// build and run must agree.)
+const PODMAN_FLAGS: &[&[&str]] = &[
+    &[],
+    &["--runtime=runc"],
+    &["--runtime=runc", "--cgroup-manager=cgroupfs"],
+];
+
+/// The engine that works here, or why there is none. Probed on first use.
+pub fn detect() -> Result<&'static Engine, String> {
+    static FOUND: OnceLock<Result<Engine, String>> = OnceLock::new();
+    FOUND.get_or_init(probe).as_ref().map_err(Clone::clone)
+}
+
+fn probe() -> Result<Engine, String> {
+    let quick = Duration::from_secs(20);
+    if on_path("docker").is_some()
+        && let Ok(v) = run_with_timeout(
+            Command::new("docker").args(["info", "--format", "{{.ServerVersion}}"]),
+            quick,
+        )
+    {
+        return Ok(Engine {
+            command: vec!["docker".into()],
+            env: Vec::new(),
+            version: format!("docker {v}"),
+        });
+    }
+    if on_path("podman").is_none() {
+        return Err(
+            "neither docker (with a daemon that answers) nor podman is installed; on Debian: apt-get install podman runc"
+                .into(),
+        );
+    }
+    let version = run_with_timeout(Command::new("podman").arg("--version"), quick)
+        .map_err(|e| format!("`podman --version` failed: {e}"))?;
+    let conf = containers_conf().map_err(|e| format!("cannot write containers.conf: {e}"))?;
+    let mut tried = Vec::new();
+    for flags in PODMAN_FLAGS {
+        for env in [
+            Vec::new(),
+            vec![("CONTAINERS_CONF".to_owned(), conf.display().to_string())],
+        ] {
+            let engine = Engine {
+                command: std::iter::once("podman")
+                    .chain(flags.iter().copied())
+                    .map(String::from)
+                    .collect(),
+                env,
+                version: version.clone(),
+            };
+            match runs_a_container(&engine) {
+                Ok(()) => return Ok(engine),
+                Err(e) => tried.push(format!("{}: {e}", engine.describe())),
+            }
+        }
+    }
+    Err(format!(
+        "podman is installed but could not run a container with any configuration tried ({})",
+        tried.join("; ")
+    ))
+}
+
+/// Whether the engine can run a container, without an image or a registry: a root file system
+/// holding one static program (glibc's `ldconfig` is static on Debian), run with host networking.
+fn runs_a_container(engine: &Engine) -> Result<(), String> {
+    let program = ["/sbin/ldconfig", "/usr/sbin/ldconfig"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).is_file())
+        .ok_or("no static program (ldconfig) to test a container with")?;
+    let rootfs = std::env::temp_dir().join(format!("wasmlab-rootfs-{}", std::process::id()));
+    std::fs::create_dir_all(&rootfs).map_err(|e| e.to_string())?;
+    std::fs::copy(program, rootfs.join("probe")).map_err(|e| e.to_string())?;
+    let mut cmd = Command::new(&engine.command[0]);
+    cmd.args(&engine.command[1..])
+        .args(["run", "--rm", "--network=host", "--rootfs"])
+        .arg(&rootfs)
+        .args(["/probe", "--version"])
+        .envs(engine.env.iter().map(|(k, v)| (k, v)));
+    let ran = run_with_timeout(&mut cmd, Duration::from_secs(60)).map(|_| ());
+    let _ = std::fs::remove_dir_all(&rootfs);
+    ran.map_err(|e| e.lines().last().unwrap_or(&e).to_owned())
+}
+
+/// A containers.conf that sets no default ulimits (some VMs refuse podman's default nofile).
+fn containers_conf() -> std::io::Result<PathBuf> {
+    let path = crate::plan::tools::tools_dir().join("containers.conf");
+    std::fs::create_dir_all(path.parent().expect("a file in the tools directory"))?;
+    std::fs::write(&path, "[containers]\ndefault_ulimits = []\n")?;
+    Ok(path)
+}

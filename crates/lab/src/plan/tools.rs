@@ -1,0 +1,344 @@
+//! What a variant needs, whether this machine has it, and how `wasmlab setup` gets it: each
+//! requirement is probed (found, and its version printed), and a variant is ready, needs setup
+//! (with the command and a time estimate), or is unavailable here (with the reason).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::plan::containers::{self, Engine};
+use crate::plan::variants::{Install, Requirement, VariantSpec};
+
+/// The project's tools directory: `WASMLAB_TOOLS` if set, else `tools/` in the source tree
+/// (git-ignored), else `~/.local/share/wasmlab/tools`.
+pub fn tools_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("WASMLAB_TOOLS") {
+        return PathBuf::from(d);
+    }
+    if let Some(ws) = crate::workspace_dir() {
+        return ws.join("tools");
+    }
+    let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("."), PathBuf::from);
+    home.join(".local/share/wasmlab/tools")
+}
+
+/// A tool that was found, and the version it printed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FoundTool {
+    pub name: String,
+    pub path: String,
+    pub version: String,
+}
+
+/// Whether a variant can run here.
+#[derive(Debug, Clone)]
+pub enum State {
+    Ready {
+        tools: Vec<FoundTool>,
+        container: Option<Engine>,
+    },
+    /// Every missing piece can be installed by `wasmlab setup`.
+    NeedsSetup {
+        missing: Vec<String>,
+        minutes: f64,
+    },
+    Unavailable {
+        reason: String,
+    },
+}
+
+impl State {
+    /// One line for listings and skipped outcomes.
+    pub fn describe(&self, variant: &str) -> String {
+        match self {
+            State::Ready { tools, container } => {
+                let mut what: Vec<String> = tools
+                    .iter()
+                    .map(|t| format!("{} ({})", t.name, t.version))
+                    .collect();
+                if let Some(e) = container {
+                    what.push(e.describe());
+                }
+                if what.is_empty() {
+                    "ready".into()
+                } else {
+                    format!("ready: {}", what.join(", "))
+                }
+            }
+            State::NeedsSetup { missing, minutes } => format!(
+                "needs setup: `wasmlab setup {variant}` ({}; about {})",
+                missing.join(", "),
+                duration_words(*minutes)
+            ),
+            State::Unavailable { reason } => format!("unavailable here: {reason}"),
+        }
+    }
+}
+
+/// `12 min`, `1 min`, `under a minute`.
+pub fn duration_words(minutes: f64) -> String {
+    if minutes < 1.0 {
+        "under a minute".into()
+    } else {
+        format!("{minutes:.0} min")
+    }
+}
+
+/// Probes every requirement of `spec`.
+pub fn assess(spec: &VariantSpec, tools: &Path) -> State {
+    let mut found = Vec::new();
+    let mut container = None;
+    let mut missing = Vec::new();
+    let mut minutes = 0.0;
+    let mut unavailable = Vec::new();
+    for r in &spec.requires {
+        if r.container_engine {
+            match containers::detect() {
+                Ok(engine) => container = Some(engine.clone()),
+                Err(why) => unavailable.push(format!("no container engine can run here: {why}")),
+            }
+            continue;
+        }
+        let name = r.tool.as_deref().unwrap_or_default();
+        match probe(r, tools) {
+            Ok(t) => found.push(t),
+            Err(why) => match &r.install {
+                Some(install) => {
+                    missing.push(format!("{name}: {}", install.describe()));
+                    minutes += install.minutes();
+                }
+                None => unavailable.push(match &r.hint {
+                    Some(h) => format!("{why}; {h}"),
+                    None => why,
+                }),
+            },
+        }
+    }
+    if !unavailable.is_empty() {
+        State::Unavailable {
+            reason: unavailable.join("; "),
+        }
+    } else if !missing.is_empty() {
+        State::NeedsSetup { missing, minutes }
+    } else {
+        State::Ready {
+            tools: found,
+            container,
+        }
+    }
+}
+
+/// Finds a tool (the tools directory first, then PATH) and asks its version. A tool installed by
+/// `wasmlab setup` must be the version its recipe names.
+pub fn probe(r: &Requirement, tools: &Path) -> Result<FoundTool, String> {
+    let name = r.tool.as_deref().ok_or("not a tool requirement")?;
+    let local = tools.join("bin").join(name);
+    let path = if local.is_file() {
+        local
+    } else {
+        on_path(name).ok_or_else(|| {
+            format!(
+                "`{name}` is not installed (not in {}/bin, not on PATH)",
+                tools.display()
+            )
+        })?
+    };
+    let out = run_with_timeout(
+        Command::new(&path).args(&r.version_args),
+        Duration::from_secs(20),
+    )
+    .map_err(|e| {
+        format!(
+            "`{} {}` failed: {e}",
+            path.display(),
+            r.version_args.join(" ")
+        )
+    })?;
+    let version = out.lines().next().unwrap_or("").trim().to_owned();
+    if let Some(install) = &r.install
+        && !version.contains(install.version())
+    {
+        return Err(format!(
+            "{} is version {version:?}, not {}",
+            path.display(),
+            install.version()
+        ));
+    }
+    Ok(FoundTool {
+        name: name.to_owned(),
+        path: path.display().to_string(),
+        version,
+    })
+}
+
+/// `name` on PATH, as a path.
+pub fn on_path(name: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|dir| dir.join(name))
+        .find(|p| p.is_file())
+}
+
+/// Runs a command to completion within `timeout`; its stdout (and stderr, if stdout is empty)
+/// when it succeeds.
+pub fn run_with_timeout(cmd: &mut Command, timeout: Duration) -> Result<String, String> {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        match child.try_wait().map_err(|e| e.to_string())? {
+            Some(_) => break,
+            None if std::time::Instant::now() >= deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("no answer within {timeout:?}"));
+            }
+            None => std::thread::sleep(Duration::from_millis(10)),
+        }
+    }
+    let out = child.wait_with_output().map_err(|e| e.to_string())?;
+    let stdout = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).trim().to_owned();
+    if !out.status.success() {
+        return Err(format!(
+            "{}: {}",
+            out.status,
+            if stderr.is_empty() { &stdout } else { &stderr }
+        ));
+    }
+    Ok(if stdout.is_empty() { stderr } else { stdout })
+}
+
+/// The command that installs a tool into `tools` (run from anywhere).
+pub fn install_command(install: &Install, tool: &str, tools: &Path) -> Command {
+    match install {
+        Install::Cargo {
+            package, version, ..
+        } => {
+            let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+            c.args([
+                "install",
+                package,
+                "--version",
+                version,
+                "--locked",
+                "--root",
+            ])
+            .arg(tools)
+            .args(["--bin", tool]);
+            c
+        }
+        Install::Npm {
+            package, version, ..
+        } => {
+            let mut c = Command::new("npm");
+            c.args(["install", "--no-audit", "--no-fund", "--prefix"])
+                .arg(tools.join("npm"))
+                .arg(format!("{package}@{version}"));
+            c
+        }
+        Install::Go {
+            module, version, ..
+        } => {
+            let mut c = Command::new("go");
+            c.args(["install", &format!("{module}@{version}")])
+                .env("GOBIN", tools.join("bin"));
+            c
+        }
+    }
+}
+
+/// After an npm install, links the package's program into `tools/bin`.
+pub fn link_npm_program(tools: &Path, tool: &str) -> std::io::Result<()> {
+    let target = tools.join("npm/node_modules/.bin").join(tool);
+    let link = tools.join("bin").join(tool);
+    std::fs::create_dir_all(tools.join("bin"))?;
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(target, link)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::variants::VariantSpec;
+
+    fn spec(requires: &str) -> VariantSpec {
+        VariantSpec::parse(
+            &format!(
+                "name = \"t\"\nabout = \"t\"\n{requires}\n[start]\ncommand = [\"{{bin}}/x\"]\n"
+            ),
+            "test",
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn states_from_probes() {
+        let tools = tempfile::tempdir().unwrap();
+        // On PATH everywhere this runs.
+        let s = assess(
+            &spec("[[requires]]\ntool = \"sh\"\nversion_args = [\"-c\", \"echo 1.2.3\"]"),
+            tools.path(),
+        );
+        match &s {
+            State::Ready { tools, .. } => assert_eq!(tools[0].version, "1.2.3"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(s.describe("t"), "ready: sh (1.2.3)");
+        let s = assess(
+            &spec(
+                "[[requires]]\ntool = \"no-such-tool-x\"\ninstall = { from = \"cargo\", package = \"x\", version = \"1.0.0\", minutes = 3 }",
+            ),
+            tools.path(),
+        );
+        assert!(
+            matches!(s, State::NeedsSetup { minutes, .. } if minutes == 3.0),
+            "{s:?}"
+        );
+        assert_eq!(
+            s.describe("t"),
+            "needs setup: `wasmlab setup t` (no-such-tool-x: cargo install x 1.0.0 from crates.io; about 3 min)"
+        );
+        let s = assess(
+            &spec("[[requires]]\ntool = \"no-such-tool-y\"\nhint = \"get it from example.org\""),
+            tools.path(),
+        );
+        let d = s.describe("t");
+        assert!(
+            d.starts_with("unavailable here: `no-such-tool-y` is not installed"),
+            "{d}"
+        );
+        assert!(d.ends_with("get it from example.org"), "{d}");
+    }
+
+    #[test]
+    fn a_setup_tool_must_be_the_recipe_version() {
+        let tools = tempfile::tempdir().unwrap();
+        let bin = tools.path().join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let fake = bin.join("faketool");
+        std::fs::write(&fake, "#!/bin/sh\necho faketool 0.9.0\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let req = |v: &str| {
+            format!(
+                "[[requires]]\ntool = \"faketool\"\ninstall = {{ from = \"cargo\", package = \"faketool\", version = \"{v}\", minutes = 1 }}"
+            )
+        };
+        assert!(matches!(
+            assess(&spec(&req("0.9.0")), tools.path()),
+            State::Ready { .. }
+        ));
+        assert!(matches!(
+            assess(&spec(&req("1.0.0")), tools.path()),
+            State::NeedsSetup { .. }
+        ));
+    }
+}
