@@ -2,6 +2,7 @@
 //! report.html, compare): one place computes them, so they always agree.
 
 pub mod stats;
+pub mod study;
 
 use std::collections::{BTreeMap, BTreeSet};
 

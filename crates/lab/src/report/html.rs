@@ -43,9 +43,10 @@ svg{max-width:100%;height:auto;display:block}\
 code{font:12.5px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;background:#f4f4f4;padding:1px 3px;word-break:break-all}\
 ";
 
-const SECTIONS: [(&str, &str); 10] = [
+const SECTIONS: [(&str, &str); 11] = [
     ("summary", "Summary"),
     ("ratios", "Ratios to native"),
+    ("study", "The gateway study"),
     ("throughput", "Throughput"),
     ("latency", "Latency"),
     ("cold-start", "Cold start"),
@@ -80,6 +81,7 @@ pub fn render(a: &Analysis) -> anyhow::Result<String> {
 
     summary(&mut h, a);
     ratios(&mut h, a);
+    study(&mut h, a);
     throughput(&mut h, a);
     latency(&mut h, a);
     cold_start(&mut h, a);
@@ -365,6 +367,94 @@ fn summary(h: &mut String, a: &Analysis) {
         }
     }
     end_section(h);
+}
+
+/// The gateway study's published figures beside this run's, with its method's differences.
+fn study(h: &mut String, a: &Analysis) {
+    section(h, "study");
+    let file = crate::analyze::study::gateway_study();
+    note(
+        h,
+        &format!(
+            "The figures the {} published ({}; {}), beside this run's for the same variant and cell. \
+             Each is also given as a ratio to its own run's native server (the study's \
+             <code>native</code>, reproduced here by <code>native-close</code>). A study ratio \
+             <i>holds</i> when ours is within a factor of two of it; otherwise the gap to native \
+             is that many times smaller or larger here. Rows without a study figure are the same \
+             job done with wasmlab's own method.",
+            esc(&file.name),
+            esc(&file.source),
+            esc(&file.machine)
+        ),
+    );
+    let comparisons = crate::analyze::study::compare(a, &file);
+    if comparisons
+        .iter()
+        .all(|c| c.rows.iter().all(|r| r.ours.is_none()))
+    {
+        not_measured(h, "The study's variants and cells");
+    }
+    let ratio = |v: Option<f64>| v.map_or_else(|| "–".to_owned(), fmt_ratio_plain);
+    for c in &comparisons {
+        let in_ms = c.title.contains(" ms");
+        let num = |v: Option<f64>| match v {
+            None => "–".to_owned(),
+            Some(v) if in_ms => fmt_ms(v),
+            Some(v) => thousands(v),
+        };
+        w!(
+            h,
+            "<h3>{}{}</h3>\n",
+            esc(&c.title),
+            c.ours_at
+                .as_deref()
+                .map(|at| format!(" <small>({})</small>", esc(at)))
+                .unwrap_or_default()
+        );
+        let rows: Vec<Vec<String>> = c
+            .rows
+            .iter()
+            .map(|r| {
+                vec![
+                    vname(a, &r.variant),
+                    num(r.study),
+                    num(r.ours),
+                    ratio(r.study_ratio),
+                    ratio(r.ours_ratio),
+                    r.verdict.as_deref().map_or_else(|| "–".to_owned(), esc),
+                ]
+            })
+            .collect();
+        table(
+            h,
+            &[
+                "variant",
+                "study",
+                "this run",
+                "study × its native",
+                "this run × native-close",
+                "the study's ratio here",
+            ],
+            &rows,
+            1,
+        );
+    }
+    h.push_str(
+        "<p class=\"note\"><b>How the study's method differs</b></p>\n<ul class=\"note\">\n",
+    );
+    for d in &file.method_differences {
+        w!(h, "<li>{}</li>\n", esc(d));
+    }
+    h.push_str("</ul>\n");
+    end_section(h);
+}
+
+fn fmt_ratio_plain(v: f64) -> String {
+    if v >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.3}")
+    }
 }
 
 fn ratios(h: &mut String, a: &Analysis) {

@@ -304,6 +304,68 @@ pub fn render(a: &Analysis) -> String {
         );
     }
 
+    // The gateway study beside this run.
+    let study = crate::analyze::study::gateway_study();
+    let comparisons = crate::analyze::study::compare(a, &study);
+    if comparisons
+        .iter()
+        .any(|c| c.rows.iter().any(|r| r.ours.is_some()))
+    {
+        w!(md, "## The gateway study beside this run\n");
+        w!(
+            md,
+            "Its published figures ({}), each also as a ratio to its own native server (`native-close` here); \
+             a ratio *holds* when ours is within a factor of two of it.\n",
+            study.machine
+        );
+        let opt = |v: Option<f64>, f: fn(f64) -> String| v.map_or_else(|| "–".into(), f);
+        for c in &comparisons {
+            let ms = c.title.contains(" ms");
+            let value = if ms { fmt_ms } else { super::thousands };
+            w!(
+                md,
+                "### {}{}\n",
+                c.title,
+                c.ours_at
+                    .as_deref()
+                    .map(|at| format!(" ({at})"))
+                    .unwrap_or_default()
+            );
+            let rows: Vec<Vec<String>> = c
+                .rows
+                .iter()
+                .map(|r| {
+                    vec![
+                        cell(&r.variant),
+                        opt(r.study, value),
+                        opt(r.ours, value),
+                        opt(r.study_ratio, |v| format!("{v:.3}")),
+                        opt(r.ours_ratio, |v| format!("{v:.3}")),
+                        r.verdict.clone().unwrap_or_else(|| "–".into()),
+                    ]
+                })
+                .collect();
+            table(
+                &mut md,
+                &[
+                    "variant",
+                    "study",
+                    "this run",
+                    "study × its native",
+                    "this run × native-close",
+                    "the study's ratio here",
+                ],
+                &rows,
+                1,
+            );
+        }
+        w!(md, "How the study's method differs:\n");
+        for d in &study.method_differences {
+            w!(md, "- {d}");
+        }
+        md.push('\n');
+    }
+
     // Environment.
     let m = &info.machine;
     let s = &info.suite;

@@ -1,0 +1,242 @@
+//! A study's published figures beside a run's own: for each figure the study reported (req/s of
+//! a workload at a concurrency level, cold start, warm latency, memory), the study's value and
+//! ours for the same variant, each as a ratio to the study's native server (`native-close` here),
+//! and whether the study's ratio holds in this run. The figures live in `studies/*.toml`, with
+//! their source named.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::Analysis;
+
+/// The gateway study's figures (studies/gateway-study.toml).
+const GATEWAY_STUDY: &str = include_str!("../../../../studies/gateway-study.toml");
+
+/// The study's native server, the baseline of its ratios: our `native-close` reproduces it.
+pub const STUDY_BASELINE: &str = "native-close";
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StudyFile {
+    pub name: String,
+    pub source: String,
+    pub machine: String,
+    pub method_differences: Vec<String>,
+    /// The study's systems, in its order, and the variants that reproduce them.
+    pub systems: Vec<System>,
+    pub figures: Vec<Figure>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct System {
+    /// The study's name for it.
+    pub study: String,
+    pub variant: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Figure {
+    /// throughput | cold_start_p50 | warm_p50 | rss
+    pub figure: String,
+    #[serde(default)]
+    pub workload: Option<String>,
+    #[serde(default)]
+    pub connections: Option<usize>,
+    pub unit: String,
+    /// The study's value per variant.
+    pub values: BTreeMap<String, f64>,
+}
+
+/// One figure, the study's and ours, per variant.
+#[derive(Debug, Clone, Serialize)]
+pub struct Comparison {
+    /// e.g. "hello, req/s at 100 connections".
+    pub title: String,
+    /// Where ours was measured, when it is not the study's cell (e.g. "at 50 connections").
+    pub ours_at: Option<String>,
+    pub higher_is_better: bool,
+    pub rows: Vec<ComparedRow>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ComparedRow {
+    pub variant: String,
+    pub study: Option<f64>,
+    pub ours: Option<f64>,
+    /// Each against its own native server (`native-close`).
+    pub study_ratio: Option<f64>,
+    pub ours_ratio: Option<f64>,
+    /// Whether the study's ratio holds here (see [`verdict`]); None without both ratios.
+    pub verdict: Option<String>,
+}
+
+pub fn gateway_study() -> StudyFile {
+    toml::from_str(GATEWAY_STUDY).expect("studies/gateway-study.toml parses (tested)")
+}
+
+/// The study's ratio "holds" when ours is within a factor of two of it either way; otherwise the
+/// gap is that many times smaller (or larger) here.
+pub fn verdict(study: f64, ours: f64, higher_is_better: bool) -> String {
+    // Express both as "times worse than native" so that the words read the same for every
+    // figure.
+    let worse = |r: f64| if higher_is_better { 1.0 / r } else { r };
+    let (s, o) = (worse(study), worse(ours));
+    if o <= s * 2.0 && o >= s / 2.0 {
+        "holds".into()
+    } else if o < s {
+        format!("gap {:.1}× smaller here", s / o)
+    } else {
+        format!("gap {:.1}× larger here", o / s)
+    }
+}
+
+/// The study's figures beside this run's. Variants the run did not measure show the study's
+/// value alone; our own method's variants (`native`, `wasmtime-pooled`), when the run measured
+/// them, are added with ours alone.
+pub fn compare(a: &Analysis, study: &StudyFile) -> Vec<Comparison> {
+    let ours_extra = ["native", "wasmtime-pooled"];
+    let mut out = Vec::new();
+    for f in &study.figures {
+        let workload = f.workload.as_deref().unwrap_or("hello");
+        // Ours at the study's concurrency level if measured, else the closest level measured.
+        let conns = f.connections.map(|want| {
+            let mut levels: Vec<usize> = a
+                .throughput
+                .iter()
+                .filter(|c| c.workload == workload)
+                .map(|c| c.connections)
+                .collect();
+            levels.sort_unstable();
+            levels
+                .into_iter()
+                .min_by_key(|c| c.abs_diff(want))
+                .unwrap_or(want)
+        });
+        let (title, higher_is_better) = match f.figure.as_str() {
+            "throughput" => (
+                format!(
+                    "{workload}, {} at {} connections",
+                    f.unit,
+                    f.connections.unwrap_or_default()
+                ),
+                true,
+            ),
+            "cold_start_p50" => ("cold start, p50 ms (exec to first 200)".to_owned(), false),
+            "warm_p50" => (format!("{workload}, warm latency p50 ms"), false),
+            "rss" => (format!("{workload}, memory (RSS KiB)"), false),
+            other => (other.to_owned(), false),
+        };
+        let ours_of = |variant: &str| -> Option<f64> {
+            match f.figure.as_str() {
+                "throughput" => a
+                    .throughput_cell(variant, workload, conns?)
+                    .map(|c| c.rps.value),
+                "cold_start_p50" => a
+                    .cold_start
+                    .iter()
+                    .find(|r| r.variant == variant)
+                    .map(|r| r.first_200.p50),
+                "warm_p50" => a
+                    .warm
+                    .iter()
+                    .find(|r| r.variant == variant && r.workload == workload)
+                    .map(|r| r.p50.value),
+                "rss" => a
+                    .throughput
+                    .iter()
+                    .filter(|c| c.variant == variant && c.workload == workload)
+                    .min_by_key(|c| c.connections.abs_diff(100))
+                    .and_then(|c| c.resources)
+                    .map(|r| r.rss_mean_kib),
+                _ => None,
+            }
+        };
+        let study_base = f.values.get(STUDY_BASELINE).copied();
+        let ours_base = ours_of(STUDY_BASELINE);
+        let mut variants: Vec<&str> = study
+            .systems
+            .iter()
+            .map(|s| s.variant.as_str())
+            .filter(|v| f.values.contains_key(*v))
+            .collect();
+        // Ours alone where this run measured them (a failed variant is in no table).
+        variants.extend(
+            ours_extra
+                .iter()
+                .filter(|v| a.variants.iter().any(|x| x == *v)),
+        );
+        let rows = variants
+            .into_iter()
+            .map(|v| {
+                let study_value = f.values.get(v).copied();
+                let ours = ours_of(v);
+                let ratio = |x: Option<f64>, base: Option<f64>| match (x, base) {
+                    (Some(x), Some(b)) if b > 0.0 && x > 0.0 => Some(x / b),
+                    _ => None,
+                };
+                let study_ratio = ratio(study_value, study_base);
+                let ours_ratio = ratio(ours, ours_base);
+                let verdict = match (study_ratio, ours_ratio) {
+                    (Some(s), Some(o)) if v != STUDY_BASELINE => {
+                        Some(verdict(s, o, higher_is_better))
+                    }
+                    _ => None,
+                };
+                ComparedRow {
+                    variant: v.to_owned(),
+                    study: study_value,
+                    ours,
+                    study_ratio,
+                    ours_ratio,
+                    verdict,
+                }
+            })
+            .collect();
+        out.push(Comparison {
+            title,
+            ours_at: match (f.connections, conns) {
+                (Some(want), Some(got)) if want != got => {
+                    Some(format!("ours at {got} connections"))
+                }
+                _ => None,
+            },
+            higher_is_better,
+            rows,
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::variants::Catalog;
+
+    #[test]
+    fn the_study_file_parses_and_names_known_variants() {
+        let s = gateway_study();
+        let catalog = Catalog::builtin();
+        for sys in &s.systems {
+            catalog.find(&sys.variant).unwrap();
+        }
+        for f in &s.figures {
+            for v in f.values.keys() {
+                assert!(s.systems.iter().any(|x| &x.variant == v), "{v}");
+            }
+        }
+        assert!(s.figures.iter().any(|f| f.figure == "cold_start_p50"));
+    }
+
+    #[test]
+    fn verdicts() {
+        // The study: Wasm 6.4x slower; here 1.5x slower: the gap is 4.2x smaller.
+        assert_eq!(verdict(1.0 / 6.4, 1.0 / 1.5, true), "gap 4.3× smaller here");
+        assert_eq!(verdict(0.5, 0.4, true), "holds");
+        // Cold start: the study's container 17.9x native, ours 1.1x.
+        assert_eq!(verdict(17.9, 1.1, false), "gap 16.3× smaller here");
+        assert_eq!(verdict(2.0, 9.0, false), "gap 4.5× larger here");
+    }
+}
