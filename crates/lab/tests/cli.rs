@@ -13,6 +13,7 @@ const THROUGHPUT_COLUMNS: &str = "variant,workload,connections,rps,p50_ms,p90_ms
 const REPORT_SECTIONS: &[&str] = &[
     "summary",
     "ratios",
+    "study",
     "throughput",
     "latency",
     "cold-start",

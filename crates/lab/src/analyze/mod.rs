@@ -62,8 +62,8 @@ pub struct ColdStartRow {
     pub n: usize,
     /// Exec to the first complete 200, ms: p50 / p90 / p99 over launches.
     pub first_200: Quantiles,
-    /// Exec to the `listening` line, ms.
-    pub listening: Quantiles,
+    /// Exec to the `listening` line, ms; None for a variant that does not print its address.
+    pub listening: Option<Quantiles>,
     /// Exec to the first successful TCP connect, ms.
     pub connected: Quantiles,
     /// Exec to the first byte of the first 200, ms.
@@ -335,7 +335,13 @@ pub fn analyse(info: RunInfo, samples: &[Sample]) -> Analysis {
             variant: v.clone(),
             n: starts.len(),
             first_200: Quantiles::of(&values),
-            listening: Quantiles::of(&col(|s| s.listening_ms)),
+            listening: {
+                let printed: Vec<f64> = col(|s| s.listening_ms)
+                    .into_iter()
+                    .filter(|v| *v > 0.0)
+                    .collect();
+                (!printed.is_empty()).then(|| Quantiles::of(&printed))
+            },
             connected: Quantiles::of(&col(|s| s.connected_ms)),
             first_byte: Quantiles::of(&col(|s| s.first_byte_ms)),
             ratio_to_native: None,

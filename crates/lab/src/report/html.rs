@@ -959,7 +959,8 @@ fn cold_start(h: &mut String, a: &Analysis) {
                 fmt_ms(r.first_200.p99),
                 fmt_ms(r.first_200.min),
                 fmt_ms(r.first_200.max),
-                fmt_ms(r.listening.p50),
+                r.listening
+                    .map_or_else(|| "–".to_owned(), |l| fmt_ms(l.p50)),
                 fmt_ms(r.connected.p50),
                 fmt_ms(r.first_byte.p50),
                 if r.variant == BASELINE {
@@ -991,8 +992,9 @@ fn cold_start(h: &mut String, a: &Analysis) {
     note(
         h,
         "Phases (p50 over the launches, from the spawn): <i>listening</i> — the server printed \
-         that its socket is bound; <i>connected</i> — the first TCP connect succeeded; \
-         <i>first byte</i> — the first byte of the first 200 arrived.",
+         that its socket is bound (– for a variant started on a port the lab picked, which \
+         prints nothing: a container, a server of yours); <i>connected</i> — the first TCP \
+         connect succeeded; <i>first byte</i> — the first byte of the first 200 arrived.",
     );
     end_section(h);
 }

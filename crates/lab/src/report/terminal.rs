@@ -76,7 +76,8 @@ pub fn terminal(a: &Analysis) -> String {
                 format!("{:.2}", r.first_200.p50),
                 format!("{:.2}", r.first_200.p90),
                 format!("{:.2}", r.first_200.p99),
-                format!("{:.2}", r.listening.p50),
+                r.listening
+                    .map_or_else(|| "–".to_owned(), |l| format!("{:.2}", l.p50)),
                 r.ratio_to_native
                     .as_ref()
                     .map_or("–".into(), |e| with_ci(e, 2)),
