@@ -176,14 +176,18 @@ impl Drop for Unregister<'_> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn wakes_each_waiter_at_its_time_in_order() {
+    /// Runs `f` on a single-threaded runtime with a local task set, as a load worker does.
+    fn on_worker<F: Future<Output = ()>>(f: impl FnOnce() -> F) {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap();
-        let local = tokio::task::LocalSet::new();
-        local.block_on(&rt, async {
+        tokio::task::LocalSet::new().block_on(&rt, f());
+    }
+
+    #[test]
+    fn wakes_each_waiter_at_its_time_in_order() {
+        on_worker(|| async {
             let alarm = Alarm::new(Duration::from_millis(1)).unwrap();
             let driver = tokio::task::spawn_local({
                 let alarm = alarm.clone();
@@ -217,12 +221,7 @@ mod tests {
 
     #[test]
     fn a_dropped_wait_leaves_nothing_behind() {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let local = tokio::task::LocalSet::new();
-        local.block_on(&rt, async {
+        on_worker(|| async {
             let alarm = Alarm::new(Duration::from_millis(1)).unwrap();
             let far = Instant::now() + Duration::from_secs(60);
             let waited =

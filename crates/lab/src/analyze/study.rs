@@ -16,6 +16,16 @@ const GATEWAY_STUDY: &str = include_str!("../../../../studies/gateway-study.toml
 /// The study's native server, the baseline of its ratios: our `native-close` reproduces it.
 pub const STUDY_BASELINE: &str = "native-close";
 
+/// The columns of a comparison table, in every output.
+pub const COLUMNS: [&str; 6] = [
+    "variant",
+    "study",
+    "this run",
+    "study × its native",
+    "this run × native-close",
+    "the study's ratio here",
+];
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StudyFile {

@@ -425,19 +425,7 @@ fn study(h: &mut String, a: &Analysis) {
                 ]
             })
             .collect();
-        table(
-            h,
-            &[
-                "variant",
-                "study",
-                "this run",
-                "study × its native",
-                "this run × native-close",
-                "the study's ratio here",
-            ],
-            &rows,
-            1,
-        );
+        table(h, &crate::analyze::study::COLUMNS, &rows, 1);
     }
     h.push_str(
         "<p class=\"note\"><b>How the study's method differs</b></p>\n<ul class=\"note\">\n",

@@ -345,19 +345,7 @@ pub fn render(a: &Analysis) -> String {
                     ]
                 })
                 .collect();
-            table(
-                &mut md,
-                &[
-                    "variant",
-                    "study",
-                    "this run",
-                    "study × its native",
-                    "this run × native-close",
-                    "the study's ratio here",
-                ],
-                &rows,
-                1,
-            );
+            table(&mut md, &crate::analyze::study::COLUMNS, &rows, 1);
         }
         w!(md, "How the study's method differs:\n");
         for d in &study.method_differences {
