@@ -788,7 +788,7 @@ fn report_from_a_fixture_holds_every_section() {
         );
     }
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("× native [95% CI]"), "{stdout}");
+    assert!(stdout.contains("× native per CPU [95% CI]"), "{stdout}");
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
     assert!(
         html.len() < 2_000_000,

@@ -28,6 +28,15 @@ pub struct ThroughputCell {
     pub rps: Estimate,
     /// Mean req/s over the baseline's mean in the same cell, paired by repetition.
     pub ratio_to_native: Option<Estimate>,
+    /// (repetition, responses per CPU-second of the variant's process tree) of each run that
+    /// sampled its resources.
+    #[serde(default)]
+    pub capacity_runs: Vec<(u32, f64)>,
+    /// The headline ratio: mean responses per CPU-second over the baseline's in the same cell,
+    /// paired by repetition. Unlike the throughput ratio it measures the server's cost even when
+    /// the load generator, not the server, set the pace (see docs/method.md).
+    #[serde(default)]
+    pub capacity_ratio: Option<Estimate>,
     /// Latency of all runs' responses together (histograms merged).
     pub latency: LatencyMs,
     pub responses: u64,
@@ -313,6 +322,7 @@ pub fn analyse(info: RunInfo, samples: &[Sample]) -> Analysis {
             .find(|n| n.workload == cell.workload && n.connections == cell.connections)
         {
             cell.ratio_to_native = paired_ratio(&cell.runs, &base.runs);
+            cell.capacity_ratio = paired_ratio(&cell.capacity_runs, &base.capacity_runs);
         }
     }
 
@@ -588,6 +598,13 @@ fn throughput_cell(variant: &str, workload: &str, conns: usize, ss: &[&Sample]) 
             rps_per_core: mean_ci(&per_core),
         }
     });
+    let capacity_runs: Vec<(u32, f64)> = ss
+        .iter()
+        .filter_map(|s| {
+            let (l, r) = (s.load.as_ref()?, s.resources.as_ref()?);
+            (r.cpu_secs > 0.0).then(|| (s.repetition, l.responses as f64 / r.cpu_secs))
+        })
+        .collect();
     ThroughputCell {
         variant: variant.to_owned(),
         workload: workload.to_owned(),
@@ -595,6 +612,8 @@ fn throughput_cell(variant: &str, workload: &str, conns: usize, ss: &[&Sample]) 
         rps: mean_ci(&runs.iter().map(|r| r.1).collect::<Vec<_>>()),
         runs,
         ratio_to_native: None,
+        capacity_runs,
+        capacity_ratio: None,
         latency: LatencyMs::from_histogram(&merged(ss, false)),
         responses,
         errors,

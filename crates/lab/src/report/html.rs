@@ -445,28 +445,15 @@ fn fmt_ratio_plain(v: f64) -> String {
     }
 }
 
-fn ratios(h: &mut String, a: &Analysis) {
-    section(h, "ratios");
-    if a.throughput.is_empty() && a.warm.is_empty() && a.cold_start.is_empty() {
-        not_measured(h, "Ratios to native");
-        end_section(h);
-        return;
-    }
-    note(
-        h,
-        "Every ratio is a variant's figure over native's, shown as <i>ratio [95% CI] n</i>. \
-         Throughput: mean req/s over native's, paired by repetition (&gt; 1: serves more than \
-         native). Warm latency: mean of the runs' p50 over native's, paired by repetition; cold \
-         start: median launch time over native's, launches resampled on each side (&gt; 1: \
-         slower than native). <b>Bold</b>: the interval excludes 1.",
-    );
-    if !has_baseline(a) {
-        not_measured(h, "The native baseline (so no ratios)");
-    }
-    let levels = connection_levels(a);
-
-    // Throughput: one row per (variant, workload), one column per level.
-    h.push_str("<h3>Throughput (req/s) × native</h3>\n");
+/// A table of one ratio per (variant, workload) and concurrency level; `flags` adds the load
+/// generator's saturation flags (which bias throughput, not capacity).
+fn ratio_grid(
+    h: &mut String,
+    a: &Analysis,
+    levels: &[usize],
+    pick: fn(&ThroughputCell) -> Option<&Estimate>,
+    flags: bool,
+) {
     let mut rows = Vec::new();
     let mut any_flag = false;
     for w in &a.workloads {
@@ -480,8 +467,9 @@ fn ratios(h: &mut String, a: &Analysis) {
             for c in cells {
                 row.push(match c {
                     None => "–".into(),
+                    Some(c) if !flags => ratio_cell(pick(c)),
                     Some(c) => {
-                        let mut out = ratio_cell(c.ratio_to_native.as_ref());
+                        let mut out = ratio_cell(pick(c));
                         let flag = flag_html(c);
                         if !flag.is_empty() {
                             out.push_str("<br>");
@@ -507,7 +495,7 @@ fn ratios(h: &mut String, a: &Analysis) {
         }
     }
     if rows.is_empty() {
-        not_measured(h, "Throughput ratios");
+        not_measured(h, "These ratios");
     } else {
         let head: Vec<String> = ["Variant".to_owned(), "Workload".to_owned()]
             .into_iter()
@@ -516,9 +504,43 @@ fn ratios(h: &mut String, a: &Analysis) {
         let head: Vec<&str> = head.iter().map(String::as_str).collect();
         table(h, &head, &rows, 2);
     }
-    if any_flag || a.throughput.iter().any(|c| c.generator_saturated_runs > 0) {
+    if flags && (any_flag || a.throughput.iter().any(|c| c.generator_saturated_runs > 0)) {
         note(h, &esc(&saturation_note()));
     }
+}
+
+fn ratios(h: &mut String, a: &Analysis) {
+    section(h, "ratios");
+    if a.throughput.is_empty() && a.warm.is_empty() && a.cold_start.is_empty() {
+        not_measured(h, "Ratios to native");
+        end_section(h);
+        return;
+    }
+    note(
+        h,
+        "Every ratio is a variant's figure over native's, shown as <i>ratio [95% CI] n</i>. \
+         Throughput: mean req/s over native's, paired by repetition (&gt; 1: serves more than \
+         native). Warm latency: mean of the runs' p50 over native's, paired by repetition; cold \
+         start: median launch time over native's, launches resampled on each side (&gt; 1: \
+         slower than native). <b>Bold</b>: the interval excludes 1.",
+    );
+    if !has_baseline(a) {
+        not_measured(h, "The native baseline (so no ratios)");
+    }
+    let levels = connection_levels(a);
+
+    // Capacity (the headline), then throughput: one row per (variant, workload), one column
+    // per level.
+    h.push_str("<h3>Capacity (responses per CPU-second of the server) × native</h3>\n");
+    note(
+        h,
+        "The server's own cost: responses over the CPU-seconds of the variant's processes, over \
+         native's in the same cell (&gt; 1: cheaper than native). It holds when the load \
+         generator, not the server, set the pace, which the throughput ratio below does not.",
+    );
+    ratio_grid(h, a, &levels, |c| c.capacity_ratio.as_ref(), false);
+    h.push_str("<h3>Throughput (req/s) × native</h3>\n");
+    ratio_grid(h, a, &levels, |c| c.ratio_to_native.as_ref(), true);
 
     // Warm p50: one row per variant, one column per workload.
     h.push_str("<h3>Warm latency p50 × native (one connection)</h3>\n");
@@ -653,6 +675,11 @@ fn throughput(h: &mut String, a: &Analysis) {
                     if *v == BASELINE {
                         "1 (baseline)".into()
                     } else {
+                        ratio_cell(c.capacity_ratio.as_ref())
+                    },
+                    if *v == BASELINE {
+                        "1 (baseline)".into()
+                    } else {
                         ratio_cell(c.ratio_to_native.as_ref())
                     },
                     fmt_ms(c.latency.p50),
@@ -670,7 +697,8 @@ fn throughput(h: &mut String, a: &Analysis) {
                 "Variant",
                 "Connections",
                 "req/s mean [95% CI] n",
-                "× native [95% CI] n",
+                "× native per CPU [95% CI] n",
+                "× native req/s [95% CI] n",
                 "p50 ms",
                 "p99 ms",
                 "Responses (all runs)",

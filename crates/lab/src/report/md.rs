@@ -121,6 +121,7 @@ pub fn render(a: &Analysis) -> String {
                         vec![
                             cell(&c.variant),
                             c.rps.show(fmt_rps),
+                            ratio_or_baseline(&c.variant, c.capacity_ratio.as_ref()),
                             ratio_or_baseline(&c.variant, c.ratio_to_native.as_ref()),
                             fmt_ms(c.latency.p50),
                             fmt_ms(c.latency.p99),
@@ -138,7 +139,8 @@ pub fn render(a: &Analysis) -> String {
                     &[
                         "variant",
                         "req/s (mean [95% CI] n)",
-                        "× native [95% CI]",
+                        "× native per CPU [95% CI]",
+                        "× native req/s [95% CI]",
                         "p50 ms",
                         "p99 ms",
                         "errors",

@@ -25,14 +25,15 @@ pub fn terminal(a: &Analysis) -> String {
             "workload",
             "conns",
             "req/s mean [95% CI] n",
-            "× native [95% CI]",
+            "× native per CPU [95% CI]",
+            "× native req/s [95% CI]",
             "p50 ms",
             "p99 ms",
             "errors",
             "",
         ]);
         for c in &a.throughput {
-            let ratio = match (&c.ratio_to_native, c.variant == BASELINE) {
+            let ratio = |r: &Option<Estimate>| match (r, c.variant == BASELINE) {
                 (_, true) => "1".into(),
                 (Some(r), false) => with_ci(r, 3),
                 (None, false) => "–".into(),
@@ -42,7 +43,8 @@ pub fn terminal(a: &Analysis) -> String {
                 c.workload.clone(),
                 c.connections.to_string(),
                 with_ci(&c.rps, 0),
-                ratio,
+                ratio(&c.capacity_ratio),
+                ratio(&c.ratio_to_native),
                 format!("{:.3}", c.latency.p50),
                 format!("{:.3}", c.latency.p99),
                 c.errors.total().to_string(),
