@@ -29,3 +29,11 @@ fn guest_abi_response_runs_its_seed() {
 fn gateway_request_runs_its_seed() {
     run_seed(env!("CARGO_BIN_EXE_gateway_request"), "gateway_request.bin");
 }
+
+#[test]
+fn recycled_equals_fresh_runs_its_seed() {
+    run_seed(
+        env!("CARGO_BIN_EXE_recycled_equals_fresh"),
+        "recycled_equals_fresh.bin",
+    );
+}

@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use wasmlab_gateway::{Capabilities, ExecRequest, Executor, NativeExecutor};
-use wasmlab_gateway_wasm::{GuestLimits, NaiveExecutor, PooledExecutor};
+use wasmlab_gateway_wasm::{GuestLimits, KeptExecutor, NaiveExecutor, PooledExecutor, Reuse};
 
 fn per_request_us<E: Executor>(rt: &tokio::runtime::Runtime, ex: &E, target: &str, n: u32) -> f64 {
     median_us(rt, n, async || {
@@ -90,6 +90,9 @@ fn main() {
         ..GuestLimits::default()
     };
     let pooled = PooledExecutor::new(wasmlab_guest_artifacts::CORE, caps(), limits).unwrap();
+    let kept =
+        |reuse| KeptExecutor::new(wasmlab_guest_artifacts::CORE, reuse, caps(), limits).unwrap();
+    let (recycled, shared) = (kept(Reuse::Recycled), kept(Reuse::Shared));
     let naive = NaiveExecutor::new(
         wasmlab_guest_artifacts::COMMAND,
         caps(),
@@ -102,10 +105,10 @@ fn main() {
         .filter(|a| !a.starts_with('-'))
         .collect();
     let wanted = |name: &str| filter.is_empty() || filter.iter().any(|f| name.contains(f.as_str()));
-    println!("{:<16} {:>12} {:>12}", "executor", "hello µs", "state µs");
+    println!("{:<18} {:>12} {:>12}", "executor", "hello µs", "state µs");
     let row = |name: &str, f: &dyn Fn(&str) -> f64| {
         if wanted(name) {
-            println!("{name:<16} {:>12.3} {:>12.3}", f("/"), f("/state"));
+            println!("{name:<18} {:>12.3} {:>12.3}", f("/"), f("/state"));
         }
     };
     let iters = |default: u32| {
@@ -120,6 +123,12 @@ fn main() {
     row("wasmtime-pooled", &|t| {
         per_request_us(&rt, &pooled, t, iters(50_000))
     });
+    row("wasmtime-recycled", &|t| {
+        per_request_us(&rt, &recycled, t, iters(50_000))
+    });
+    row("wasmtime-shared", &|t| {
+        per_request_us(&rt, &shared, t, iters(50_000))
+    });
     row("wasmtime-naive", &|t| {
         per_request_us(&rt, &naive, t, iters(2_000))
     });
@@ -127,7 +136,7 @@ fn main() {
     for (name, call) in [("floor:instance", false), ("floor:inst+call", true)] {
         if wanted(name) {
             println!(
-                "{name:<16} {:>12.3}",
+                "{name:<18} {:>12.3}",
                 instance_floor_us(&rt, limits, iters(50_000), call)
             );
         }

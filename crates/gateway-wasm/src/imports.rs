@@ -1,4 +1,4 @@
-//! The `wasmlab` host imports (see `wasmlab-guest-abi`), shared by both executors.
+//! The `wasmlab` host imports (see `wasmlab-guest-abi`), shared by every executor.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -51,6 +51,14 @@ impl HostCtx {
             proxy_outcome: None,
             memory: None,
         }
+    }
+
+    /// Takes the next request in a store kept between requests: its own deadline, nothing left of
+    /// the previous request's upstream call.
+    pub fn begin(&mut self, request: ExecRequest, limits: &GuestLimits) {
+        self.request = Some(request);
+        self.deadline = Instant::now() + limits.deadline;
+        self.proxy_outcome = None;
     }
 
     /// Gives the imports the instance's memory export (resolved by index after instantiation).

@@ -3,16 +3,24 @@
 //! - [`PooledExecutor`]: the fast path. One `Engine` with the pooling allocator, the module linked
 //!   once (`InstancePre`), export handles resolved once, and per request a fresh `Store` and
 //!   instance of the core-module guest: full isolation between requests.
+//! - [`KeptExecutor`]: instances kept between requests, either reset to a fresh instance's state
+//!   after each ([`Reuse::Recycled`]: the same isolation, without making an instance) or not at
+//!   all ([`Reuse::Shared`]: no isolation, as plugin hosts run).
 //! - [`NaiveExecutor`]: the gateway study's method, kept to show what it costs. Per request a new
 //!   `Linker` with WASI, an in-memory stdin/stdout, a `Store`, instantiation and `_start` of the
 //!   WASI command guest.
 
+pub mod differential;
+mod guest;
 mod imports;
+mod kept;
 mod limits;
 mod naive;
 mod pooled;
+pub mod reset;
 
 pub use imports::HostCtx;
+pub use kept::{KeptExecutor, Reuse};
 pub use limits::GuestLimits;
 pub use naive::NaiveExecutor;
 pub use pooled::PooledExecutor;

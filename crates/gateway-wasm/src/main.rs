@@ -5,12 +5,18 @@ use clap::{Parser, ValueEnum};
 use std::time::Duration;
 use wasmlab_gateway::cli::ServerArgs;
 
-use wasmlab_gateway_wasm::{GuestLimits, NaiveExecutor, PooledExecutor};
+use wasmlab_gateway_wasm::{GuestLimits, KeptExecutor, NaiveExecutor, PooledExecutor, Reuse};
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum ExecutorKind {
     /// Pooling allocator, module linked once, fresh Store + instance per request (core-module guest).
     Pooled,
+    /// Instances kept and reset to a fresh instance's state after every request: memory, mutable
+    /// globals, tables (core-module guest; one that traps, times out or grows is discarded).
+    Recycled,
+    /// Instances kept and never reset: state carries over between requests, no isolation (core-
+    /// module guest; one that traps or times out is discarded).
+    Shared,
     /// The gateway study's method: per request a new Linker, WASI context, Store and `_start`
     /// (WASI command guest).
     Naive,
@@ -27,7 +33,7 @@ struct Args {
     #[arg(long, value_enum, default_value = "pooled")]
     executor: ExecutorKind,
     /// Run this guest instead of the built-in one: a core module implementing the handler ABI
-    /// (docs/guest-abi.md) for `pooled`, a WASI command for `naive`.
+    /// (docs/guest-abi.md) for `pooled`, `recycled` and `shared`, a WASI command for `naive`.
     #[arg(long, value_name = "PATH")]
     wasm: Option<std::path::PathBuf>,
     /// Compile the guest ahead of time to this `.cwasm` file and exit (pooled). Give it back with
@@ -68,8 +74,8 @@ fn run(args: Args) -> anyhow::Result<()> {
         Some(path) => std::fs::read(path)
             .map_err(|e| anyhow::anyhow!("cannot read --wasm {}: {e}", path.display()))?,
         None => match args.executor {
-            ExecutorKind::Pooled => wasmlab_guest_artifacts::CORE.to_vec(),
             ExecutorKind::Naive => wasmlab_guest_artifacts::COMMAND.to_vec(),
+            _ => wasmlab_guest_artifacts::CORE.to_vec(),
         },
     };
     let guest = args
@@ -107,8 +113,11 @@ fn run(args: Args) -> anyhow::Result<()> {
                     .map_err(refused)
             })
         }
-        (ExecutorKind::Naive, Some(_)) => {
-            anyhow::bail!("the naive executor compiles per process from Wasm; give it a .wasm")
+        (kind @ (ExecutorKind::Naive | ExecutorKind::Recycled | ExecutorKind::Shared), Some(_)) => {
+            anyhow::bail!(
+                "the {} executor compiles from Wasm (only pooled starts from a precompiled module); give it a .wasm",
+                format!("{kind:?}").to_lowercase()
+            )
         }
         (ExecutorKind::Pooled, None) => args
             .server
@@ -116,5 +125,14 @@ fn run(args: Args) -> anyhow::Result<()> {
         (ExecutorKind::Naive, None) => args
             .server
             .run(|caps| async move { NaiveExecutor::new(&wasm, caps, limits).map_err(refused) }),
+        (kind @ (ExecutorKind::Recycled | ExecutorKind::Shared), None) => {
+            let reuse = match kind {
+                ExecutorKind::Recycled => Reuse::Recycled,
+                _ => Reuse::Shared,
+            };
+            args.server.run(|caps| async move {
+                KeptExecutor::new(&wasm, reuse, caps, limits).map_err(refused)
+            })
+        }
     }
 }

@@ -2,31 +2,22 @@
 
 use std::sync::Arc;
 
-use bytes::Bytes;
-
 use wasmlab_gateway::admission::Admission;
 use wasmlab_gateway::{Capabilities, ExecRequest, Executor, Failure, Reply};
-use wasmlab_guest_abi as abi;
 use wasmtime::{
-    Config, Enabled, Engine, Extern, InstanceAllocationStrategy, InstancePre, Linker, Module,
-    ModuleExport, PoolingAllocationConfig, Store, TypedFunc,
+    Config, Enabled, Engine, InstanceAllocationStrategy, Module, PoolingAllocationConfig,
 };
 
-use crate::imports::{self, HostCtx};
-use crate::limits::{EpochTicker, GuestLimits, arm_deadline, guest_failure};
+use crate::guest::LinkedGuest;
+use crate::imports::HostCtx;
+use crate::limits::{GuestLimits, guest_failure};
 
 pub struct PooledExecutor {
-    engine: Engine,
-    pre: InstancePre<HostCtx>,
-    memory: ModuleExport,
-    handle: ModuleExport,
+    guest: LinkedGuest,
     /// Keeps live instances within the pool, so instantiation never fails for want of a slot.
     admission: Admission,
     limits: GuestLimits,
-    _ticker: EpochTicker,
 }
-
-type HandleFn = TypedFunc<(), u32>;
 
 impl PooledExecutor {
     /// Compiles `wasm` (a core module implementing the handler ABI) and links it once.
@@ -96,73 +87,22 @@ impl PooledExecutor {
         caps: Arc<Capabilities>,
         limits: GuestLimits,
     ) -> anyhow::Result<Self> {
-        let export = |name: &str| {
-            module
-                .get_export_index(name)
-                .ok_or_else(|| anyhow::anyhow!("the guest does not export `{name}` (handler ABI)"))
-        };
-        let (memory, handle) = (export(abi::EXPORT_MEMORY)?, export(abi::EXPORT_HANDLE)?);
-        // Checked once here, so each request can skip the check (see `run`).
-        let handle_ty = module
-            .get_export(abi::EXPORT_HANDLE)
-            .and_then(|e| e.func().cloned());
-        anyhow::ensure!(
-            handle_ty.is_some_and(
-                |t| t.params().len() == 0 && t.results().map(|r| r.is_i32()).eq([true])
-            ),
-            "the guest's `{}` must be a function of type () -> i32 (handler ABI)",
-            abi::EXPORT_HANDLE
-        );
-        anyhow::ensure!(
-            module
-                .get_export(abi::EXPORT_MEMORY)
-                .is_some_and(|e| e.memory().is_some()),
-            "the guest's `{}` export must be a memory (handler ABI)",
-            abi::EXPORT_MEMORY
-        );
-        let mut linker = Linker::new(&engine);
-        imports::add_to_linker(&mut linker, |ctx| ctx, &caps)?;
-        let pre = linker.instantiate_pre(&module)?;
-        let ticker = EpochTicker::start(&engine, limits.tick())?;
         Ok(Self {
-            _ticker: ticker,
+            guest: LinkedGuest::new(engine, module, &caps, &limits)?,
             admission: Admission::new(
                 limits.max_instances.max(1) as usize,
                 limits.max_queue,
                 limits.queue_timeout,
             ),
             limits,
-            engine,
-            pre,
-            memory,
-            handle,
         })
     }
 
     async fn run(&self, req: ExecRequest) -> anyhow::Result<Reply> {
         // The guest pulls the request through the `request_*` imports during its one call.
-        let mut store = Store::new(&self.engine, HostCtx::with_request(req, &self.limits));
-        store.limiter(|ctx| &mut ctx.limits);
-        arm_deadline(&mut store, HostCtx::deadline);
-        let instance = self.pre.instantiate_async(&mut store).await?;
-        let export = |store: &mut Store<HostCtx>, e| {
-            instance
-                .get_module_export(store, e)
-                .expect("export indices come from this module")
-        };
-        let Extern::Memory(memory) = export(&mut store, &self.memory) else {
-            unreachable!("export types checked in from_module");
-        };
-        let Extern::Func(handle) = export(&mut store, &self.handle) else {
-            unreachable!("export types checked in from_module");
-        };
-        store.data_mut().set_memory(memory);
-        // SAFETY: `from_module` checked that the export is a `() -> i32` function.
-        let handle: HandleFn = unsafe { TypedFunc::new_unchecked(&store, handle) };
-        let desc = handle.call_async(&mut store, ()).await?;
-        let resp = abi::view_response(memory.data(&store), desc)?;
-        let body = Bytes::copy_from_slice(resp.body);
-        Reply::from_parts(resp.status, resp.headers(), body).map_err(anyhow::Error::msg)
+        let mut store = self.guest.store(HostCtx::with_request(req, &self.limits));
+        let ready = self.guest.instantiate(&mut store).await?;
+        ready.call(&mut store).await
     }
 }
 

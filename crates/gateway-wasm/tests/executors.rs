@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use wasmlab_gateway::{Capabilities, ExecRequest, Executor, NativeExecutor, Reply};
-use wasmlab_gateway_wasm::{GuestLimits, NaiveExecutor, PooledExecutor};
+use wasmlab_gateway_wasm::{GuestLimits, KeptExecutor, NaiveExecutor, PooledExecutor, Reuse};
 
 /// Requests covering every route, parameters, errors and a binary body.
 fn requests() -> Vec<(&'static str, String, Bytes)> {
@@ -74,13 +74,20 @@ fn every_executor_answers_alike() {
             GuestLimits::default(),
         )
         .unwrap();
-        let (pooled, naive) = (replies(&pooled).await, replies(&naive).await);
+        let kept = |reuse| {
+            KeptExecutor::new(wasmlab_guest_artifacts::CORE, reuse, caps(), limits).unwrap()
+        };
+        let (recycled, shared) = (kept(Reuse::Recycled), kept(Reuse::Shared));
+        let others = [
+            ("pooled", replies(&pooled).await),
+            ("naive", replies(&naive).await),
+            ("recycled", replies(&recycled).await),
+            ("shared", replies(&shared).await),
+        ];
         for (i, (method, target, _)) in requests().iter().enumerate() {
-            assert_eq!(
-                pooled[i], native[i],
-                "pooled vs native on {method} {target}"
-            );
-            assert_eq!(naive[i], native[i], "naive vs native on {method} {target}");
+            for (name, got) in &others {
+                assert_eq!(got[i], native[i], "{name} vs native on {method} {target}");
+            }
         }
         // And the answers are the right ones, not just equal.
         assert_eq!(native[0].body, "hello");

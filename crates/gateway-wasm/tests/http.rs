@@ -22,6 +22,16 @@ fn naive_gateway_serves_every_route() {
 }
 
 #[test]
+fn recycled_gateway_serves_every_route() {
+    check_executor("recycled");
+}
+
+#[test]
+fn shared_gateway_serves_every_route() {
+    check_executor("shared");
+}
+
+#[test]
 fn precompiled_guest_serves_every_route() {
     let tmp = tempfile::tempdir().unwrap();
     let cwasm = tmp.path().join("guest.cwasm");

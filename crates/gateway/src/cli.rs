@@ -53,6 +53,17 @@ pub struct ServerArgs {
     /// has the diagnosis. For tests and the lab's own verification, not for untrusted clients.
     #[arg(long)]
     pub error_details: bool,
+    /// Whether a worker that stays busy lets its other ready requests run before writing a
+    /// reply (replies then leave in bursts): `auto` is the executor's choice.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub defer_replies: DeferReplies,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DeferReplies {
+    Auto,
+    On,
+    Off,
 }
 
 fn positive_secs(s: &str) -> Result<f64, String> {
@@ -81,6 +92,11 @@ impl ServerArgs {
             max_header_bytes: self.max_header_bytes as usize,
             max_connections: self.max_connections as usize,
             error_details: self.error_details,
+            defer_replies: match self.defer_replies {
+                DeferReplies::Auto => None,
+                DeferReplies::On => Some(true),
+                DeferReplies::Off => Some(false),
+            },
         }
     }
 

@@ -44,6 +44,8 @@ pub struct ServerConfig {
     /// Tell clients the diagnosis of a failure (trap, ABI violation) rather than only its status
     /// and a generic line. For tests and the lab's verification; the log always has it.
     pub error_details: bool,
+    /// Whether a busy worker defers replies (see `handle`); None: as the executor prefers.
+    pub defer_replies: Option<bool>,
 }
 
 impl Default for ServerConfig {
@@ -57,6 +59,7 @@ impl Default for ServerConfig {
             max_header_bytes: 64 << 10,
             max_connections: 10_000,
             error_details: false,
+            defer_replies: None,
         }
     }
 }
@@ -250,6 +253,7 @@ struct RequestRules {
     max_body_bytes: usize,
     body_timeout: Duration,
     error_details: bool,
+    defer_replies: Option<bool>,
 }
 
 impl From<&ServerConfig> for RequestRules {
@@ -258,6 +262,7 @@ impl From<&ServerConfig> for RequestRules {
             max_body_bytes: c.max_body_bytes,
             body_timeout: c.body_timeout,
             error_details: c.error_details,
+            defer_replies: c.defer_replies,
         }
     }
 }
@@ -332,7 +337,10 @@ async fn handle<E: Executor>(
             // replies leave in a burst, so the client side is woken once per burst rather than
             // once per reply. An idle worker answers at once: the pass through the scheduler
             // would only add latency (~15 µs at c=1 on the 2-core VM).
-            if executor.defer_replies_when_busy() && crate::idle::finished_while_busy() {
+            let defer = config
+                .defer_replies
+                .unwrap_or_else(|| executor.defer_replies_when_busy());
+            if defer && crate::idle::finished_while_busy() {
                 tokio::task::yield_now().await;
             }
             match outcome.and_then(|reply| framed_by_host(reply, id)) {

@@ -1,9 +1,14 @@
-//! The guest's allocator: a bump allocator over a small static arena that is never freed.
+//! The guest's allocator: a bump allocator over a small static arena, emptied at the start of each
+//! request.
 //!
-//! Each request runs in a fresh instance, so nothing needs freeing, and an arena that lives in the
-//! module's initial memory means a request does not `memory.grow`: growing (and shrinking back on
-//! the next instantiation) costs the pooling allocator two `mprotect` calls and TLB shootdowns
-//! across the host's threads. Requests larger than the arena fall back to growing memory.
+//! Nothing needs freeing: a request's allocations are dead once the host has read its response,
+//! which it does before it calls the guest again (docs/guest-abi.md). In a fresh instance per
+//! request the arena starts empty anyway; in an instance kept for more requests (the shared
+//! executor) [`reset`] empties it at the start of each, so memory does not grow request after
+//! request. An arena in the module's initial memory means a request does not `memory.grow`:
+//! growing (and shrinking back on the next instantiation) costs the pooling allocator two
+//! `mprotect` calls and TLB shootdowns across the host's threads. A request larger than the arena
+//! takes pages past the initial memory, grown once and reused by later requests.
 
 use core::alloc::{GlobalAlloc, Layout};
 use core::cell::UnsafeCell;
@@ -14,9 +19,12 @@ const PAGE: usize = 64 << 10;
 #[repr(C, align(16))]
 struct Arena {
     bytes: UnsafeCell<[u8; ARENA_BYTES]>,
-    /// Next free address and end of the current region (the arena, then grown pages).
+    /// Next free address and end of the current region (the arena, then the grown pages).
     next: UnsafeCell<usize>,
     end: UnsafeCell<usize>,
+    /// The pages grown past the initial memory, kept for later requests: [grown_base, grown_end).
+    grown_base: UnsafeCell<usize>,
+    grown_end: UnsafeCell<usize>,
 }
 
 // SAFETY: wasm32 guests here are single-threaded.
@@ -27,39 +35,71 @@ static ARENA: Arena = Arena {
     bytes: UnsafeCell::new([0; ARENA_BYTES]),
     next: UnsafeCell::new(0),
     end: UnsafeCell::new(0),
+    grown_base: UnsafeCell::new(0),
+    grown_end: UnsafeCell::new(0),
 };
+
+/// Empties the arena: every earlier allocation is dead. Called at the start of each request.
+pub fn reset() {
+    // SAFETY: single-threaded, and no allocation of an earlier request is used after this.
+    unsafe {
+        *ARENA.next.get() = ARENA.bytes.get() as usize;
+        *ARENA.end.get() = ARENA.bytes.get() as usize + ARENA_BYTES;
+    }
+}
 
 unsafe impl GlobalAlloc for Arena {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: single-threaded; the cells are only touched here and in realloc.
+        // SAFETY: single-threaded; the cells are only touched here, in realloc and in reset.
         unsafe {
             let (next, end) = (&mut *self.next.get(), &mut *self.end.get());
+            let (base, grown_end) = (&mut *self.grown_base.get(), &mut *self.grown_end.get());
             if *end == 0 {
-                *next = self.bytes.get() as usize;
-                *end = *next + ARENA_BYTES;
+                reset();
             }
-            let start = (*next + layout.align() - 1) & !(layout.align() - 1);
-            if let Some(stop) = start.checked_add(layout.size()).filter(|&s| s <= *end) {
+            let fit = |from: usize, to: usize| {
+                let start = (from + layout.align() - 1) & !(layout.align() - 1);
+                start
+                    .checked_add(layout.size())
+                    .filter(|&s| s <= to)
+                    .map(|stop| (start, stop))
+            };
+            if let Some((start, stop)) = fit(*next, *end) {
                 *next = stop;
                 return start as *mut u8;
             }
-            // Out of room: take fresh pages for this allocation (and what follows it).
-            let need = layout.size() + layout.align();
-            let pages = need.div_ceil(PAGE);
+            // The arena is full: move on to the pages grown past the initial memory, if any.
+            if *grown_end != 0 && *end != *grown_end {
+                *next = *base;
+                *end = *grown_end;
+                if let Some((start, stop)) = fit(*next, *end) {
+                    *next = stop;
+                    return start as *mut u8;
+                }
+            }
+            // Grow memory for this allocation (and what follows it).
+            let pages = (layout.size() + layout.align()).div_ceil(PAGE);
             let prev = core::arch::wasm32::memory_grow(0, pages);
             if prev == usize::MAX {
                 return core::ptr::null_mut();
             }
-            let base = prev * PAGE;
-            let start = (base + layout.align() - 1) & !(layout.align() - 1);
-            *next = start + layout.size();
-            *end = base + pages * PAGE;
+            if *grown_end == prev * PAGE {
+                // Contiguous with the grown pages (only this allocator grows memory).
+                *grown_end += pages * PAGE;
+            } else {
+                *base = prev * PAGE;
+                *grown_end = *base + pages * PAGE;
+                *next = *base;
+            }
+            *end = *grown_end;
+            let (start, stop) = fit(*next, *end).expect("grown to fit");
+            *next = stop;
             start as *mut u8
         }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // Only the latest allocation can be given back; everything goes when the instance does.
+        // Only the latest allocation can be given back; the rest goes at the next reset.
         unsafe {
             let next = &mut *self.next.get();
             if ptr as usize + layout.size() == *next {

@@ -24,6 +24,9 @@ mod glue {
     /// Reads the instance's request from the host, runs `handler` and leaves the response in
     /// memory; returns the response descriptor's address for `wasmlab_handle` to return.
     pub fn respond(handler: impl FnOnce(Request<'static>) -> Response) -> *const u8 {
+        // The previous request's response (if this instance served one) has been read by now.
+        #[cfg(feature = "arena")]
+        crate::arena::reset();
         let (method, target, body) = crate::import_host::read_request();
         let text = |b: &'static [u8]| core::str::from_utf8(b).unwrap_or("");
         let req = Request::new(text(method.leak()), text(target.leak()), body.leak());

@@ -29,6 +29,14 @@ const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../../variants/wasmtime-pooled-cwasm.toml"),
     ),
     (
+        "wasmtime-recycled",
+        include_str!("../../../../variants/wasmtime-recycled.toml"),
+    ),
+    (
+        "wasmtime-shared",
+        include_str!("../../../../variants/wasmtime-shared.toml"),
+    ),
+    (
         "wasmtime-naive",
         include_str!("../../../../variants/wasmtime-naive.toml"),
     ),

@@ -1,0 +1,169 @@
+//! Executors that keep instances between requests, the two other points of the isolation spectrum
+//! besides a fresh instance per request (`PooledExecutor`):
+//!
+//! - [`Reuse::Recycled`]: after each request the instance is reset to exactly the state a fresh
+//!   one has (memory back to its initial image, every mutable global and table restored; see
+//!   `reset.rs`). Requests are as isolated as with fresh instances; what is saved is making one.
+//! - [`Reuse::Shared`]: nothing is reset, as Envoy's proxy-wasm filters and plugin hosts run: a
+//!   request sees whatever earlier requests left in the instance. No isolation between requests;
+//!   the bound on what an embedded Wasm handler can cost at all.
+//!
+//! Either way an instance that trapped, ran past its deadline or broke the ABI is discarded,
+//! never reused (a recycled one also when its memory or a table grew), and a request whose client
+//! went away takes its instance with it. Live instances are bounded like the pooled executor's,
+//! with the same queue.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use wasmlab_gateway::admission::Admission;
+use wasmlab_gateway::{Capabilities, ExecRequest, Executor, Failure, Reply};
+use wasmtime::{Engine, Module, Store};
+
+use crate::PooledExecutor;
+use crate::guest::{LinkedGuest, Ready};
+use crate::imports::HostCtx;
+use crate::limits::{GuestLimits, guest_failure};
+use crate::reset::{Instrumented, Snapshot, instrument};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reuse {
+    /// Reset to a fresh instance's state after every request.
+    Recycled,
+    /// Never reset: state carries over between requests.
+    Shared,
+}
+
+pub struct KeptExecutor {
+    guest: LinkedGuest,
+    reuse: Reuse,
+    /// What a recycled instance's reset needs to reach (its module was rewritten to export it).
+    instrumented: Option<Instrumented>,
+    idle: Mutex<Vec<Kept>>,
+    admission: Admission,
+    limits: GuestLimits,
+    /// Instances made, and instances discarded (after a trap, a timeout, growth).
+    made: AtomicU64,
+    discarded: AtomicU64,
+}
+
+/// An instance kept between requests, with its store.
+struct Kept {
+    store: Store<HostCtx>,
+    ready: Ready,
+    /// The fresh state, for a recycled instance.
+    snapshot: Option<Snapshot>,
+}
+
+impl KeptExecutor {
+    /// Compiles `wasm` (a core module implementing the handler ABI; text or binary) with the
+    /// pooled executor's settings. A recycled guest is first rewritten to export its state.
+    pub fn new(
+        wasm: &[u8],
+        reuse: Reuse,
+        caps: Arc<Capabilities>,
+        limits: GuestLimits,
+    ) -> anyhow::Result<Self> {
+        let engine = Engine::new(&PooledExecutor::config(limits))?;
+        let (module, instrumented) = match reuse {
+            Reuse::Recycled => {
+                let i = instrument(wasm)?;
+                (Module::new(&engine, &i.wasm)?, Some(i))
+            }
+            Reuse::Shared => (Module::new(&engine, wasm)?, None),
+        };
+        Ok(Self {
+            guest: LinkedGuest::new(engine, module, &caps, &limits)?,
+            reuse,
+            instrumented,
+            idle: Mutex::new(Vec::new()),
+            admission: Admission::new(
+                limits.max_instances.max(1) as usize,
+                limits.max_queue,
+                limits.queue_timeout,
+            ),
+            limits,
+            made: AtomicU64::new(0),
+            discarded: AtomicU64::new(0),
+        })
+    }
+
+    /// Instances made so far, and how many of them were discarded.
+    pub fn instances(&self) -> (u64, u64) {
+        (
+            self.made.load(Ordering::Relaxed),
+            self.discarded.load(Ordering::Relaxed),
+        )
+    }
+
+    async fn make(&self) -> anyhow::Result<Kept> {
+        let mut store = self.guest.store(HostCtx::new(&self.limits));
+        let ready = self.guest.instantiate(&mut store).await?;
+        let snapshot = match &self.instrumented {
+            Some(i) => Some(Snapshot::take(
+                &mut store,
+                &ready.instance,
+                ready.memory,
+                i,
+            )?),
+            None => None,
+        };
+        self.made.fetch_add(1, Ordering::Relaxed);
+        Ok(Kept {
+            store,
+            ready,
+            snapshot,
+        })
+    }
+
+    async fn run(&self, req: ExecRequest) -> anyhow::Result<Reply> {
+        let idle = self.idle.lock().expect("never poisoned").pop();
+        let mut kept = match idle {
+            Some(k) => k,
+            None => self.make().await?,
+        };
+        kept.store.data_mut().begin(req, &self.limits);
+        // The epoch deadline counts from now, for this request.
+        kept.store.set_epoch_deadline(1);
+        let outcome = kept.ready.call(&mut kept.store).await;
+        if outcome.is_err() {
+            self.discarded.fetch_add(1, Ordering::Relaxed);
+            return outcome;
+        }
+        let reusable = match &kept.snapshot {
+            Some(s) => s.restore(&mut kept.store, kept.ready.memory)?,
+            None => true,
+        };
+        if reusable {
+            self.idle.lock().expect("never poisoned").push(kept);
+        } else {
+            self.discarded.fetch_add(1, Ordering::Relaxed);
+        }
+        outcome
+    }
+}
+
+impl Executor for KeptExecutor {
+    fn name(&self) -> &'static str {
+        match self.reuse {
+            Reuse::Recycled => "wasmtime-recycled",
+            Reuse::Shared => "wasmtime-shared",
+        }
+    }
+
+    /// Off: a kept instance's request costs little more than native's, and, as for native,
+    /// deferring replies measured no better (docs/pooled-cost.md).
+    fn defer_replies_when_busy(&self) -> bool {
+        false
+    }
+
+    async fn execute(&self, req: ExecRequest) -> Result<Reply, Failure> {
+        let _slot = match self.admission.enter().await {
+            Ok(slot) => slot,
+            Err(busy) => return Ok(busy),
+        };
+        self.run(req)
+            .await
+            .map_err(|e| guest_failure(&e, &self.limits))
+    }
+}

@@ -1,0 +1,267 @@
+//! Putting a kept instance back to the state a fresh one has: what the recycled executor needs.
+//!
+//! A fresh instance is its module's data segments in a memory of the initial size, its globals at
+//! their initial values, its tables as their element segments filled them, and whatever its start
+//! function did to those. All of that is read once, right after instantiation ([`Snapshot`]), and
+//! written back after every request. The guest's mutable globals (the shadow stack pointer among
+//! them) and its tables are not exported by a normal module, so the module is first rewritten to
+//! export them under reserved names ([`instrument`]); a module that drops data or element segments
+//! is refused, since a dropped segment cannot be restored.
+
+use anyhow::Context as _;
+use wasm_encoder::{ExportKind, ExportSection, RawSection};
+use wasmparser::{ExternalKind, Operator, Parser, Payload, TypeRef};
+use wasmtime::{AsContextMut, Global, Instance, Memory, Ref, Table, Val};
+
+/// The export names the rewrite gives a module's mutable globals and tables.
+const GLOBAL_PREFIX: &str = "__wasmlab_reset_global_";
+const TABLE_PREFIX: &str = "__wasmlab_reset_table_";
+
+/// A module rewritten so that a reset can reach all its state, and the names it exports it under.
+pub struct Instrumented {
+    pub wasm: Vec<u8>,
+    pub globals: Vec<String>,
+    pub tables: Vec<String>,
+}
+
+/// Rewrites `wasm` (binary or text) to export every mutable global and every table it defines.
+pub fn instrument(wasm: &[u8]) -> anyhow::Result<Instrumented> {
+    let wasm = wat::parse_bytes(wasm).context("not a Wasm module")?;
+    let mut imported_globals = 0u32;
+    let mut imported_tables = 0u32;
+    let mut mutable: Vec<u32> = Vec::new();
+    let mut defined_tables = 0u32;
+    let mut existing = Vec::new();
+    // Whether any instruction can change a table (else they need no restoring).
+    let mut tables_change = false;
+    // First pass: what there is to export, and whether segments are ever dropped.
+    for payload in Parser::new(0).parse_all(&wasm) {
+        match payload? {
+            Payload::ImportSection(reader) => {
+                for import in reader.into_imports() {
+                    match import?.ty {
+                        TypeRef::Global(_) => imported_globals += 1,
+                        TypeRef::Table(_) => imported_tables += 1,
+                        _ => {}
+                    }
+                }
+            }
+            Payload::TableSection(reader) => defined_tables = reader.count(),
+            Payload::GlobalSection(reader) => {
+                for (i, g) in reader.into_iter().enumerate() {
+                    if g?.ty.mutable {
+                        mutable.push(imported_globals + i as u32);
+                    }
+                }
+            }
+            Payload::ExportSection(reader) => {
+                for e in reader {
+                    let e = e?;
+                    existing.push((e.name.to_owned(), e.kind, e.index));
+                }
+            }
+            Payload::CodeSectionEntry(body) => {
+                let mut ops = body.get_operators_reader()?;
+                while !ops.eof() {
+                    match ops.read()? {
+                        Operator::DataDrop { .. } => anyhow::bail!(
+                            "the guest drops a data segment (data.drop), which resetting an instance cannot undo: run it with the pooled executor"
+                        ),
+                        Operator::ElemDrop { .. } => anyhow::bail!(
+                            "the guest drops an element segment (elem.drop), which resetting an instance cannot undo: run it with the pooled executor"
+                        ),
+                        Operator::TableSet { .. }
+                        | Operator::TableGrow { .. }
+                        | Operator::TableFill { .. }
+                        | Operator::TableCopy { .. }
+                        | Operator::TableInit { .. } => tables_change = true,
+                        _ => {}
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    anyhow::ensure!(
+        imported_tables == 0 && imported_globals == 0,
+        "the guest imports globals or tables, whose state a reset cannot restore"
+    );
+    let mut exports = ExportSection::new();
+    for (name, kind, index) in &existing {
+        exports.export(name, export_kind(*kind), *index);
+    }
+    let globals: Vec<String> = mutable
+        .iter()
+        .map(|i| format!("{GLOBAL_PREFIX}{i}"))
+        .collect();
+    for (name, i) in globals.iter().zip(&mutable) {
+        exports.export(name, ExportKind::Global, *i);
+    }
+    // Tables no instruction can change (most guests': a funcref table filled by element segments
+    // for indirect calls) need no restoring, and restoring one costs ~80 ns an element.
+    let tables: Vec<String> = (0..if tables_change { defined_tables } else { 0 })
+        .map(|i| format!("{TABLE_PREFIX}{i}"))
+        .collect();
+    for (i, name) in tables.iter().enumerate() {
+        exports.export(name, ExportKind::Table, i as u32);
+    }
+    // Second pass: every section as it was, the export section replaced (or added in its place,
+    // right before the start, element, data count, code or data sections).
+    let mut out = wasm_encoder::Module::new();
+    let mut exported = false;
+    for payload in Parser::new(0).parse_all(&wasm) {
+        let payload = payload?;
+        let Some((id, range)) = payload.as_section() else {
+            continue;
+        };
+        // Section ids: 7 export; 8 start, 9 element, 12 data count, 10 code, 11 data.
+        if id == 7 || (!exported && matches!(id, 8..=12)) {
+            out.section(&exports);
+            exported = true;
+            if id == 7 {
+                continue;
+            }
+        }
+        out.section(&RawSection {
+            id,
+            data: &wasm[range],
+        });
+    }
+    if !exported {
+        out.section(&exports);
+    }
+    let wasm = out.finish();
+    Ok(Instrumented {
+        wasm,
+        globals,
+        tables,
+    })
+}
+
+fn export_kind(k: ExternalKind) -> ExportKind {
+    match k {
+        ExternalKind::Func => ExportKind::Func,
+        ExternalKind::Table => ExportKind::Table,
+        ExternalKind::Memory => ExportKind::Memory,
+        ExternalKind::Global => ExportKind::Global,
+        ExternalKind::Tag => ExportKind::Tag,
+        ExternalKind::FuncExact => ExportKind::Func,
+    }
+}
+
+/// The state of a fresh instance, read right after instantiation.
+pub struct Snapshot {
+    memory: Vec<u8>,
+    globals: Vec<(Global, Val)>,
+    tables: Vec<(Table, Vec<Ref>)>,
+}
+
+impl Snapshot {
+    pub fn take(
+        mut store: impl AsContextMut,
+        instance: &Instance,
+        memory: Memory,
+        instrumented: &Instrumented,
+    ) -> anyhow::Result<Self> {
+        let mut store = store.as_context_mut();
+        let memory_bytes = memory.data(&store).to_vec();
+        let mut globals = Vec::new();
+        for name in &instrumented.globals {
+            let g = instance
+                .get_global(&mut store, name)
+                .with_context(|| format!("the rewritten module lacks {name}"))?;
+            let v = g.get(&mut store);
+            globals.push((g, v));
+        }
+        let mut tables = Vec::new();
+        for name in &instrumented.tables {
+            let t = instance
+                .get_table(&mut store, name)
+                .with_context(|| format!("the rewritten module lacks {name}"))?;
+            let elements = (0..t.size(&store))
+                .map(|i| t.get(&mut store, i).expect("in bounds"))
+                .collect();
+            tables.push((t, elements));
+        }
+        Ok(Self {
+            memory: memory_bytes,
+            globals,
+            tables,
+        })
+    }
+
+    /// Writes the fresh state back. `false` when the instance cannot be reset (its memory or a
+    /// table grew): it must then be discarded.
+    pub fn restore(&self, mut store: impl AsContextMut, memory: Memory) -> anyhow::Result<bool> {
+        let mut store = store.as_context_mut();
+        if memory.data_size(&store) != self.memory.len()
+            || self
+                .tables
+                .iter()
+                .any(|(t, e)| t.size(&store) != e.len() as u64)
+        {
+            return Ok(false);
+        }
+        memory.data_mut(&mut store).copy_from_slice(&self.memory);
+        for (g, v) in &self.globals {
+            g.set(&mut store, *v)?;
+        }
+        for (t, elements) in &self.tables {
+            for (i, e) in elements.iter().enumerate() {
+                t.set(&mut store, i as u64, e.clone())?;
+            }
+        }
+        Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exports_mutable_globals_and_tables_and_keeps_the_rest() {
+        let wat = r#"(module
+            (global $sp (mut i32) (i32.const 1024))
+            (global $k i32 (i32.const 7))
+            (global $g (mut i64) (i64.const 0))
+            (table 2 funcref)
+            (memory (export "memory") 1)
+            (func (export "f") (result i32) (global.get $k))
+            (func $init (global.set $g (i64.const 5)))
+            (start $init))"#;
+        let i = instrument(wat.as_bytes()).unwrap();
+        assert_eq!(
+            i.globals,
+            ["__wasmlab_reset_global_0", "__wasmlab_reset_global_2"]
+        );
+        // No instruction changes the table: nothing to restore.
+        assert!(i.tables.is_empty());
+        wasmparser::validate(&i.wasm).unwrap();
+        let engine = wasmtime::Engine::default();
+        let module = wasmtime::Module::new(&engine, &i.wasm).unwrap();
+        let names: Vec<&str> = module.exports().map(|e| e.name()).collect();
+        for n in ["memory", "f", "__wasmlab_reset_global_0"] {
+            assert!(names.contains(&n), "{names:?}");
+        }
+        // One that can change its table has it exported.
+        let i = instrument(
+            br#"(module (table 2 funcref) (func (export "f") (table.set 0 (i32.const 0) (ref.null func))))"#,
+        )
+        .unwrap();
+        assert_eq!(i.tables, ["__wasmlab_reset_table_0"]);
+        wasmparser::validate(&i.wasm).unwrap();
+        // A module with no export section gets one.
+        let i = instrument(b"(module (global (mut i32) (i32.const 0)))").unwrap();
+        wasmparser::validate(&i.wasm).unwrap();
+        assert_eq!(i.globals.len(), 1);
+    }
+
+    #[test]
+    fn a_module_that_drops_segments_is_refused() {
+        let e = instrument(br#"(module (memory 1) (data "x") (func data.drop 0))"#)
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("data.drop"), "{e}");
+    }
+}
