@@ -158,12 +158,12 @@ impl Executor for KeptExecutor {
     }
 
     async fn execute(&self, req: ExecRequest) -> Result<Reply, Failure> {
-        let _slot = match self.admission.enter().await {
-            Ok(slot) => slot,
-            Err(busy) => return Ok(busy),
-        };
-        self.run(req)
+        self.admission
+            .admit(|| async {
+                self.run(req)
+                    .await
+                    .map_err(|e| guest_failure(&e, &self.limits))
+            })
             .await
-            .map_err(|e| guest_failure(&e, &self.limits))
     }
 }

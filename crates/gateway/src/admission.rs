@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tokio::sync::{Semaphore, SemaphorePermit};
 
-use crate::executor::Reply;
+use crate::executor::{Failure, Reply};
 
 pub struct Admission {
     slots: Semaphore,
@@ -53,6 +53,18 @@ impl Admission {
                     self.queue_timeout.as_millis()
                 ),
             )),
+        }
+    }
+
+    /// Runs `work` in a slot; a request refused one gets the 503 as its reply. The slot is held
+    /// until `work` is done (or dropped, when its client went away).
+    pub async fn admit<F>(&self, work: impl FnOnce() -> F) -> Result<Reply, Failure>
+    where
+        F: Future<Output = Result<Reply, Failure>>,
+    {
+        match self.enter().await {
+            Ok(_slot) => work().await,
+            Err(busy) => Ok(busy),
         }
     }
 }

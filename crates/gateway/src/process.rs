@@ -230,11 +230,7 @@ impl Executor for ProcessExecutor {
     }
 
     async fn execute(&self, req: ExecRequest) -> Result<Reply, Failure> {
-        let _slot = match self.admission.enter().await {
-            Ok(slot) => slot,
-            Err(busy) => return Ok(busy),
-        };
-        self.run(req).await
+        self.admission.admit(|| self.run(req)).await
     }
 }
 

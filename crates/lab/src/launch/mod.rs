@@ -99,8 +99,10 @@ pub struct Running {
     child: Child,
     /// Run before SIGTERM (e.g. removing a container), with the variant's environment.
     stop_command: Option<Command>,
-    /// Prints more process ids of the variant (see `Start::processes`).
+    /// Prints more process ids of the variant (see `Start::processes`); run once, on first use.
     processes_command: Option<Command>,
+    /// The process roots, once known (they do not change while the variant runs).
+    roots: Option<Vec<u32>>,
 }
 
 /// Launches so far, for unique instance names.
@@ -200,6 +202,7 @@ pub fn spawn_server(
         child,
         stop_command: None,
         processes_command: None,
+        roots: None,
     };
     let deadline = t0 + ctx.start_timeout;
     let addr = if let Some(addr) = known {
@@ -328,8 +331,11 @@ impl Running {
     }
 
     /// The roots of the variant's process trees: the process the lab started, and those its
-    /// `processes` command names (a container's conmon and main process).
+    /// `processes` command names (a container's conmon and main process), asked once per launch.
     pub fn process_roots(&mut self) -> Vec<u32> {
+        if let Some(roots) = &self.roots {
+            return roots.clone();
+        }
         let mut roots = vec![self.child.id()];
         if let Some(cmd) = self.processes_command.as_mut()
             && let Ok(out) = crate::plan::tools::run_with_timeout(cmd, Duration::from_secs(10))
@@ -340,6 +346,7 @@ impl Running {
                 }
             }
         }
+        self.roots = Some(roots.clone());
         roots
     }
 
