@@ -1,6 +1,9 @@
 //! The wasmlab load generator: HTTP/1.1 keep-alive load, closed or open loop.
 //!
-//! C connections are spread over T worker threads, each a single-threaded tokio runtime. In the
+//! C connections are spread over T worker threads, each a single-threaded tokio runtime. Each
+//! connection sends the same request, serialised once, and frames each response with its own
+//! HTTP/1.1 parser (module `http1`): no general client on the hot path, so the generator's CPU per
+//! request is about wrk's (docs/method.md has the comparison). In the
 //! closed loop every connection sends a request, waits for the whole response, records the latency
 //! in its worker's HDR histogram and sends the next. In the open loop (`rate`) requests are due at
 //! a constant arrival rate (wrk2's semantics): a free connection takes the next due send time,
@@ -9,6 +12,7 @@
 //! end, so memory does not grow with the run's length. A request sent before the deadline is
 //! waited for and counted, so the reported count equals what the server answered.
 
+mod http1;
 mod pacing;
 mod timing;
 
@@ -22,12 +26,10 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use hdrhistogram::Histogram;
-use http_body_util::{BodyExt, Full};
-use hyper::client::conn::http1;
 use hyper::header::{HeaderName, HeaderValue};
-use hyper::{Method, Request, Uri};
-use hyper_util::rt::TokioIo;
+use hyper::{Method, Uri};
 use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 /// Highest latency the histograms hold (longer ones are clamped to it).
@@ -289,7 +291,8 @@ impl WorkerStats {
 
 struct Shared {
     config: LoadConfig,
-    authority: HeaderValue,
+    /// The request every exchange sends, serialised once.
+    request: Bytes,
     deadline: Option<Instant>,
     /// Requests still allowed to start, when `requests` bounds the run.
     budget: Option<AtomicU64>,
@@ -298,7 +301,12 @@ struct Shared {
 impl Shared {
     /// Past the deadline, or cancelled.
     fn stopped(&self) -> bool {
-        self.deadline.is_some_and(|d| Instant::now() >= d) || self.cancelled()
+        self.stopped_at(Instant::now())
+    }
+
+    /// As [`Shared::stopped`], with the time already read.
+    fn stopped_at(&self, now: Instant) -> bool {
+        self.deadline.is_some_and(|d| now >= d) || self.cancelled()
     }
 
     fn cancelled(&self) -> bool {
@@ -308,9 +316,9 @@ impl Shared {
             .is_some_and(|c| c.load(Ordering::Relaxed))
     }
 
-    /// Whether a connection may start another request (closed loop).
-    fn may_send(&self) -> bool {
-        if self.stopped() {
+    /// Whether a connection may start another request at `now` (closed loop).
+    fn may_send(&self, now: Instant) -> bool {
+        if self.stopped_at(now) {
             return false;
         }
         match &self.budget {
@@ -391,12 +399,19 @@ pub fn run(config: LoadConfig) -> anyhow::Result<LoadReport> {
         );
     }
     let threads = config.threads.clamp(1, config.connections);
-    let authority = HeaderValue::from_str(&config.authority())?;
+    let path = config.url.path_and_query().map_or("/", |pq| pq.as_str());
+    let request = http1::serialize_request(
+        &config.method,
+        path,
+        &config.authority(),
+        &config.headers,
+        &config.body,
+    )?;
     let start = Instant::now();
     let shared = Arc::new(Shared {
         deadline: config.duration.map(|d| start + d),
         budget: config.requests.map(AtomicU64::new),
-        authority,
+        request,
         config,
     });
 
@@ -568,50 +583,77 @@ enum Failure {
     Timeout,
 }
 
-type Sender = http1::SendRequest<Full<Bytes>>;
+/// One keep-alive connection: the socket, the buffer its reads land in, and the response parser.
+struct Connection {
+    stream: TcpStream,
+    buf: Box<[u8]>,
+    parser: http1::ResponseParser,
+}
 
-async fn connect(shared: &Shared, marks: Rc<timing::Marks>) -> Result<Sender, Failure> {
+/// Bytes one read takes at most; a hello response is ~100 bytes, larger bodies take several.
+const READ_BUFFER_BYTES: usize = 16 * 1024;
+
+async fn connect(shared: &Shared) -> Result<Connection, Failure> {
     let addr = shared.config.authority();
     let stream = tokio::time::timeout(shared.config.timeout, TcpStream::connect(&addr))
         .await
         .map_err(|_| Failure::Connect(format!("connect to {addr} timed out")))?
         .map_err(|e| Failure::Connect(format!("connect to {addr}: {e}")))?;
     let _ = stream.set_nodelay(true);
-    let io = timing::Timed {
-        inner: stream,
-        marks,
-    };
-    let (sender, conn) = http1::handshake(TokioIo::new(io))
-        .await
-        .map_err(|e| Failure::Connect(format!("handshake: {e}")))?;
-    tokio::task::spawn_local(async move {
-        let _ = conn.await;
-    });
-    Ok(sender)
+    Ok(Connection {
+        stream,
+        buf: vec![0; READ_BUFFER_BYTES].into_boxed_slice(),
+        parser: http1::ResponseParser::new(shared.config.method == Method::HEAD),
+    })
 }
 
-fn build_request(shared: &Shared) -> Request<Full<Bytes>> {
-    let c = &shared.config;
-    let mut req = Request::new(Full::new(c.body.clone()));
-    *req.method_mut() = c.method.clone();
-    *req.uri_mut() = c
-        .url
-        .path_and_query()
-        .map_or_else(|| Uri::from_static("/"), |pq| Uri::from(pq.clone()));
-    let h = req.headers_mut();
-    h.insert(hyper::header::HOST, shared.authority.clone());
-    for (k, v) in &c.headers {
-        h.insert(k.clone(), v.clone());
-    }
-    req
-}
-
-/// A completed exchange: status, body bytes, and when the request and response ended.
+/// A completed exchange: the response, and when the request started, its last byte was written,
+/// the response's first byte was read, and its last.
 struct Exchange {
-    status: hyper::StatusCode,
-    bytes: u64,
+    response: http1::Response,
     begin: Instant,
+    written: Instant,
+    first_byte: Instant,
     end: Instant,
+}
+
+impl Connection {
+    /// Sends the request and reads the whole response. One write of the ready bytes, then reads
+    /// until the parser has framed the reply; a read that does not fill the buffer has drained
+    /// the socket, so tokio waits for the next response without another read syscall.
+    async fn exchange(&mut self, request: &[u8], begin: Instant) -> Result<Exchange, Failure> {
+        let io = |e: std::io::Error| Failure::ReadWrite(e.to_string());
+        self.parser.reset();
+        self.stream.write_all(request).await.map_err(io)?;
+        let written = Instant::now();
+        let mut first_byte = None;
+        loop {
+            let n = self.stream.read(&mut self.buf).await.map_err(io)?;
+            let now = Instant::now();
+            let first_byte = *first_byte.get_or_insert(now);
+            let done = if n == 0 {
+                Some(self.parser.eof().map_err(Failure::ReadWrite)?)
+            } else {
+                match self
+                    .parser
+                    .feed(&self.buf[..n])
+                    .map_err(Failure::ReadWrite)?
+                {
+                    http1::Progress::Complete(r) => Some(r),
+                    http1::Progress::More => None,
+                }
+            };
+            if let Some(response) = done {
+                return Ok(Exchange {
+                    response,
+                    begin,
+                    written,
+                    first_byte,
+                    end: now,
+                });
+            }
+        }
+    }
 }
 
 async fn connection(
@@ -619,8 +661,18 @@ async fn connection(
     stats: Rc<RefCell<WorkerStats>>,
     schedule: Option<(Rc<Pacer>, Rc<pacing::Alarm>)>,
 ) {
-    let mut sender: Option<Sender> = None;
-    let marks = Rc::new(timing::Marks::default());
+    let mut conn: Option<Connection> = None;
+    let request = shared.request.clone();
+    let timeout = shared.config.timeout;
+    // One timer per connection for the whole run, re-armed only when it fires: most exchanges
+    // end long before it, and re-arming it for each one would cost more than the exchange's own
+    // bookkeeping. When it fires before the current exchange's own deadline (it was armed for an
+    // earlier one), it is moved to that deadline.
+    let timer = tokio::time::sleep(timeout);
+    tokio::pin!(timer);
+    // The end of the previous exchange: the time the next one starts in the closed loop, so the
+    // clock is read once per phase boundary.
+    let mut now = Instant::now();
     loop {
         let intended = match &schedule {
             Some((p, alarm)) => {
@@ -635,12 +687,13 @@ async fn connection(
                 if shared.cancelled() {
                     break;
                 }
+                now = Instant::now();
                 Some(due)
             }
-            None if shared.may_send() => None,
+            None if shared.may_send(now) => None,
             None => break,
         };
-        let started = Instant::now();
+        let started = now;
         if let Some(due) = intended {
             let mut st = stats.borrow_mut();
             let lag = started.saturating_duration_since(due);
@@ -649,72 +702,65 @@ async fn connection(
             st.late += u64::from(lag > LATE_AFTER);
         }
         let outcome = async {
-            let s = match sender.as_mut() {
-                Some(s) if !s.is_closed() => s,
-                _ => {
-                    let t = Instant::now();
-                    let s = connect(&shared, marks.clone()).await?;
-                    record(&mut stats.borrow_mut().phases.connect, t.elapsed());
-                    sender.insert(s)
+            let (c, begin) = match conn.as_mut() {
+                Some(c) => (c, started),
+                None => {
+                    let c = connect(&shared).await?;
+                    let connected = Instant::now();
+                    record(&mut stats.borrow_mut().phases.connect, connected - started);
+                    (conn.insert(c), connected)
                 }
             };
-            let exchange = async {
-                s.ready()
-                    .await
-                    .map_err(|e| Failure::ReadWrite(e.to_string()))?;
-                marks.reset();
-                let begin = Instant::now();
-                let resp = s
-                    .send_request(build_request(&shared))
-                    .await
-                    .map_err(|e| Failure::ReadWrite(e.to_string()))?;
-                let status = resp.status();
-                let mut body = resp.into_body();
-                let mut bytes = 0u64;
-                while let Some(frame) = body.frame().await {
-                    let frame = frame.map_err(|e| Failure::ReadWrite(e.to_string()))?;
-                    if let Some(d) = frame.data_ref() {
-                        bytes += d.len() as u64;
+            let deadline = started + timeout;
+            let exchange = c.exchange(&request, begin);
+            tokio::pin!(exchange);
+            loop {
+                tokio::select! {
+                    biased;
+                    done = &mut exchange => break done,
+                    () = &mut timer => {
+                        if Instant::now() >= deadline {
+                            break Err(Failure::Timeout);
+                        }
+                        timer.as_mut().reset(deadline.into());
                     }
                 }
-                Ok(Exchange {
-                    status,
-                    bytes,
-                    begin,
-                    end: Instant::now(),
-                })
-            };
-            tokio::time::timeout(shared.config.timeout, exchange)
-                .await
-                .map_err(|_| Failure::Timeout)?
+            }
         }
         .await;
         let failed = {
             let mut st = stats.borrow_mut();
             match outcome {
                 Ok(x) => {
+                    now = x.end;
+                    let status = x.response.status;
                     record(&mut st.latency, x.end - intended.unwrap_or(started));
                     if intended.is_some() {
                         record(&mut st.uncorrected, x.end - started);
                     }
-                    if let Some(split) = marks.split(x.begin, x.end) {
-                        st.phases.record_exchange(split);
-                    }
+                    st.phases.record_exchange([
+                        x.written - x.begin,
+                        x.first_byte - x.written,
+                        x.end - x.first_byte,
+                    ]);
                     st.responses += 1;
-                    st.body_bytes += x.bytes;
-                    st.by_status[usize::from(x.status.as_u16()).min(999)] += 1;
-                    if x.status.is_success() {
+                    st.body_bytes += x.response.body_bytes;
+                    st.by_status[usize::from(status).min(999)] += 1;
+                    if (200..300).contains(&status) {
                         st.ok += 1;
                     } else {
                         st.errors.non_2xx += 1;
                         st.first_error
-                            .get_or_insert_with(|| format!("status {}", x.status));
+                            .get_or_insert_with(|| format!("status {status}"));
+                    }
+                    if !x.response.keep_alive {
+                        conn = None;
                     }
                     false
                 }
                 Err(f) => {
                     // The connection is in an unknown state: replace it.
-                    sender = None;
+                    conn = None;
                     let msg = match f {
                         Failure::Connect(m) => {
                             st.errors.connect += 1;
@@ -726,7 +772,7 @@ async fn connection(
                         }
                         Failure::Timeout => {
                             st.errors.timeout += 1;
-                            format!("no response within {:?}", shared.config.timeout)
+                            format!("no response within {timeout:?}")
                         }
                     };
                     st.first_error.get_or_insert(msg);
@@ -737,6 +783,7 @@ async fn connection(
         if failed {
             // A refused connect returns at once; do not spin on it.
             tokio::time::sleep(Duration::from_millis(1)).await;
+            now = Instant::now();
         }
     }
 }

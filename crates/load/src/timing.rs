@@ -1,102 +1,12 @@
-//! Per-request phases (k6's http_req_connecting / sending / waiting / receiving), timed by a thin
-//! wrapper around the socket that notes when the request's last byte was written and when the
-//! response's first byte was read.
+//! Per-request phases (k6's http_req_connecting / sending / waiting / receiving): the connection
+//! notes when the request's last byte was written and when the response's first byte was read.
 
-use std::cell::Cell;
-use std::io;
-use std::pin::Pin;
-use std::rc::Rc;
-use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::{LatencyMs, new_histogram, record};
-
-/// When the current request's bytes last went out and the response's first byte came in.
-#[derive(Default)]
-pub(crate) struct Marks {
-    last_write: Cell<Option<Instant>>,
-    first_read: Cell<Option<Instant>>,
-}
-
-impl Marks {
-    /// Forget the previous request's marks (call before sending the next one).
-    pub(crate) fn reset(&self) {
-        self.last_write.set(None);
-        self.first_read.set(None);
-    }
-
-    /// (send, wait, receive) of the request started at `begin` and completed at `end`, when the
-    /// socket saw both a write and a read in between.
-    pub(crate) fn split(&self, begin: Instant, end: Instant) -> Option<[Duration; 3]> {
-        let w = self.last_write.get()?;
-        let r = self.first_read.get()?;
-        (begin <= w && w <= r && r <= end).then(|| [w - begin, r - w, end - r])
-    }
-}
-
-/// A socket that stamps [`Marks`]. Vectored writes are forwarded, so hyper writes as it would
-/// without the wrapper.
-pub(crate) struct Timed<S> {
-    pub(crate) inner: S,
-    pub(crate) marks: Rc<Marks>,
-}
-
-impl<S: AsyncRead + Unpin> AsyncRead for Timed<S> {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        let before = buf.filled().len();
-        let out = Pin::new(&mut self.inner).poll_read(cx, buf);
-        if buf.filled().len() > before && self.marks.first_read.get().is_none() {
-            self.marks.first_read.set(Some(Instant::now()));
-        }
-        out
-    }
-}
-
-impl<S: AsyncWrite + Unpin> AsyncWrite for Timed<S> {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        let out = Pin::new(&mut self.inner).poll_write(cx, buf);
-        if matches!(out, Poll::Ready(Ok(n)) if n > 0) {
-            self.marks.last_write.set(Some(Instant::now()));
-        }
-        out
-    }
-
-    fn poll_write_vectored(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        let out = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
-        if matches!(out, Poll::Ready(Ok(n)) if n > 0) {
-            self.marks.last_write.set(Some(Instant::now()));
-        }
-        out
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.inner.is_write_vectored()
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_shutdown(cx)
-    }
-}
 
 /// One histogram per phase, per worker; merged at the end.
 pub(crate) struct PhaseHistograms {
