@@ -10,6 +10,7 @@ mod analyze;
 mod launch;
 mod measure;
 mod plan;
+mod programs;
 mod record;
 mod report;
 

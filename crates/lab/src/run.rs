@@ -73,6 +73,11 @@ extern "C" fn on_signal(_: libc::c_int) {
     }
 }
 
+/// The flag SIGINT/SIGTERM set, with the handlers installed.
+pub fn cancel_flag() -> Arc<AtomicBool> {
+    install_signal_handlers()
+}
+
 fn install_signal_handlers() -> Arc<AtomicBool> {
     let flag = CANCEL
         .get_or_init(|| Arc::new(AtomicBool::new(false)))
@@ -86,6 +91,11 @@ fn install_signal_handlers() -> Arc<AtomicBool> {
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
+    // A program suite (the runtime benchmark) has its own pipeline.
+    let (text, origin) = crate::plan::suite::text(&args.suite)?;
+    if crate::plan::suite::kind(&text).as_deref() == Some("programs") {
+        return crate::programs::run(&args, &text, &origin);
+    }
     // Plan: what to run, whether each variant can run here, and on which CPUs.
     let plan = Plan::new(&args)?;
     let states = assess(&plan, !args.no_setup)?;
@@ -189,24 +199,32 @@ fn assess(plan: &Plan, setup: bool) -> anyhow::Result<Vec<(String, State)>> {
     let mut out = Vec::new();
     for name in &plan.names {
         let spec = plan.catalog.find(name)?;
-        let mut state = crate::plan::tools::assess(spec, &plan.tools);
-        if let State::NeedsSetup { minutes, .. } = &state
-            && setup
-            && *minutes <= 1.0
-        {
-            eprintln!("wasmlab: {name} needs a quick setup; running it (`wasmlab setup {name}`)");
-            for r in spec.requires.iter().filter(|r| r.install.is_some()) {
-                if crate::plan::tools::probe(r, &plan.tools).is_err() {
-                    crate::cmd::setup::install_tool(r, &plan.tools, &|m| {
-                        eprintln!("wasmlab: {m}")
-                    })?;
-                }
-            }
-            state = crate::plan::tools::assess(spec, &plan.tools);
-        }
-        out.push((name.clone(), state));
+        out.push((name.clone(), assess_one(spec, &plan.tools, setup)?));
     }
     Ok(out)
+}
+
+/// One variant's state here, after its quick setup if it has one and `setup` is on.
+pub fn assess_one(
+    spec: &crate::plan::variants::VariantSpec,
+    tools: &std::path::Path,
+    setup: bool,
+) -> anyhow::Result<State> {
+    let name = &spec.name;
+    let mut state = crate::plan::tools::assess(spec, tools);
+    if let State::NeedsSetup { minutes, .. } = &state
+        && setup
+        && *minutes <= 1.0
+    {
+        eprintln!("wasmlab: {name} needs a quick setup; running it (`wasmlab setup {name}`)");
+        for r in spec.requires.iter().filter(|r| r.install.is_some()) {
+            if crate::plan::tools::probe(r, tools).is_err() {
+                crate::cmd::setup::install_tool(r, tools, &|m| eprintln!("wasmlab: {m}"))?;
+            }
+        }
+        state = crate::plan::tools::assess(spec, tools);
+    }
+    Ok(state)
 }
 
 /// Creates the results directory and run.json, the progress line, and the signal handlers.

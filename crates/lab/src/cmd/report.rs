@@ -35,6 +35,9 @@ pub struct ReportArgs {
 
 /// Rebuilds the CSVs, summary.md and report.html of a results directory from its raw samples.
 pub fn report(args: ReportArgs) -> anyhow::Result<()> {
+    if crate::programs::is_program_run(&args.dir) {
+        return crate::programs::rebuild(&args.dir);
+    }
     let (info, samples) = load(&args.dir)?;
     let dir = ResultsDir::open(&args.dir)?;
     crate::record::csv::write_csvs(&dir, &info, &samples)?;

@@ -115,7 +115,12 @@ impl Launchable {
 
     /// Starts the variant and waits until it answers 200 on its ready path.
     pub fn launch(&self, ctx: &LaunchContext<'_>) -> anyhow::Result<Running> {
-        let start = &self.spec.start;
+        let start = self.spec.start.as_ref().ok_or_else(|| {
+            anyhow::anyhow!(
+                "{} is an engine for program suites ([program]), not a server",
+                self.spec.name
+            )
+        })?;
         let port = match start.address {
             Address::Stdout => 0,
             Address::Port => free_port()?,

@@ -12,6 +12,14 @@ const BUILTIN: &[(&str, &str)] = &[
         "gateway-study",
         include_str!("../../../../suites/gateway-study.toml"),
     ),
+    (
+        "libsodium",
+        include_str!("../../../../suites/libsodium.toml"),
+    ),
+    (
+        "libsodium-quick",
+        include_str!("../../../../suites/libsodium-quick.toml"),
+    ),
 ];
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -134,18 +142,33 @@ fn builtin_names() -> String {
         .join(", ")
 }
 
-/// Loads `spec`: a built-in suite's name, or a path to a TOML file.
-pub fn load(spec: &str) -> anyhow::Result<Suite> {
+/// A suite's text and where it came from: a built-in suite's name, or a path to a TOML file.
+pub fn text(spec: &str) -> anyhow::Result<(String, String)> {
     let path = Path::new(spec);
-    let (text, origin) = if path.is_file() {
+    if path.is_file() {
         let text = std::fs::read_to_string(path)
             .map_err(|e| anyhow::anyhow!("cannot read suite file {spec}: {e}"))?;
-        (text, format!("suite file {spec}"))
+        Ok((text, format!("suite file {spec}")))
     } else if spec.ends_with(".toml") || spec.contains('/') {
         anyhow::bail!("suite file {spec} does not exist");
     } else {
-        (builtin(spec)?.to_owned(), format!("built-in suite {spec}"))
-    };
+        Ok((builtin(spec)?.to_owned(), format!("built-in suite {spec}")))
+    }
+}
+
+/// The suite's `kind` (`programs` for a program suite; HTTP suites have none).
+pub fn kind(text: &str) -> Option<String> {
+    let value: toml::Table = toml::from_str(text).ok()?;
+    value.get("kind")?.as_str().map(str::to_owned)
+}
+
+/// Loads `spec` as an HTTP suite: a built-in suite's name, or a path to a TOML file.
+pub fn load(spec: &str) -> anyhow::Result<Suite> {
+    let (text, origin) = text(spec)?;
+    anyhow::ensure!(
+        kind(&text).is_none(),
+        "{origin} is a program suite; run it with `wasmlab run --suite {spec}`"
+    );
     parse(&text).map_err(|e| anyhow::anyhow!("{origin}: {e:#}"))
 }
 
@@ -200,7 +223,10 @@ impl Suite {
     /// Checks that every variant the suite names is in `catalog`.
     pub fn check_variants(&self, catalog: &Catalog) -> anyhow::Result<()> {
         for v in self.variants.iter().chain(&self.cold_start_variants()) {
-            catalog.find(v)?;
+            anyhow::ensure!(
+                !catalog.find(v)?.is_engine(),
+                "{v} is an engine for program suites (such as libsodium), not a server"
+            );
         }
         Ok(())
     }
@@ -281,6 +307,11 @@ mod tests {
     #[test]
     fn builtins_parse() {
         for (name, text) in BUILTIN {
+            if kind(text).as_deref() == Some("programs") {
+                let s = crate::programs::ProgramSuite::parse(text, name).unwrap();
+                assert_eq!(&s.name, name);
+                continue;
+            }
             let s = parse(text).unwrap_or_else(|e| panic!("{name}: {e:#}"));
             assert_eq!(&s.name, name);
         }

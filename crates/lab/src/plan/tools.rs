@@ -252,6 +252,25 @@ pub fn install_command(install: &Install, tool: &str, tools: &Path) -> Command {
                 .env("GOBIN", tools.join("bin"));
             c
         }
+        Install::Local { path, .. } => {
+            let dir = crate::workspace_dir().map_or_else(|| PathBuf::from(path), |w| w.join(path));
+            if dir.join("go.mod").exists() {
+                let mut c = Command::new("go");
+                c.args(["build", "-trimpath", "-o"])
+                    .arg(tools.join("bin").join(tool))
+                    .arg(".")
+                    .current_dir(&dir);
+                c
+            } else {
+                let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+                c.args(["install", "--locked", "--path"])
+                    .arg(&dir)
+                    .arg("--root")
+                    .arg(tools)
+                    .args(["--bin", tool]);
+                c
+            }
+        }
     }
 }
 

@@ -52,6 +52,38 @@ const BUILTIN: &[(&str, &str)] = &[
         "wasmedge-cli",
         include_str!("../../../../variants/wasmedge-cli.toml"),
     ),
+    (
+        "native-portable",
+        include_str!("../../../../variants/native-portable.toml"),
+    ),
+    (
+        "native-simd",
+        include_str!("../../../../variants/native-simd.toml"),
+    ),
+    (
+        "wasmtime-cranelift",
+        include_str!("../../../../variants/wasmtime-cranelift.toml"),
+    ),
+    (
+        "wasmtime-winch",
+        include_str!("../../../../variants/wasmtime-winch.toml"),
+    ),
+    (
+        "wasmtime-pulley",
+        include_str!("../../../../variants/wasmtime-pulley.toml"),
+    ),
+    ("node", include_str!("../../../../variants/node.toml")),
+    ("bun", include_str!("../../../../variants/bun.toml")),
+    (
+        "wazero-compiler",
+        include_str!("../../../../variants/wazero-compiler.toml"),
+    ),
+    (
+        "wazero-interpreter",
+        include_str!("../../../../variants/wazero-interpreter.toml"),
+    ),
+    ("wasmi", include_str!("../../../../variants/wasmi.toml")),
+    ("wasm3", include_str!("../../../../variants/wasm3.toml")),
 ];
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -75,7 +107,13 @@ pub struct VariantSpec {
     /// Files or images whose size the report shows.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub artifacts: Vec<ArtifactSpec>,
-    pub start: Start,
+    /// A server: how it is started and known to be ready (the HTTP suites). A variant has either
+    /// `[start]` or `[program]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<Start>,
+    /// An engine that runs programs to completion (the program suites, docs/engines.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program: Option<ProgramRun>,
     /// Run once at the end of a run (e.g. remove an image).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub finish: Vec<Step>,
@@ -134,6 +172,14 @@ pub enum Install {
         version: String,
         minutes: f64,
     },
+    /// Built from a directory of this repository (an engine runner in `engines/`):
+    /// `cargo install --locked --path` for a Cargo project, `go build` for a Go module, into
+    /// TOOLS/bin. `version` is what the built tool prints (the engine's version).
+    Local {
+        path: String,
+        version: String,
+        minutes: f64,
+    },
 }
 
 impl Install {
@@ -141,7 +187,8 @@ impl Install {
         match self {
             Install::Cargo { minutes, .. }
             | Install::Npm { minutes, .. }
-            | Install::Go { minutes, .. } => *minutes,
+            | Install::Go { minutes, .. }
+            | Install::Local { minutes, .. } => *minutes,
         }
     }
 
@@ -149,7 +196,8 @@ impl Install {
         match self {
             Install::Cargo { version, .. }
             | Install::Npm { version, .. }
-            | Install::Go { version, .. } => version,
+            | Install::Go { version, .. }
+            | Install::Local { version, .. } => version,
         }
     }
 
@@ -165,6 +213,7 @@ impl Install {
             Install::Go {
                 module, version, ..
             } => format!("go install {module}@{version}"),
+            Install::Local { path, .. } => format!("build {path} of this repository"),
         }
     }
 }
@@ -196,6 +245,20 @@ pub struct ArtifactSpec {
     /// Or a command that prints a size in bytes (e.g. an image's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub size_command: Option<Vec<String>>,
+}
+
+/// How an engine variant runs one program of a program set (docs/engines.md).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProgramRun {
+    /// Which build of each program it runs: `wasm` (the WASI modules), or a native build of the
+    /// set (`native-portable`, `native`).
+    pub build: String,
+    /// Program and arguments: `{module}` is the program's file, `{phases}` the file a runner
+    /// writes its phase times to (without `{phases}` only the whole process is timed).
+    pub command: Vec<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -282,6 +345,14 @@ pub const PLACEHOLDERS: &[(&str, &str)] = &[
     ("run_id", "the run's id"),
     ("variant", "the variant's name"),
     ("host_triple", "the host's Rust target triple"),
+    (
+        "module",
+        "[program] only: the program's file (a .wasm module or a native executable)",
+    ),
+    (
+        "phases",
+        "[program] only: the file an engine runner writes its phase times to",
+    ),
 ];
 
 /// Splits a template into literal text and placeholder names. A placeholder is `{name}` where
@@ -404,17 +475,45 @@ impl VariantSpec {
             }
             Ok(())
         };
-        check_all("[start] command", &self.start.command)?;
-        if let Some(stop) = &self.start.stop {
-            check_all("[start] stop", stop)?;
+        match (&self.start, &self.program) {
+            (Some(start), None) => {
+                check_all("[start] command", &start.command)?;
+                if let Some(stop) = &start.stop {
+                    check_all("[start] stop", stop)?;
+                }
+                if let Some(p) = &start.processes {
+                    check_all("[start] processes", p)?;
+                }
+                anyhow::ensure!(
+                    start.ready_path.starts_with('/'),
+                    "[start] ready_path must start with '/'"
+                );
+            }
+            (None, Some(program)) => {
+                check_all("[program] command", &program.command)?;
+                for v in program.env.values() {
+                    check_all("[program] env", std::slice::from_ref(v))?;
+                }
+                anyhow::ensure!(
+                    program.command.iter().any(|a| a.contains("{module}")),
+                    "[program] command must name the program with {{module}}"
+                );
+                anyhow::ensure!(
+                    crate::programs::BUILDS.contains(&program.build.as_str()),
+                    "[program] build {:?} is not one of {}",
+                    program.build,
+                    crate::programs::BUILDS.join(", ")
+                );
+            }
+            (Some(_), Some(_)) => {
+                anyhow::bail!(
+                    "a variant has either [start] (a server) or [program] (an engine), not both"
+                )
+            }
+            (None, None) => anyhow::bail!(
+                "a variant needs [start] (a server it starts) or [program] (an engine that runs programs)"
+            ),
         }
-        if let Some(p) = &self.start.processes {
-            check_all("[start] processes", p)?;
-        }
-        anyhow::ensure!(
-            self.start.ready_path.starts_with('/'),
-            "[start] ready_path must start with '/'"
-        );
         for (i, step) in self.prepare.iter().chain(&self.finish).enumerate() {
             check_all(&format!("step {} ({})", i + 1, step.about), &step.run)?;
             for v in step.cwd.iter().chain(step.env.values()).chain(&step.stdin) {
@@ -442,7 +541,11 @@ impl VariantSpec {
     /// The names of wasmlab's own binaries the variant runs (`{bin}/NAME` in any command).
     pub fn own_binaries(&self) -> Vec<String> {
         let mut out = Vec::new();
-        let commands = std::iter::once(&self.start.command)
+        let commands = self
+            .start
+            .iter()
+            .map(|s| &s.command)
+            .chain(self.program.iter().map(|p| &p.command))
             .chain(self.prepare.iter().map(|s| &s.run))
             .chain(self.finish.iter().map(|s| &s.run));
         for arg in commands.flatten() {
@@ -457,8 +560,16 @@ impl VariantSpec {
     }
 
     /// Whether the variant runs a core-module guest that `wasmlab run --wasm` replaces.
+    /// An engine for program suites (it has `[program]`), not a server.
+    pub fn is_engine(&self) -> bool {
+        self.program.is_some()
+    }
+
     pub fn runs_core_guest(&self) -> bool {
-        let all = std::iter::once(&self.start.command)
+        let all = self
+            .start
+            .iter()
+            .map(|s| &s.command)
             .chain(self.prepare.iter().map(|s| &s.run))
             .flatten();
         all.into_iter().any(|a| a.contains("{core_guest}"))
@@ -588,8 +699,9 @@ address = "port"
     fn a_good_file_and_each_kind_of_bad_one() {
         let spec = VariantSpec::parse(GOOD, "test").unwrap();
         assert_eq!(spec.family, "yours");
-        assert_eq!(spec.start.address, Address::Port);
-        assert_eq!(spec.start.ready_path, "/");
+        let start = spec.start.as_ref().unwrap();
+        assert_eq!(start.address, Address::Port);
+        assert_eq!(start.ready_path, "/");
         for (edit, why) in [
             (GOOD.replace("my-server", "My Server"), "lowercase"),
             (

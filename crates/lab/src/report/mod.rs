@@ -5,7 +5,7 @@
 
 mod html;
 mod md;
-mod plot;
+pub mod plot;
 pub mod terminal;
 
 use wasmlab_load::ErrorCounts;
