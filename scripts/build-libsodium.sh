@@ -4,9 +4,12 @@
 # dist-build/wasm32-wasi.sh --bench and `make check` do (clang-19 in place of zig cc). The source
 # is the LATEST.tar.gz inside the crates.io package libsodium-sys-stable, pinned by checksum.
 #
-# Usage: scripts/build-libsodium.sh OUT_DIR
-#   ITERATIONS (default 10): how many times a benchmark build runs its test body.
+# Usage: scripts/build-libsodium.sh OUT_DIR [BUILD_DIR]
+#   ITERATIONS (default 200, as dist-build/wasm32-wasi.sh --bench): how many times a benchmark
+#   build runs its test body.
 #   JOBS (default: the CPU count).
+#   BUILD_DIR (default OUT_DIR/build) holds the source and the libraries, which do not depend on
+#   ITERATIONS: sets of several iteration counts can share it.
 #
 # OUT_DIR receives a *program set* (docs/engines.md):
 #   programs.txt                  the program names, one a line
@@ -21,10 +24,11 @@
 # Idempotent: each stage is skipped when its stamp (the flags it was built with) matches.
 set -eu
 
-OUT=${1:?usage: scripts/build-libsodium.sh OUT_DIR}
-mkdir -p "$OUT"
+OUT=${1:?usage: scripts/build-libsodium.sh OUT_DIR [BUILD_DIR]}
+mkdir -p "$OUT" "${2:-$OUT/build}"
 OUT=$(cd "$OUT" && pwd)
-ITERATIONS=${ITERATIONS:-10}
+BUILD=$(cd "${2:-$OUT/build}" && pwd)
+ITERATIONS=${ITERATIONS:-200}
 JOBS=${JOBS:-$(nproc)}
 CLANG=${CLANG:-clang-19}
 
@@ -49,7 +53,7 @@ if [ -n "$missing" ]; then
 fi
 
 # ------------------------------------------------------------------ the source, pinned
-SRCROOT=$OUT/src
+SRCROOT=$BUILD/src
 if [ ! -f "$SRCROOT/$CRATE" ] || ! echo "$CRATE_SHA256  $SRCROOT/$CRATE" | sha256sum -c --status; then
   mkdir -p "$SRCROOT"
   rm -f "$SRCROOT/$CRATE.part"
@@ -83,14 +87,13 @@ LIBSODIUM_VERSION=$(sed -n 's/^PACKAGE_VERSION=.\([0-9.]*\).*/\1/p' "$SRC/config
 # build_lib NAME CONFIGURE_ARGS...   (env: CC CFLAGS LDFLAGS CPPFLAGS AR RANLIB)
 build_lib() {
   name=$1; shift
-  dir=$OUT/build/$name
-  stamp="CC=$CC|CFLAGS=$CFLAGS|LDFLAGS=$LDFLAGS|CPPFLAGS=$CPPFLAGS|ARGS=$*"
+  dir=$BUILD/$name
+  stamp="CC=$CC|CFLAGS=$CFLAGS|LDFLAGS=$LDFLAGS|ARGS=$*"
   if [ -f "$dir/.lib-done" ] && [ "$(cat "$dir/.lib-done")" = "$stamp" ]; then
     return 0
   fi
   log "$name: configure and make libsodium (about a minute)"
   rm -rf "$dir"
-  mkdir -p "$OUT/build"
   # An in-tree build on a private copy, as wasm32-wasi.sh does.
   cp -a "$SRC" "$dir"
   (cd "$dir" && ./configure "$@" >configure.out 2>&1) || { tail -30 "$dir/config.log"; exit 1; }
@@ -101,7 +104,7 @@ build_lib() {
 # build_tests NAME MODE DEST SUFFIX [wasm-opt]: MODE bench (-DBENCHMARKS) or verify (-DBROWSER_TESTS)
 build_tests() {
   name=$1 mode=$2 dest=$OUT/$3 suffix=$4 opt=${5:-}
-  dir=$OUT/build/$name
+  dir=$BUILD/$name
   base=$(sed -n 's/^CPPFLAGS = //p' "$dir/test/default/Makefile" |
     sed -e 's/-DBENCHMARKS//' -e 's/-DITERATIONS=[0-9]*//')
   case $mode in
@@ -133,7 +136,8 @@ build_tests() {
 }
 
 T0=$(date +%s)
-export CC=$CLANG AR=llvm-ar-19 RANLIB=llvm-ranlib-19 CPPFLAGS="-DBENCHMARKS -DITERATIONS=$ITERATIONS"
+# The libraries do not depend on the benchmark flags: only the test programs get them.
+export CC=$CLANG AR=llvm-ar-19 RANLIB=llvm-ranlib-19 CPPFLAGS=""
 
 # wasm32-wasi: dist-build/wasm32-wasi.sh --bench
 export CFLAGS="--target=wasm32-wasi -O3" LDFLAGS="-s"

@@ -34,6 +34,10 @@ pub struct ProgramSuite {
     /// The program set: `libsodium` (built by scripts/build-libsodium.sh into
     /// target/libsodium), or a path to a directory holding a built set.
     pub program_set: String,
+    /// How many times a benchmark build runs its test body (the `libsodium` set; the 2023 study
+    /// and libsodium's own wasm32-wasi.sh --bench use 200).
+    #[serde(default = "default_iterations")]
+    pub iterations: u32,
     /// The programs to run (default: every program of the set).
     #[serde(default)]
     pub programs: Vec<String>,
@@ -55,6 +59,9 @@ pub struct ProgramSuite {
 
 fn default_repetitions() -> u32 {
     3
+}
+fn default_iterations() -> u32 {
+    200
 }
 fn default_timeout_secs() -> f64 {
     600.0
@@ -183,7 +190,7 @@ pub fn run(args: &crate::run::RunArgs, text: &str, origin: &str) -> anyhow::Resu
         let state = crate::run::assess_one(spec, &tools_dir, !args.no_setup)?;
         states.push((spec.clone(), state));
     }
-    let set = set::ProgramSet::obtain(&suite.program_set, workspace.as_deref())?;
+    let set = set::ProgramSet::obtain(&suite.program_set, suite.iterations, workspace.as_deref())?;
     let programs = set.select(&suite.programs)?;
     let allowed = crate::plan::cpus::allowed()?;
     let cpus = crate::plan::cpus::CpuPlan::new(&allowed, 1, true);

@@ -24,10 +24,12 @@ pub struct ProgramSet {
 }
 
 impl ProgramSet {
-    /// `libsodium`: built (or found built) under target/libsodium; else a directory path.
-    pub fn obtain(spec: &str, workspace: Option<&Path>) -> anyhow::Result<Self> {
+    /// `libsodium`: built (or found built) under target/libsodium, its benchmark builds running
+    /// their test body `iterations` times; else a directory path.
+    pub fn obtain(spec: &str, iterations: u32, workspace: Option<&Path>) -> anyhow::Result<Self> {
         if spec == "libsodium" {
-            let dir = super::default_set_dir(workspace);
+            let root = super::default_set_dir(workspace);
+            let dir = root.join(format!("iterations-{iterations}"));
             let script = workspace
                 .map(|w| w.join("scripts/build-libsodium.sh"))
                 .filter(|p| p.is_file())
@@ -37,13 +39,15 @@ impl ProgramSet {
                     )
                 })?;
             eprintln!(
-                "wasmlab: the libsodium program set: {} (built on first use: about 6 min on 2 cores; then cached)",
+                "wasmlab: the libsodium program set: {} (built on first use: about 6 min on 2 cores, 2 more for another iteration count; then cached)",
                 dir.display()
             );
             let t = std::time::Instant::now();
             let status = Command::new("sh")
                 .arg(&script)
                 .arg(&dir)
+                .arg(root.join("build"))
+                .env("ITERATIONS", iterations.to_string())
                 .status()
                 .map_err(|e| anyhow::anyhow!("cannot run {}: {e}", script.display()))?;
             anyhow::ensure!(
