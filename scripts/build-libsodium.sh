@@ -16,8 +16,8 @@
 #   exp/NAME.exp                  libsodium's expected output
 #   wasm/NAME.wasm                benchmark build (-DBENCHMARKS), after wasm-opt -O4 as libsodium's
 #                                 own wasi test wrapper does; prints its time per iteration in ps
-#   wasm-verify/NAME.wasm         output build (-DBROWSER_TESTS): prints what NAME.exp holds,
-#                                 then "--- SUCCESS ---"
+#   wasm-verify/NAME.wasm         check build (`make check`'s): writes ./NAME.res and compares it
+#                                 with ./NAME.exp itself: exit 0 when they match, 99 when not
 #   native-portable/NAME (+ -verify)  native, --disable-asm: the same portable C as the Wasm build
 #   native/NAME (+ -verify)           native with libsodium's default CPU dispatch (AVX2, AES-NI)
 #   build.json                    versions, flags and checksums
@@ -101,7 +101,7 @@ build_lib() {
   echo "$stamp" >"$dir/.lib-done"
 }
 
-# build_tests NAME MODE DEST SUFFIX [wasm-opt]: MODE bench (-DBENCHMARKS) or verify (-DBROWSER_TESTS)
+# build_tests NAME MODE DEST SUFFIX [wasm-opt]: MODE bench (-DBENCHMARKS) or verify (check mode)
 build_tests() {
   name=$1 mode=$2 dest=$OUT/$3 suffix=$4 opt=${5:-}
   dir=$BUILD/$name
@@ -109,7 +109,7 @@ build_tests() {
     sed -e 's/-DBENCHMARKS//' -e 's/-DITERATIONS=[0-9]*//')
   case $mode in
     bench) cppflags="$base -DBENCHMARKS -DITERATIONS=$ITERATIONS" ;;
-    verify) cppflags="$base -DBROWSER_TESTS" ;;
+    verify) cppflags="$base" ;;
   esac
   cppflags=$(echo "$cppflags" | tr -s ' ')
   stamp="$(cat "$dir/.lib-done")|TESTS=$cppflags|OPT=$opt"
@@ -181,7 +181,7 @@ cat >"$OUT/build.json" <<JSON
   "wasm_opt": "$(wasm-opt --version | head -1)",
   "wasm_cflags": "--target=wasm32-wasi -O3",
   "native_cflags": "-O3",
-  "success_line": "--- SUCCESS ---"
+  "verify": "self"
 }
 JSON
 log "$(wc -l <"$OUT/programs.txt") programs in $OUT ($(($(date +%s) - T0)) s)"

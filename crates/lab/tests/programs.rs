@@ -253,3 +253,67 @@ fn a_server_variant_in_a_program_suite_and_an_engine_in_an_http_suite_are_refuse
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn self_checking_programs_fail_their_check_with_the_diff_of_what_they_wrote() {
+    // As libsodium's `make check` programs: each writes ./NAME.res, compares it with ./NAME.exp
+    // and exits 99 when they differ.
+    let tmp = tempfile::tempdir().unwrap();
+    let set = tmp.path().join("set");
+    write(&set.join("programs.txt"), b"good\nbad\n", false);
+    write(&set.join("build.json"), br#"{"verify": "self"}"#, false);
+    write(&set.join("exp/good.exp"), b"1\n2\n", false);
+    write(&set.join("exp/bad.exp"), b"1\n2\n", false);
+    for (name, res) in [("good", "1\\n2\\n"), ("bad", "1\\n3\\n")] {
+        let script = format!(
+            "#!/bin/sh\nprintf '{res}' > {name}.res\ncmp -s {name}.res {name}.exp || exit 99\n"
+        );
+        for sub in ["native-portable", "native-portable-verify"] {
+            write(&set.join(sub).join(name), script.as_bytes(), true);
+        }
+    }
+    let suite = tmp.path().join("suite.toml");
+    std::fs::write(
+        &suite,
+        format!(
+            "kind = \"programs\"\nname = \"selfcheck\"\nprogram_set = \"{}\"\nvariants = [\"native-portable\"]\nbaseline = \"native-portable\"\nrepetitions = 1\n",
+            set.display()
+        ),
+    )
+    .unwrap();
+    let results = tmp.path().join("results");
+    let out = Command::new(WASMLAB)
+        .args(["run", "--suite"])
+        .arg(&suite)
+        .arg("--results")
+        .arg(&results)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dir = std::fs::read_dir(&results)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let info: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+    let failed = info["engines"][0]["failed_programs"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    assert_eq!(failed[0][0], "bad");
+    let why = failed[0][1].as_str().unwrap();
+    assert!(
+        why.contains("at line 2") && why.contains("exit status 99"),
+        "{why}"
+    );
+    let samples = std::fs::read_to_string(dir.join("samples.jsonl")).unwrap();
+    assert_eq!(samples.lines().count(), 1, "only the good program is timed");
+}

@@ -183,7 +183,20 @@ impl Engine {
         let exit = self
             .run(program, &module, scratch)
             .map_err(|e| format!("{e:#}"))?;
+        // A self-checking program wrote what it printed to ./NAME.res: when it says they differ,
+        // the diff shows where.
+        let written = exit.phases_file.with_file_name(format!("{program}.res"));
+        let written = std::fs::read_to_string(written).ok();
         Self::cleanup(&exit);
+        if self.set.self_checking() {
+            return match (self.failure(&exit), written) {
+                (None, _) => Ok(()),
+                (Some(f), Some(res)) if res != expected => {
+                    Err(format!("{}; {f}", diff(&expected, &res)))
+                }
+                (Some(f), _) => Err(f),
+            };
+        }
         if let Some(f) = self.failure(&exit) {
             return Err(f);
         }

@@ -5,8 +5,11 @@
 //! programs.txt                       the program names, one a line
 //! exp/NAME.exp                       the expected output
 //! BUILD/NAME[.wasm]                  the timed build, for BUILD in wasm, native-portable, native
-//! BUILD-verify/NAME[.wasm]           the build whose stdout is checked: the .exp text, then
-//!                                    build.json's `success_line` if it has one
+//! BUILD-verify/NAME[.wasm]           the build whose output is checked: by default its stdout
+//!                                    must be the .exp text (then build.json's `success_line` if
+//!                                    it has one); with build.json's `"verify": "self"` it checks
+//!                                    itself, as libsodium's `make check` programs do: it reads
+//!                                    ./NAME.exp, writes ./NAME.res and exits 0 only when they match
 //! build.json                         versions and flags (recorded in run.json)
 //! ```
 //!
@@ -136,7 +139,13 @@ impl ProgramSet {
         self.dir.join(sub).join(name)
     }
 
-    /// What the verify build must print.
+    /// Whether the verify builds check their own output against ./NAME.exp (writing ./NAME.res)
+    /// rather than print it.
+    pub fn self_checking(&self) -> bool {
+        self.build_info.get("verify").and_then(|v| v.as_str()) == Some("self")
+    }
+
+    /// What the verify build must print (or, self-checking, write to ./NAME.res).
     pub fn expected(&self, program: &str) -> anyhow::Result<String> {
         let path = self.dir.join("exp").join(format!("{program}.exp"));
         let mut text = std::fs::read_to_string(&path)
