@@ -112,7 +112,20 @@ mod tests {
             .spawn()
             .unwrap();
         let sampler = Sampler::start(vec![child.id()]);
-        std::thread::sleep(Duration::from_millis(500));
+        // Until the spinning child has had 0.3 s of CPU (at least 0.5 s): on a loaded machine it
+        // gets less than its wall time, and the test is about counting, not about the scheduler.
+        let start = snapshot(&[child.id() as i32]).cpu_ticks;
+        let hz = procfs::ticks_per_second() as f64;
+        let t0 = std::time::Instant::now();
+        while t0.elapsed() < Duration::from_millis(500)
+            || (snapshot(&[child.id() as i32]).cpu_ticks - start) as f64 / hz < 0.3
+        {
+            assert!(
+                t0.elapsed() < Duration::from_secs(30),
+                "the child never ran"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let r = sampler.finish();
         // SAFETY: killing the test's own process group.
         unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
