@@ -263,11 +263,12 @@ pub fn install_command(install: &Install, tool: &str, tools: &Path) -> Command {
                 c
             } else {
                 let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-                c.args(["install", "--locked", "--path"])
+                // Every binary of the runner's package: a runner may ship a helper beside it
+                // (engines/wamr's AOT compiler, wasmlab-wamrc).
+                c.args(["install", "--locked", "--force", "--path"])
                     .arg(&dir)
                     .arg("--root")
-                    .arg(tools)
-                    .args(["--bin", tool]);
+                    .arg(tools);
                 c
             }
         }

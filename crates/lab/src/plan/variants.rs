@@ -84,6 +84,15 @@ const BUILTIN: &[(&str, &str)] = &[
     ),
     ("wasmi", include_str!("../../../../variants/wasmi.toml")),
     ("wasm3", include_str!("../../../../variants/wasm3.toml")),
+    ("wasm2c", include_str!("../../../../variants/wasm2c.toml")),
+    (
+        "wamr-aot",
+        include_str!("../../../../variants/wamr-aot.toml"),
+    ),
+    (
+        "wamr-interp",
+        include_str!("../../../../variants/wamr-interp.toml"),
+    ),
 ];
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -47,6 +47,11 @@ pub struct ProgramSuite {
     pub baseline: String,
     #[serde(default = "default_repetitions")]
     pub repetitions: u32,
+    /// Untimed runs of every (engine, program) pair before the repetitions (hyperfine's
+    /// --warmup): an engine that compiles ahead of time and caches the result (wasm2c, WAMR's
+    /// AOT) pays its compilation there, and every engine finds its files in the page cache.
+    #[serde(default = "default_warmup")]
+    pub warmup: u32,
     #[serde(default)]
     pub seed: Option<u64>,
     /// A run taking longer than this is stopped and counted as failed.
@@ -59,6 +64,9 @@ pub struct ProgramSuite {
 
 fn default_repetitions() -> u32 {
     3
+}
+fn default_warmup() -> u32 {
+    1
 }
 fn default_iterations() -> u32 {
     200
@@ -311,7 +319,7 @@ pub fn run(args: &crate::run::RunArgs, text: &str, origin: &str) -> anyhow::Resu
             pairs.push((*i, p.clone()));
         }
     }
-    let total = pairs.len() * suite.repetitions as usize;
+    let total = pairs.len() * (suite.repetitions + suite.warmup) as usize;
     let pb = indicatif::ProgressBar::new(total as u64);
     pb.set_style(
         indicatif::ProgressStyle::with_template(
@@ -320,6 +328,17 @@ pub fn run(args: &crate::run::RunArgs, text: &str, origin: &str) -> anyhow::Resu
         .expect("valid template")
         .progress_chars("=> "),
     );
+    // Warm-up: run, not recorded; a failure shows again in the timed runs.
+    for _ in 0..suite.warmup {
+        for (i, program) in &pairs {
+            if cancel.load(std::sync::atomic::Ordering::Relaxed) {
+                break;
+            }
+            pb.set_message(format!("warm-up: {} {program}", engines[*i].name()));
+            let _ = engines[*i].time(program, 0, &scratch);
+            pb.inc(1);
+        }
+    }
     let mut samples = Vec::new();
     'reps: for rep in 0..suite.repetitions {
         let order = crate::analyze::stats::shuffled(&pairs, seed.wrapping_add(u64::from(rep)));
