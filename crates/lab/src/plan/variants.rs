@@ -93,6 +93,18 @@ const BUILTIN: &[(&str, &str)] = &[
         "wamr-interp",
         include_str!("../../../../variants/wamr-interp.toml"),
     ),
+    (
+        "wasmer-cranelift",
+        include_str!("../../../../variants/wasmer-cranelift.toml"),
+    ),
+    (
+        "wasmer-singlepass",
+        include_str!("../../../../variants/wasmer-singlepass.toml"),
+    ),
+    (
+        "wasmer-llvm",
+        include_str!("../../../../variants/wasmer-llvm.toml"),
+    ),
 ];
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
