@@ -5,6 +5,8 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
+mod support;
+
 const WASMLAB: &str = env!("CARGO_BIN_EXE_wasmlab");
 
 const THROUGHPUT_COLUMNS: &str = "variant,workload,connections,rps,p50_ms,p90_ms,p99_ms,p99_9_ms,max_ms,responses,errors,errors_connect,errors_read_write,errors_timeout,errors_non_2xx,duration_s,repetition,ttfb_p50_ms,generator_busy,generator_saturated,rss_peak_kib,rss_mean_kib,cpu_secs";
@@ -1097,7 +1099,7 @@ fn setup_says_what_it_would_install_and_what_no_registry_has() {
     let out = run(&["setup", "wasmedge-cli"]);
     let text = String::from_utf8_lossy(&out.stdout);
     if text.contains("wasmedge is installed") {
-        eprintln!("skipped the unavailable case: this machine has wasmedge");
+        support::skipped("the unavailable case needs a machine without wasmedge");
         return;
     }
     assert_eq!(out.status.code(), Some(2), "{text}");
@@ -1124,7 +1126,7 @@ fn run_builtin_alone(
     let run = read_json(&dir.join("run.json"));
     let outcome = run["variants"][0].clone();
     if outcome["status"] == "skipped" {
-        eprintln!("skipped: {variant} cannot run here: {}", outcome["reason"]);
+        support::skipped(&format!("{variant} cannot run here: {}", outcome["reason"]));
         return None;
     }
     assert!(

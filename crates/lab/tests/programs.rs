@@ -5,6 +5,8 @@
 use std::path::Path;
 use std::process::Command;
 
+mod support;
+
 const WASMLAB: &str = env!("CARGO_BIN_EXE_wasmlab");
 
 /// A WASI command that writes `text` to stdout.
@@ -86,8 +88,8 @@ fn node_available() -> bool {
 #[test]
 fn a_program_suite_checks_outputs_times_runs_and_reports_failures_and_missing_engines() {
     if !node_available() {
-        eprintln!(
-            "SKIPPED: node is not installed here (apt-get install nodejs): the test needs a second engine"
+        support::skipped(
+            "node is not installed here (apt-get install nodejs): the test needs a second engine",
         );
         return;
     }

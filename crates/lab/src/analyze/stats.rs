@@ -49,9 +49,10 @@ impl Estimate {
         }
     }
 
-    /// Whether the interval excludes `x` (for a ratio, 1.0: a significant change).
+    /// Whether the interval excludes `x` (for a ratio, 1.0: a significant change). Without an
+    /// interval (fewer than two runs) nothing is excluded: one run shows no significance.
     pub fn excludes(&self, x: f64) -> bool {
-        x < self.lo || x > self.hi
+        self.n >= 2 && (x < self.lo || x > self.hi)
     }
 }
 
@@ -227,6 +228,12 @@ mod tests {
         assert!(!ratio_of_means(&z, &x, false).unwrap().excludes(1.0));
         assert!(ratio_of_means(&a, &[0.0], false).is_none());
         assert!(ratio_of_means(&a, &b[..2], true).is_none());
+        // One run has no interval, so it is never shown as significant.
+        let one = ratio_of_means(&[50.0], &[100.0], true).unwrap();
+        assert!(
+            (one.value - 0.5).abs() < 1e-12 && !one.excludes(1.0),
+            "{one:?}"
+        );
     }
 
     #[test]

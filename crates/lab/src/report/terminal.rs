@@ -30,7 +30,7 @@ pub fn terminal(a: &Analysis) -> String {
             "p50 ms",
             "p99 ms",
             "errors",
-            "",
+            "flags",
         ]);
         for c in &a.throughput {
             let ratio = |r: &Option<Estimate>| match (r, c.variant == BASELINE) {
@@ -66,9 +66,9 @@ pub fn terminal(a: &Analysis) -> String {
             "variant",
             "n",
             "first 200 p50 ms",
-            "p90",
-            "p99",
-            "listening p50",
+            "p90 ms",
+            "p99 ms",
+            "listening p50 ms",
             "× native p50 [95% CI]",
         ]);
         for r in &a.cold_start {
@@ -116,6 +116,7 @@ pub fn terminal(a: &Analysis) -> String {
         out += &format!("warm latency (one connection)\n{t}\n");
     }
     if !a.open_loop.is_empty() {
+        let late = format!("late (> {:?})", wasmlab_load::LATE_AFTER);
         let mut t = table();
         t.set_header([
             "variant",
@@ -124,9 +125,9 @@ pub fn terminal(a: &Analysis) -> String {
             "offered req/s",
             "p50 ms",
             "p99 ms",
-            "p99 uncorrected",
+            "p99 uncorrected ms",
             "dropped",
-            "late",
+            late.as_str(),
         ]);
         for p in &a.open_loop {
             t.add_row([
