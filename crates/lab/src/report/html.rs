@@ -1,218 +1,211 @@
 //! report.html: one offline file, inline CSS and SVG, no scripts and no network references.
+//!
+//! The markup is report.html.j2, rendered once by minijinja with HTML auto-escaping. This module
+//! builds its view model: every figure formatted to text by the helpers in report/mod.rs, cells
+//! that need markup (swatch, bold ratio, flags, code) as structured [`Cell`]s, and the plotters
+//! SVGs, the only markup made in Rust, passed as safe strings.
 
-use std::fmt::Write;
+use minijinja::Value;
+use serde::Serialize;
 
 use super::plot::{self, Axis, Bar, LegendEntry, Line, Plot, Scale, Stroke, Whisker};
 use super::{
-    NOT_MEASURED, colour_of, connection_levels, fmt_bytes, fmt_errors, fmt_ms, fmt_ratio_est,
-    fmt_rps, has_baseline, mib, saturation_flag, saturation_note, thousands,
+    colour_of, connection_levels, fmt_bytes, fmt_errors, fmt_ms, fmt_ratio_est, fmt_rps,
+    has_baseline, mib, percent, thousands,
 };
 use crate::analyze::stats::Estimate;
 use crate::analyze::{Analysis, BASELINE, Spectrum, ThroughputCell};
 use crate::record::model::Kind;
 
-/// `write!` into a String cannot fail.
-macro_rules! w {
-    ($dst:expr, $($arg:tt)*) => {{
-        let _ = write!($dst, $($arg)*);
-    }};
-}
-
-const CSS: &str = "\
-:root{color-scheme:light}\
-body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;color:#222;margin:0;background:#fafafa}\
-main{max-width:1180px;margin:0 auto;padding:8px 24px 48px;background:#fff}\
-h1{font-size:1.6em;margin:.6em 0 .2em}\
-h2{font-size:1.3em;margin:1.8em 0 .4em;padding-top:.4em;border-top:2px solid #ddd}\
-h3{font-size:1.05em;margin:1.2em 0 .3em}\
-nav{font-size:.92em;margin:.4em 0 1em}nav a{margin-right:.9em;color:#2b5f8f}\
-table{border-collapse:collapse;margin:.4em 0 1em;font-size:.9em;font-variant-numeric:tabular-nums}\
-th,td{border:1px solid #ddd;padding:3px 7px;text-align:right;vertical-align:top}\
-th{background:#f2f2f2;text-align:center}\
-td.l,th.l{text-align:left}\
-table.kv th{text-align:left;background:#f7f7f7;font-weight:600}table.kv td{text-align:left}\
-.scroll{overflow-x:auto}\
-.sw{display:inline-block;width:.8em;height:.8em;border-radius:2px;margin-right:.35em;vertical-align:-.05em}\
-.warn{background:#fff3cd;border:1px solid #e0c36a;padding:6px 10px;border-radius:4px}\
-.flag{color:#a04a00;white-space:nowrap}\
-.sig{font-weight:700}\
-.na{color:#666;font-style:italic}\
-.note{color:#555;font-size:.9em;max-width:60em}\
-figure{margin:.8em 0 1.2em}figcaption{font-weight:600;margin-bottom:.2em}\
-svg{max-width:100%;height:auto;display:block}\
-code{font:12.5px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;background:#f4f4f4;padding:1px 3px;word-break:break-all}\
-";
-
-const SECTIONS: [(&str, &str); 11] = [
-    ("summary", "Summary"),
-    ("ratios", "Ratios to native"),
-    ("study", "The gateway study"),
-    ("throughput", "Throughput"),
-    ("latency", "Latency"),
-    ("cold-start", "Cold start"),
-    ("open-loop", "Open loop"),
-    ("resources", "Resources"),
-    ("capacity", "Capacity"),
-    ("environment", "Environment"),
-    ("method", "Method"),
-];
+/// Its name ends in `.html.j2`, so minijinja's default callback turns HTML auto-escaping on.
+const TEMPLATE_NAME: &str = "report.html.j2";
+const TEMPLATE: &str = include_str!("report.html.j2");
 
 pub fn render(a: &Analysis) -> anyhow::Result<String> {
-    let mut h = String::with_capacity(256 * 1024);
-    let info = &a.info;
-    w!(
-        h,
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-         <title>wasmlab {} — {}</title>\n<style>{CSS}</style>\n</head>\n<body>\n<main>\n",
-        esc(&info.suite.name),
-        esc(&info.run_id)
-    );
-    w!(
-        h,
-        "<h1>wasmlab report: {} <small>({})</small></h1>\n<nav>",
-        esc(&info.suite.name),
-        esc(&info.run_id)
-    );
-    for (id, title) in SECTIONS {
-        w!(h, "<a href=\"#{id}\">{title}</a>");
-    }
-    h.push_str("</nav>\n");
-
-    summary(&mut h, a);
-    ratios(&mut h, a);
-    study(&mut h, a);
-    throughput(&mut h, a);
-    latency(&mut h, a);
-    cold_start(&mut h, a);
-    open_loop(&mut h, a);
-    resources(&mut h, a);
-    capacity(&mut h, a);
-    environment(&mut h, a);
-    method(&mut h);
-    h.push_str("</main>\n</body>\n</html>\n");
-    Ok(h)
+    let mut env = minijinja::Environment::new();
+    // Lines that hold only a block tag leave nothing behind: one table row stays one line.
+    env.set_trim_blocks(true);
+    env.set_lstrip_blocks(true);
+    env.set_keep_trailing_newline(true);
+    env.add_template(TEMPLATE_NAME, TEMPLATE)?;
+    Ok(env.get_template(TEMPLATE_NAME)?.render(Report::new(a))?)
 }
 
-/// HTML-escapes text (element content and attribute values).
-pub(super) fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
+// --- The view model --------------------------------------------------------------------------
+
+/// A table cell. The template escapes `text` and adds the markup the other fields ask for.
+#[derive(Serialize, Default)]
+struct Cell {
+    text: String,
+    /// A CSS colour: the variant's swatch before the text.
+    swatch: Option<String>,
+    /// The class of a span around the text: `sig` (bold: the interval excludes 1) or `flag`.
+    span: Option<&'static str>,
+    /// The text is code (a path).
+    code: bool,
+    /// Saturation flags, each on a line of its own after the text.
+    flags: Vec<Flag>,
+}
+
+impl Cell {
+    fn code(text: &str) -> Self {
+        Self {
+            text: text.to_owned(),
+            code: true,
+            ..Self::default()
         }
     }
-    out
-}
 
-fn section(h: &mut String, id: &str) {
-    let title = SECTIONS.iter().find(|s| s.0 == id).map_or(id, |s| s.1);
-    w!(h, "<section>\n<h2 id=\"{id}\">{title}</h2>\n");
-}
-
-fn end_section(h: &mut String) {
-    h.push_str("</section>\n");
-}
-
-fn not_measured(h: &mut String, what: &str) {
-    w!(h, "<p class=\"na\">{}: {NOT_MEASURED}.</p>\n", esc(what));
-}
-
-fn note(h: &mut String, html: &str) {
-    w!(h, "<p class=\"note\">{html}</p>\n");
-}
-
-/// The variant's name with its colour swatch.
-fn vname(a: &Analysis, v: &str) -> String {
-    format!(
-        "<span class=\"sw\" style=\"background:{}\"></span>{}",
-        plot::css_colour(colour_of(a, v)),
-        esc(v)
-    )
-}
-
-/// A table: `head` is plain text, `rows` are HTML; the first `left` columns are left-aligned.
-fn table(h: &mut String, head: &[&str], rows: &[Vec<String>], left: usize) {
-    h.push_str("<div class=\"scroll\"><table>\n<thead><tr>");
-    for (i, c) in head.iter().enumerate() {
-        let class = if i < left { " class=\"l\"" } else { "" };
-        w!(h, "<th{class}>{}</th>", esc(c));
-    }
-    h.push_str("</tr></thead>\n<tbody>\n");
-    for row in rows {
-        h.push_str("<tr>");
-        for (i, c) in row.iter().enumerate() {
-            let class = if i < left { " class=\"l\"" } else { "" };
-            w!(h, "<td{class}>{c}</td>");
+    /// The variant's name with its colour swatch.
+    fn variant(a: &Analysis, v: &str) -> Self {
+        Self {
+            text: v.to_owned(),
+            swatch: Some(plot::css_colour(colour_of(a, v))),
+            ..Self::default()
         }
-        h.push_str("</tr>\n");
     }
-    h.push_str("</tbody></table></div>\n");
-}
 
-/// A key-value table; values are HTML.
-fn kv(h: &mut String, rows: &[(&str, String)]) {
-    h.push_str("<table class=\"kv\">\n");
-    for (k, v) in rows {
-        w!(h, "<tr><th>{}</th><td>{v}</td></tr>\n", esc(k));
-    }
-    h.push_str("</table>\n");
-}
-
-/// A plot with its caption (or a line saying why there is none).
-fn figure(h: &mut String, caption: &str, p: &Plot) {
-    match p.svg() {
-        Ok(Some(svg)) => w!(
-            h,
-            "<figure>\n<figcaption>{}</figcaption>\n{svg}\n</figure>\n",
-            esc(caption)
-        ),
-        Ok(None) => w!(
-            h,
-            "<p class=\"na\">{}: nothing to plot (no finite values).</p>\n",
-            esc(caption)
-        ),
-        Err(e) => w!(
-            h,
-            "<p class=\"warn\">{}: the plot could not be drawn ({}).</p>\n",
-            esc(caption),
-            esc(&format!("{e:#}"))
-        ),
-    }
-}
-
-/// A share (0..1) as a whole percentage.
-pub(super) fn percent(share: f64) -> String {
-    if share.is_finite() {
-        format!("{:.0}%", share * 100.0)
-    } else {
-        "–".into()
-    }
-}
-
-fn est(e: &Estimate, f: fn(f64) -> String) -> String {
-    esc(&e.show(f))
-}
-
-/// A ratio with its CI, bold when the interval excludes 1.
-fn ratio_cell(e: Option<&Estimate>) -> String {
-    match e {
-        Some(r) if r.value.is_finite() && r.excludes(1.0) => {
-            format!("<span class=\"sig\">{}</span>", esc(&fmt_ratio_est(e)))
+    /// A ratio with its CI, bold when the interval excludes 1.
+    fn ratio(e: Option<&Estimate>) -> Self {
+        let sig = matches!(e, Some(r) if r.value.is_finite() && r.excludes(1.0));
+        Self {
+            text: fmt_ratio_est(e),
+            span: sig.then_some("sig"),
+            ..Self::default()
         }
-        _ => esc(&fmt_ratio_est(e)),
+    }
+
+    /// A variant's ratio, or "1 (baseline)" in native's own row.
+    fn ratio_of(variant: &str, e: Option<&Estimate>) -> Self {
+        if variant == BASELINE {
+            "1 (baseline)".into()
+        } else {
+            Self::ratio(e)
+        }
     }
 }
 
-fn flag_html(c: &ThroughputCell) -> String {
-    saturation_flag(c).map_or_else(String::new, |f| {
-        format!("<span class=\"flag\">{}</span>", esc(&f))
-    })
+impl From<String> for Cell {
+    fn from(text: String) -> Self {
+        Self {
+            text,
+            ..Self::default()
+        }
+    }
+}
+
+impl From<&str> for Cell {
+    fn from(text: &str) -> Self {
+        text.to_owned().into()
+    }
+}
+
+/// "⚠ generator saturated in k/n runs", as data: the template writes the sentence (its slash is
+/// markup there, which the engine's escaping would otherwise turn into an entity).
+#[derive(Serialize)]
+struct Flag {
+    /// Whose cell it is, when not the row's own (native's, under a variant's ratio).
+    whose: Option<&'static str>,
+    saturated: usize,
+    runs: usize,
+}
+
+impl Flag {
+    /// The cell's flag, if its generator saturated in any run.
+    fn of(c: &ThroughputCell, whose: Option<&'static str>) -> Option<Self> {
+        (c.generator_saturated_runs > 0).then_some(Self {
+            whose,
+            saturated: c.generator_saturated_runs,
+            runs: c.runs.len(),
+        })
+    }
+}
+
+/// A table: `head` is text; the first `left` columns are left-aligned.
+#[derive(Serialize)]
+struct Table {
+    head: Vec<String>,
+    left: usize,
+    rows: Vec<Vec<Cell>>,
+}
+
+impl Table {
+    fn new(head: &[&str], left: usize, rows: Vec<Vec<Cell>>) -> Self {
+        Self {
+            head: head.iter().map(|h| (*h).to_owned()).collect(),
+            left,
+            rows,
+        }
+    }
+}
+
+/// A plot with its caption; without an SVG the template says why there is none.
+#[derive(Serialize)]
+struct Figure {
+    caption: String,
+    svg: Option<Value>,
+    /// Why the plot could not be drawn.
+    error: Option<String>,
+}
+
+impl Figure {
+    fn new(caption: String, p: &Plot) -> Self {
+        let (svg, error) = match p.svg() {
+            // plotters' SVG, the one piece of markup not made by the template.
+            Ok(svg) => (svg.map(Value::from_safe_string), None),
+            Err(e) => (None, Some(format!("{e:#}"))),
+        };
+        Self {
+            caption,
+            svg,
+            error,
+        }
+    }
+}
+
+/// The whole page; a section that is `None` says it was not measured.
+#[derive(Serialize)]
+struct Report {
+    suite: String,
+    run_id: String,
+    summary: Summary,
+    ratios: Option<Ratios>,
+    study: Study,
+    throughput: Option<Throughput>,
+    latency: Option<Latency>,
+    cold_start: Option<ColdStart>,
+    open_loop: Option<OpenLoop>,
+    resources: Resources,
+    capacity: Option<Capacity>,
+    environment: Environment,
+    /// The share of a run (in %) the generator must be busy for its saturation flag.
+    saturated_share: String,
+}
+
+impl Report {
+    fn new(a: &Analysis) -> Self {
+        Self {
+            suite: a.info.suite.name.clone(),
+            run_id: a.info.run_id.clone(),
+            summary: summary(a),
+            ratios: ratios(a),
+            study: study(a),
+            throughput: throughput(a),
+            latency: latency(a),
+            cold_start: cold_start(a),
+            open_loop: open_loop(a),
+            resources: resources(a),
+            capacity: capacity(a),
+            environment: environment(a),
+            saturated_share: format!("{:.0}", wasmlab_load::SATURATED_SHARE * 100.0),
+        }
+    }
+}
+
+// --- Helpers ---------------------------------------------------------------------------------
+
+fn est(e: &Estimate, f: fn(f64) -> String) -> Cell {
+    e.show(f).into()
 }
 
 fn legend_for(a: &Analysis, variants: &[&str], stroke: Stroke) -> Vec<LegendEntry> {
@@ -251,190 +244,163 @@ fn shell_join(args: &[String]) -> String {
         .join(" ")
 }
 
-// ---------------------------------------------------------------------------------------------
+// --- Summary ---------------------------------------------------------------------------------
 
-fn summary(h: &mut String, a: &Analysis) {
+#[derive(Serialize)]
+struct Summary {
+    state: String,
+    description: String,
+    started: String,
+    finished: Option<String>,
+    repetitions: u32,
+    seed: u64,
+    git_sha: Option<String>,
+    core_guest: Option<String>,
+    command: String,
+    /// None when the run recorded no variant.
+    variants: Option<Table>,
+    unmeasured: Vec<Unmeasured>,
+}
+
+/// A variant in the "not (fully) measured" box.
+#[derive(Serialize)]
+struct Unmeasured {
+    name: String,
+    status: String,
+    reason: Option<String>,
+}
+
+fn summary(a: &Analysis) -> Summary {
     let info = &a.info;
-    section(h, "summary");
-    if info.state != "complete" {
-        w!(
-            h,
-            "<p class=\"warn\">⚠ This run is <b>{}</b>, not complete: the figures below hold only \
-             what was measured before it stopped, and cells or repetitions may be missing.</p>\n",
-            esc(&info.state)
-        );
-    }
-    let suite = if info.suite.description.is_empty() {
-        esc(&info.suite.name)
-    } else {
-        format!(
-            "<b>{}</b> — {}",
-            esc(&info.suite.name),
-            esc(&info.suite.description)
-        )
-    };
-    let mut rows = vec![
-        ("Run", format!("<code>{}</code>", esc(&info.run_id))),
-        ("Suite", suite),
-        ("State", esc(&info.state)),
-        ("Started (UTC)", esc(&info.started_utc)),
-        (
-            "Finished (UTC)",
-            info.finished_utc
-                .as_deref()
-                .map_or_else(|| "not finished".into(), esc),
-        ),
-        (
-            "Repetitions",
-            format!(
-                "R = {} (each cell measured R times, the variants in a shuffled order each time)",
-                info.suite.repetitions
-            ),
-        ),
-        ("Seed", info.seed.to_string()),
-        (
-            "Git commit",
-            info.git_sha
-                .as_deref()
-                .map_or_else(|| "unknown".into(), |s| format!("<code>{}</code>", esc(s))),
-        ),
-    ];
-    if let Some(g) = &info.core_guest {
-        rows.push(("Core guest (--wasm)", format!("<code>{}</code>", esc(g))));
-    }
-    rows.push((
-        "Command",
-        format!("<code>{}</code>", esc(&shell_join(&info.command))),
-    ));
-    kv(h, &rows);
-
-    if info.variants.is_empty() {
-        not_measured(h, "Variants");
-    } else {
-        h.push_str("<h3>Variants</h3>\n");
-        let rows: Vec<Vec<String>> = info
-            .variants
-            .iter()
-            .map(|v| {
-                let passed = v.checks.iter().filter(|c| c.ok).count();
-                let failed: Vec<String> = v
-                    .checks
-                    .iter()
-                    .filter(|c| !c.ok)
-                    .map(|c| format!("{}: {}", c.what, c.detail))
-                    .collect();
-                let status = if v.status == "measured" {
-                    esc(&v.status)
+    let rows: Vec<Vec<Cell>> = info
+        .variants
+        .iter()
+        .map(|v| {
+            let passed = v.checks.iter().filter(|c| c.ok).count();
+            let failed: Vec<String> = v
+                .checks
+                .iter()
+                .filter(|c| !c.ok)
+                .map(|c| format!("{}: {}", c.what, c.detail))
+                .collect();
+            let status = if v.status == "measured" {
+                v.status.as_str().into()
+            } else {
+                Cell {
+                    text: format!("⚠ {}", v.status),
+                    span: Some("flag"),
+                    ..Cell::default()
+                }
+            };
+            vec![
+                Cell::variant(a, &v.name),
+                status,
+                v.reason.as_deref().unwrap_or("").into(),
+                if v.checks.is_empty() {
+                    "–".into()
                 } else {
-                    format!("<span class=\"flag\">⚠ {}</span>", esc(&v.status))
-                };
-                vec![
-                    vname(a, &v.name),
-                    status,
-                    esc(v.reason.as_deref().unwrap_or("")),
-                    if v.checks.is_empty() {
-                        "–".into()
-                    } else {
-                        format!("{passed}/{} passed", v.checks.len())
-                    },
-                    esc(&failed.join("; ")),
-                ]
-            })
-            .collect();
-        table(
-            h,
-            &["Variant", "Status", "Reason", "Checks", "Failed checks"],
-            &rows,
-            5,
-        );
-        let failed: Vec<_> = info
+                    format!("{passed}/{} passed", v.checks.len()).into()
+                },
+                failed.join("; ").into(),
+            ]
+        })
+        .collect();
+    Summary {
+        state: info.state.clone(),
+        description: info.suite.description.clone(),
+        started: info.started_utc.clone(),
+        finished: info.finished_utc.clone(),
+        repetitions: info.suite.repetitions,
+        seed: info.seed,
+        git_sha: info.git_sha.clone(),
+        core_guest: info.core_guest.clone(),
+        command: shell_join(&info.command),
+        variants: (!rows.is_empty()).then(|| {
+            Table::new(
+                &["Variant", "Status", "Reason", "Checks", "Failed checks"],
+                5,
+                rows,
+            )
+        }),
+        unmeasured: info
             .variants
             .iter()
             .filter(|v| v.status != "measured")
-            .collect();
-        if !failed.is_empty() {
-            h.push_str("<div class=\"warn\"><b>Variants not (fully) measured:</b><ul>\n");
-            for v in failed {
-                w!(
-                    h,
-                    "<li><b>{}</b> ({}): {}</li>\n",
-                    esc(&v.name),
-                    esc(&v.status),
-                    esc(v.reason.as_deref().unwrap_or("no reason recorded"))
-                );
-            }
-            h.push_str("</ul></div>\n");
-        }
+            .map(|v| Unmeasured {
+                name: v.name.clone(),
+                status: v.status.clone(),
+                reason: v.reason.clone(),
+            })
+            .collect(),
     }
-    end_section(h);
+}
+
+// --- The gateway study -----------------------------------------------------------------------
+
+#[derive(Serialize)]
+struct Study {
+    name: String,
+    source: String,
+    machine: String,
+    /// This run measured at least one of the study's variants and cells.
+    measured: bool,
+    comparisons: Vec<StudyTable>,
+    method_differences: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct StudyTable {
+    title: String,
+    ours_at: Option<String>,
+    table: Table,
 }
 
 /// The gateway study's published figures beside this run's, with its method's differences.
-fn study(h: &mut String, a: &Analysis) {
-    section(h, "study");
+fn study(a: &Analysis) -> Study {
     let file = crate::analyze::study::gateway_study();
-    note(
-        h,
-        &format!(
-            "The figures the {} published ({}; {}), beside this run's for the same variant and cell. \
-             Each is also given as a ratio to its own run's native server (the study's \
-             <code>native</code>, reproduced here by <code>native-close</code>). A study ratio \
-             <i>holds</i> when ours is within a factor of two of it; otherwise the gap to native \
-             is that many times smaller or larger here. Rows without a study figure are the same \
-             job done with wasmlab's own method.",
-            esc(&file.name),
-            esc(&file.source),
-            esc(&file.machine)
-        ),
-    );
     let comparisons = crate::analyze::study::compare(a, &file);
-    if comparisons
+    let measured = comparisons
         .iter()
-        .all(|c| c.rows.iter().all(|r| r.ours.is_none()))
-    {
-        not_measured(h, "The study's variants and cells");
-    }
+        .any(|c| c.rows.iter().any(|r| r.ours.is_some()));
     let ratio = |v: Option<f64>| v.map_or_else(|| "–".to_owned(), fmt_ratio_plain);
-    for c in &comparisons {
-        let in_ms = c.title.contains(" ms");
-        let num = |v: Option<f64>| match v {
-            None => "–".to_owned(),
-            Some(v) if in_ms => fmt_ms(v),
-            Some(v) => thousands(v),
-        };
-        w!(
-            h,
-            "<h3>{}{}</h3>\n",
-            esc(&c.title),
-            c.ours_at
-                .as_deref()
-                .map(|at| format!(" <small>({})</small>", esc(at)))
-                .unwrap_or_default()
-        );
-        let rows: Vec<Vec<String>> = c
-            .rows
-            .iter()
-            .map(|r| {
-                vec![
-                    vname(a, &r.variant),
-                    num(r.study),
-                    num(r.ours),
-                    ratio(r.study_ratio),
-                    ratio(r.ours_ratio),
-                    r.verdict.as_deref().map_or_else(|| "–".to_owned(), esc),
-                ]
-            })
-            .collect();
-        table(h, &crate::analyze::study::COLUMNS, &rows, 1);
+    let comparisons = comparisons
+        .iter()
+        .map(|c| {
+            let in_ms = c.title.contains(" ms");
+            let num = |v: Option<f64>| match v {
+                None => "–".to_owned(),
+                Some(v) if in_ms => fmt_ms(v),
+                Some(v) => thousands(v),
+            };
+            let rows = c
+                .rows
+                .iter()
+                .map(|r| {
+                    vec![
+                        Cell::variant(a, &r.variant),
+                        num(r.study).into(),
+                        num(r.ours).into(),
+                        ratio(r.study_ratio).into(),
+                        ratio(r.ours_ratio).into(),
+                        r.verdict.as_deref().unwrap_or("–").into(),
+                    ]
+                })
+                .collect();
+            StudyTable {
+                title: c.title.clone(),
+                ours_at: c.ours_at.clone(),
+                table: Table::new(&crate::analyze::study::COLUMNS, 1, rows),
+            }
+        })
+        .collect();
+    Study {
+        measured,
+        comparisons,
+        method_differences: file.method_differences.clone(),
+        name: file.name,
+        source: file.source,
+        machine: file.machine,
     }
-    h.push_str(
-        "<p class=\"note\"><b>How the study's method differs</b></p>\n<ul class=\"note\">\n",
-    );
-    for d in &file.method_differences {
-        w!(h, "<li>{}</li>\n", esc(d));
-    }
-    h.push_str("</ul>\n");
-    end_section(h);
 }
 
 fn fmt_ratio_plain(v: f64) -> String {
@@ -445,17 +411,29 @@ fn fmt_ratio_plain(v: f64) -> String {
     }
 }
 
-/// A table of one ratio per (variant, workload) and concurrency level; `flags` adds the load
-/// generator's saturation flags (which bias throughput, not capacity).
+// --- Ratios to native ------------------------------------------------------------------------
+
+#[derive(Serialize)]
+struct Ratios {
+    /// The native baseline was measured.
+    baseline: bool,
+    capacity: Option<Table>,
+    throughput: Option<Table>,
+    /// Explain the saturation flags of the throughput ratios.
+    saturation_note: bool,
+    warm: Option<Table>,
+    cold_start: Option<Table>,
+}
+
+/// One ratio per (variant, workload) and concurrency level (None without any); `flags` adds the
+/// load generator's saturation flags (which bias throughput, not capacity).
 fn ratio_grid(
-    h: &mut String,
     a: &Analysis,
     levels: &[usize],
     pick: fn(&ThroughputCell) -> Option<&Estimate>,
     flags: bool,
-) {
+) -> Option<Table> {
     let mut rows = Vec::new();
-    let mut any_flag = false;
     for w in &a.workloads {
         for v in a.variants.iter().filter(|v| *v != BASELINE) {
             let cells: Vec<Option<&ThroughputCell>> =
@@ -463,87 +441,45 @@ fn ratio_grid(
             if cells.iter().all(Option::is_none) {
                 continue;
             }
-            let mut row = vec![vname(a, v), esc(w)];
+            let mut row = vec![Cell::variant(a, v), w.as_str().into()];
             for c in cells {
                 row.push(match c {
                     None => "–".into(),
-                    Some(c) if !flags => ratio_cell(pick(c)),
                     Some(c) => {
-                        let mut out = ratio_cell(pick(c));
-                        let flag = flag_html(c);
-                        if !flag.is_empty() {
-                            out.push_str("<br>");
-                            out.push_str(&flag);
-                        }
-                        // A saturated baseline understates native, so the ratio too.
-                        if let Some(f) = a
-                            .throughput_cell(BASELINE, w, c.connections)
-                            .and_then(saturation_flag)
-                        {
-                            w!(
-                                out,
-                                "<br><span class=\"flag\">{BASELINE}: {}</span>",
-                                esc(&f)
+                        let mut cell = Cell::ratio(pick(c));
+                        if flags {
+                            cell.flags.extend(Flag::of(c, None));
+                            // A saturated baseline understates native, so the ratio too.
+                            cell.flags.extend(
+                                a.throughput_cell(BASELINE, w, c.connections)
+                                    .and_then(|b| Flag::of(b, Some(BASELINE))),
                             );
                         }
-                        any_flag |= out.contains("class=\"flag\"");
-                        out
+                        cell
                     }
                 });
             }
             rows.push(row);
         }
     }
-    if rows.is_empty() {
-        not_measured(h, "These ratios");
-    } else {
-        let head: Vec<String> = ["Variant".to_owned(), "Workload".to_owned()]
-            .into_iter()
-            .chain(levels.iter().map(|c| format!("{c} connections")))
-            .collect();
-        let head: Vec<&str> = head.iter().map(String::as_str).collect();
-        table(h, &head, &rows, 2);
-    }
-    if flags && (any_flag || a.throughput.iter().any(|c| c.generator_saturated_runs > 0)) {
-        note(h, &esc(&saturation_note()));
-    }
+    let head: Vec<String> = ["Variant".to_owned(), "Workload".to_owned()]
+        .into_iter()
+        .chain(levels.iter().map(|c| format!("{c} connections")))
+        .collect();
+    (!rows.is_empty()).then_some(Table {
+        head,
+        left: 2,
+        rows,
+    })
 }
 
-fn ratios(h: &mut String, a: &Analysis) {
-    section(h, "ratios");
+fn ratios(a: &Analysis) -> Option<Ratios> {
     if a.throughput.is_empty() && a.warm.is_empty() && a.cold_start.is_empty() {
-        not_measured(h, "Ratios to native");
-        end_section(h);
-        return;
-    }
-    note(
-        h,
-        "Every ratio is a variant's figure over native's, shown as <i>ratio [95% CI] n</i>. \
-         Throughput: mean req/s over native's, paired by repetition (&gt; 1: serves more than \
-         native). Warm latency: mean of the runs' p50 over native's, paired by repetition; cold \
-         start: median launch time over native's, launches resampled on each side (&gt; 1: \
-         slower than native). <b>Bold</b>: the interval excludes 1.",
-    );
-    if !has_baseline(a) {
-        not_measured(h, "The native baseline (so no ratios)");
+        return None;
     }
     let levels = connection_levels(a);
 
-    // Capacity (the headline), then throughput: one row per (variant, workload), one column
-    // per level.
-    h.push_str("<h3>Capacity (responses per CPU-second of the server) × native</h3>\n");
-    note(
-        h,
-        "The server's own cost: responses over the CPU-seconds of the variant's processes, over \
-         native's in the same cell (&gt; 1: cheaper than native). It holds when the load \
-         generator, not the server, set the pace, which the throughput ratio below does not.",
-    );
-    ratio_grid(h, a, &levels, |c| c.capacity_ratio.as_ref(), false);
-    h.push_str("<h3>Throughput (req/s) × native</h3>\n");
-    ratio_grid(h, a, &levels, |c| c.ratio_to_native.as_ref(), true);
-
     // Warm p50: one row per variant, one column per workload.
-    h.push_str("<h3>Warm latency p50 × native (one connection)</h3>\n");
     let warm_workloads: Vec<&String> = a
         .workloads
         .iter()
@@ -554,80 +490,86 @@ fn ratios(h: &mut String, a: &Analysis) {
         if !a.warm.iter().any(|r| &r.variant == v) {
             continue;
         }
-        let mut row = vec![vname(a, v)];
+        let mut row = vec![Cell::variant(a, v)];
         for w in &warm_workloads {
             let r = a.warm.iter().find(|r| &r.variant == v && &r.workload == *w);
-            row.push(r.map_or_else(|| "–".into(), |r| ratio_cell(r.ratio_to_native.as_ref())));
+            row.push(r.map_or_else(|| "–".into(), |r| Cell::ratio(r.ratio_to_native.as_ref())));
         }
         rows.push(row);
     }
-    if rows.is_empty() {
-        not_measured(h, "Warm latency ratios");
-    } else {
-        let head: Vec<&str> = std::iter::once("Variant")
-            .chain(warm_workloads.iter().map(|w| w.as_str()))
-            .collect();
-        table(h, &head, &rows, 1);
-    }
+    let warm_head: Vec<&str> = std::iter::once("Variant")
+        .chain(warm_workloads.iter().map(|w| w.as_str()))
+        .collect();
+    let warm = (!rows.is_empty()).then(|| Table::new(&warm_head, 1, rows));
 
-    // Cold start p50.
-    h.push_str("<h3>Cold start p50 × native</h3>\n");
-    let rows: Vec<Vec<String>> = a
+    let rows: Vec<Vec<Cell>> = a
         .cold_start
         .iter()
         .filter(|r| r.variant != BASELINE)
         .map(|r| {
             vec![
-                vname(a, &r.variant),
-                r.n.to_string(),
-                ratio_cell(r.ratio_to_native.as_ref()),
+                Cell::variant(a, &r.variant),
+                r.n.to_string().into(),
+                Cell::ratio(r.ratio_to_native.as_ref()),
             ]
         })
         .collect();
-    if rows.is_empty() {
-        not_measured(h, "Cold-start ratios");
-    } else {
-        table(
-            h,
+    let cold_start = (!rows.is_empty()).then(|| {
+        Table::new(
             &["Variant", "Launches n", "× native p50 [95% CI] n"],
-            &rows,
             1,
-        );
-    }
-    end_section(h);
+            rows,
+        )
+    });
+
+    Some(Ratios {
+        baseline: has_baseline(a),
+        // Capacity (the headline), then throughput: one row per (variant, workload), one
+        // column per level.
+        capacity: ratio_grid(a, &levels, |c| c.capacity_ratio.as_ref(), false),
+        throughput: ratio_grid(a, &levels, |c| c.ratio_to_native.as_ref(), true),
+        saturation_note: a.throughput.iter().any(|c| c.generator_saturated_runs > 0),
+        warm,
+        cold_start,
+    })
 }
 
-fn throughput(h: &mut String, a: &Analysis) {
-    section(h, "throughput");
+// --- Throughput ------------------------------------------------------------------------------
+
+#[derive(Serialize)]
+struct Throughput {
+    duration_secs: String,
+    warmup_secs: String,
+    workloads: Vec<Workload>,
+    saturation_note: bool,
+}
+
+/// A workload's plot and table.
+#[derive(Serialize)]
+struct Workload {
+    name: String,
+    figure: Figure,
+    table: Table,
+}
+
+fn throughput(a: &Analysis) -> Option<Throughput> {
     if a.throughput.is_empty() {
-        not_measured(h, "Throughput");
-        end_section(h);
-        return;
+        return None;
     }
     let levels = connection_levels(a);
-    note(
-        h,
-        &format!(
-            "Closed loop: C connections each send a request, wait for the whole response and \
-             send the next, for {} s after {} s of warm-up. Lines: mean req/s over the runs; \
-             whiskers: its 95% bootstrap interval. Latency percentiles are over all runs' \
-             responses together.",
-            a.info.suite.duration_secs, a.info.suite.warmup_secs
-        ),
-    );
     let x_scale = if levels.len() > 2 {
         Scale::Log
     } else {
         Scale::Linear
     };
     let mut any_flag = false;
+    let mut workloads = Vec::new();
     for w in &a.workloads {
         let cells: Vec<&ThroughputCell> =
             a.throughput.iter().filter(|c| &c.workload == w).collect();
         if cells.is_empty() {
             continue;
         }
-        w!(h, "<h3>{}</h3>\n", esc(w));
         let mut p = Plot::new(
             Axis::new("connections", x_scale)
                 .ticks(levels.iter().map(|&c| (c as f64, c.to_string())).collect()),
@@ -658,7 +600,7 @@ fn throughput(h: &mut String, a: &Analysis) {
                 }));
         }
         p.legend = legend_for(a, &vs, Stroke::Solid);
-        figure(h, &format!("{w}: req/s vs connections"), &p);
+        let figure = Figure::new(format!("{w}: req/s vs connections"), &p);
 
         let mut rows = Vec::new();
         for v in &vs {
@@ -666,33 +608,27 @@ fn throughput(h: &mut String, a: &Analysis) {
                 cells.iter().filter(|c| c.variant == *v).collect();
             mine.sort_by_key(|c| c.connections);
             for c in mine {
-                let flag = flag_html(c);
-                any_flag |= !flag.is_empty();
+                let flag = Cell {
+                    flags: Flag::of(c, None).into_iter().collect(),
+                    ..Cell::default()
+                };
+                any_flag |= !flag.flags.is_empty();
                 rows.push(vec![
-                    vname(a, v),
-                    c.connections.to_string(),
+                    Cell::variant(a, v),
+                    c.connections.to_string().into(),
                     est(&c.rps, fmt_rps),
-                    if *v == BASELINE {
-                        "1 (baseline)".into()
-                    } else {
-                        ratio_cell(c.capacity_ratio.as_ref())
-                    },
-                    if *v == BASELINE {
-                        "1 (baseline)".into()
-                    } else {
-                        ratio_cell(c.ratio_to_native.as_ref())
-                    },
-                    fmt_ms(c.latency.p50),
-                    fmt_ms(c.latency.p99),
-                    thousands(c.responses as f64),
-                    esc(&fmt_errors(&c.errors)),
-                    percent(c.generator_busy),
+                    Cell::ratio_of(v, c.capacity_ratio.as_ref()),
+                    Cell::ratio_of(v, c.ratio_to_native.as_ref()),
+                    fmt_ms(c.latency.p50).into(),
+                    fmt_ms(c.latency.p99).into(),
+                    thousands(c.responses as f64).into(),
+                    fmt_errors(&c.errors).into(),
+                    percent(c.generator_busy).into(),
                     flag,
                 ]);
             }
         }
-        table(
-            h,
+        let table = Table::new(
             &[
                 "Variant",
                 "Connections",
@@ -706,14 +642,32 @@ fn throughput(h: &mut String, a: &Analysis) {
                 "Generator busy",
                 "Flag",
             ],
-            &rows,
             1,
+            rows,
         );
+        workloads.push(Workload {
+            name: w.clone(),
+            figure,
+            table,
+        });
     }
-    if any_flag {
-        note(h, &esc(&saturation_note()));
-    }
-    end_section(h);
+    Some(Throughput {
+        duration_secs: a.info.suite.duration_secs.to_string(),
+        warmup_secs: a.info.suite.warmup_secs.to_string(),
+        workloads,
+        saturation_note: any_flag,
+    })
+}
+
+// --- Latency ---------------------------------------------------------------------------------
+
+#[derive(Serialize)]
+struct Latency {
+    /// One spectrum per workload; none drawn says so.
+    warm_figures: Vec<Figure>,
+    loaded_connections: Option<usize>,
+    loaded_figures: Vec<Figure>,
+    warm: Option<Table>,
 }
 
 /// Label of the percentile at x = log10(1 / (1 - p)) = d.
@@ -766,37 +720,31 @@ fn spectrum_plot(a: &Analysis, spectra: &[&Spectrum]) -> Plot {
     p
 }
 
-/// The spectra of `kind` for workload `w`, in the variants' order.
 /// One spectrum plot per workload for `kind`; `caption(workload, connections, counts)`.
 fn spectra_figures(
-    h: &mut String,
     a: &Analysis,
     kind: Kind,
-    what: &str,
     caption: impl Fn(&str, usize, &str) -> String,
-) {
-    let mut drew = false;
+) -> Vec<Figure> {
+    let mut figures = Vec::new();
     for w in &a.workloads {
         let sp = spectra_of(a, kind, w);
         if sp.is_empty() {
             continue;
         }
-        drew = true;
         let n: Vec<String> = sp
             .iter()
             .map(|s| format!("{} n={}", s.variant, thousands(s.count as f64)))
             .collect();
-        figure(
-            h,
-            &caption(w, sp[0].connections, &n.join(", ")),
+        figures.push(Figure::new(
+            caption(w, sp[0].connections, &n.join(", ")),
             &spectrum_plot(a, &sp),
-        );
+        ));
     }
-    if !drew {
-        not_measured(h, what);
-    }
+    figures
 }
 
+/// The spectra of `kind` for workload `w`, in the variants' order.
 fn spectra_of<'a>(a: &'a Analysis, kind: Kind, w: &str) -> Vec<&'a Spectrum> {
     let mut v: Vec<&Spectrum> = a
         .spectra
@@ -807,67 +755,32 @@ fn spectra_of<'a>(a: &'a Analysis, kind: Kind, w: &str) -> Vec<&'a Spectrum> {
     v
 }
 
-fn latency(h: &mut String, a: &Analysis) {
-    section(h, "latency");
+fn latency(a: &Analysis) -> Option<Latency> {
     if a.spectra.is_empty() && a.warm.is_empty() {
-        not_measured(h, "Latency");
-        end_section(h);
-        return;
+        return None;
     }
-    note(
-        h,
-        "Latency percentile spectra: x is the percentile on a 1/(1−p) log axis, so every step \
-         right adds a nine (90%, 99%, 99.9%, …) and the tail is as wide as the body; the last \
-         point is the maximum. y: latency in ms, log scale. Each line merges the histograms of \
-         all runs of the cell; it stops at the highest percentile its sample count can tell.",
-    );
-
-    h.push_str("<h3>Warm (one connection, sequential requests)</h3>\n");
-    spectra_figures(h, a, Kind::Warm, "Warm latency spectra", |w, _, n| {
-        format!("{w}: warm latency spectrum ({n} requests)")
-    });
-    match a.reference_connections {
-        Some(c) => w!(h, "<h3>Under load ({c} connections, closed loop)</h3>\n"),
-        None => h.push_str("<h3>Under load (closed loop)</h3>\n"),
-    }
-    spectra_figures(
-        h,
-        a,
-        Kind::Throughput,
-        "Latency spectra under load",
-        |w, conns, n| format!("{w}: latency spectrum at {conns} connections ({n} responses)"),
-    );
-
-    h.push_str("<h3>Warm latency</h3>\n");
-    if a.warm.is_empty() {
-        not_measured(h, "Warm latency");
-    } else {
-        let rows: Vec<Vec<String>> = a
-            .warm
-            .iter()
-            .map(|r| {
-                vec![
-                    vname(a, &r.variant),
-                    esc(&r.workload),
-                    r.n.to_string(),
-                    thousands(r.requests as f64),
-                    fmt_ms(r.latency.p50),
-                    fmt_ms(r.latency.p90),
-                    fmt_ms(r.latency.p99),
-                    fmt_ms(r.latency.p99_9),
-                    fmt_ms(r.latency.max),
-                    est(&r.p50, fmt_ms),
-                    if r.variant == BASELINE {
-                        "1 (baseline)".into()
-                    } else {
-                        ratio_cell(r.ratio_to_native.as_ref())
-                    },
-                    esc(&fmt_errors(&r.errors)),
-                ]
-            })
-            .collect();
-        table(
-            h,
+    let rows: Vec<Vec<Cell>> = a
+        .warm
+        .iter()
+        .map(|r| {
+            vec![
+                Cell::variant(a, &r.variant),
+                r.workload.as_str().into(),
+                r.n.to_string().into(),
+                thousands(r.requests as f64).into(),
+                fmt_ms(r.latency.p50).into(),
+                fmt_ms(r.latency.p90).into(),
+                fmt_ms(r.latency.p99).into(),
+                fmt_ms(r.latency.p99_9).into(),
+                fmt_ms(r.latency.max).into(),
+                est(&r.p50, fmt_ms),
+                Cell::ratio_of(&r.variant, r.ratio_to_native.as_ref()),
+                fmt_errors(&r.errors).into(),
+            ]
+        })
+        .collect();
+    let warm = (!rows.is_empty()).then(|| {
+        Table::new(
             &[
                 "Variant",
                 "Workload",
@@ -882,31 +795,34 @@ fn latency(h: &mut String, a: &Analysis) {
                 "× native p50 [95% CI] n",
                 "Errors",
             ],
-            &rows,
             2,
-        );
-        note(
-            h,
-            "p50 … max: over all runs' requests together; the mean of run p50s and its ratio \
-             carry the run-to-run spread.",
-        );
-    }
-    end_section(h);
+            rows,
+        )
+    });
+    Some(Latency {
+        warm_figures: spectra_figures(a, Kind::Warm, |w, _, n| {
+            format!("{w}: warm latency spectrum ({n} requests)")
+        }),
+        loaded_connections: a.reference_connections,
+        loaded_figures: spectra_figures(a, Kind::Throughput, |w, conns, n| {
+            format!("{w}: latency spectrum at {conns} connections ({n} responses)")
+        }),
+        warm,
+    })
 }
 
-fn cold_start(h: &mut String, a: &Analysis) {
-    section(h, "cold-start");
+// --- Cold start ------------------------------------------------------------------------------
+
+#[derive(Serialize)]
+struct ColdStart {
+    figure: Figure,
+    table: Table,
+}
+
+fn cold_start(a: &Analysis) -> Option<ColdStart> {
     if a.cold_start.is_empty() {
-        not_measured(h, "Cold start");
-        end_section(h);
-        return;
+        return None;
     }
-    note(
-        h,
-        "Each launch: from the spawn of the server process to the first complete 200 on GET /. \
-         The plot shows each variant's empirical distribution (ECDF): the share of launches \
-         that had answered by x ms.",
-    );
     let values: Vec<f64> = a
         .cold_start
         .iter()
@@ -957,38 +873,33 @@ fn cold_start(h: &mut String, a: &Analysis) {
         vs.push(r.variant.as_str());
     }
     p.legend = legend_for(a, &vs, Stroke::Solid);
-    figure(
-        h,
-        "Cold start: distribution of spawn → first 200 (ECDF)",
+    let figure = Figure::new(
+        "Cold start: distribution of spawn → first 200 (ECDF)".into(),
         &p,
     );
 
-    let rows: Vec<Vec<String>> = a
+    let rows: Vec<Vec<Cell>> = a
         .cold_start
         .iter()
         .map(|r| {
             vec![
-                vname(a, &r.variant),
-                r.n.to_string(),
-                fmt_ms(r.first_200.p50),
-                fmt_ms(r.first_200.p90),
-                fmt_ms(r.first_200.p99),
-                fmt_ms(r.first_200.min),
-                fmt_ms(r.first_200.max),
+                Cell::variant(a, &r.variant),
+                r.n.to_string().into(),
+                fmt_ms(r.first_200.p50).into(),
+                fmt_ms(r.first_200.p90).into(),
+                fmt_ms(r.first_200.p99).into(),
+                fmt_ms(r.first_200.min).into(),
+                fmt_ms(r.first_200.max).into(),
                 r.listening
-                    .map_or_else(|| "–".to_owned(), |l| fmt_ms(l.p50)),
-                fmt_ms(r.connected.p50),
-                fmt_ms(r.first_byte.p50),
-                if r.variant == BASELINE {
-                    "1 (baseline)".into()
-                } else {
-                    ratio_cell(r.ratio_to_native.as_ref())
-                },
+                    .map_or_else(|| "–".to_owned(), |l| fmt_ms(l.p50))
+                    .into(),
+                fmt_ms(r.connected.p50).into(),
+                fmt_ms(r.first_byte.p50).into(),
+                Cell::ratio_of(&r.variant, r.ratio_to_native.as_ref()),
             ]
         })
         .collect();
-    table(
-        h,
+    let table = Table::new(
         &[
             "Variant",
             "Launches n",
@@ -1002,34 +913,33 @@ fn cold_start(h: &mut String, a: &Analysis) {
             "first byte p50 ms",
             "× native p50 [95% CI] n",
         ],
-        &rows,
         1,
+        rows,
     );
-    note(
-        h,
-        "Phases (p50 over the launches, from the spawn): <i>listening</i> — the server printed \
-         that its socket is bound (– for a variant started on a port the lab picked, which \
-         prints nothing: a container, a server of yours); <i>connected</i> — the first TCP \
-         connect succeeded; <i>first byte</i> — the first byte of the first 200 arrived.",
-    );
-    end_section(h);
+    Some(ColdStart { figure, table })
 }
 
-fn open_loop(h: &mut String, a: &Analysis) {
-    section(h, "open-loop");
+// --- Open loop -------------------------------------------------------------------------------
+
+#[derive(Serialize)]
+struct WorkloadPlot {
+    name: String,
+    figure: Figure,
+}
+
+#[derive(Serialize)]
+struct OpenLoop {
+    /// A plot per workload; one table holds them all.
+    plots: Vec<WorkloadPlot>,
+    table: Table,
+    late_after_ms: String,
+}
+
+fn open_loop(a: &Analysis) -> Option<OpenLoop> {
     if a.open_loop.is_empty() {
-        not_measured(h, "Open loop");
-        end_section(h);
-        return;
+        return None;
     }
-    note(
-        h,
-        "Requests are due at a constant rate (a fraction of the variant's own closed-loop \
-         maximum for the workload). <i>Corrected</i> latency counts from when each request was \
-         due, so queueing in front of a slow server shows; <i>uncorrected</i> counts from when \
-         it was actually sent (what a closed-loop tool reports). Solid: corrected p99; dashed: \
-         uncorrected p99.",
-    );
+    let mut plots = Vec::new();
     for w in &a.workloads {
         let pts: Vec<_> = a.open_loop.iter().filter(|o| &o.workload == w).collect();
         if pts.is_empty() {
@@ -1074,33 +984,37 @@ fn open_loop(h: &mut String, a: &Analysis) {
             label: "uncorrected p99".into(),
             stroke: Stroke::Dashed,
         });
-        w!(h, "<h3>{}</h3>\n", esc(w));
-        figure(h, &format!("{w}: p99 latency vs offered load"), &p);
+        plots.push(WorkloadPlot {
+            name: w.clone(),
+            figure: Figure::new(format!("{w}: p99 latency vs offered load"), &p),
+        });
     }
-    let mut rows = Vec::new();
-    for o in &a.open_loop {
-        rows.push(vec![
-            vname(a, &o.variant),
-            esc(&o.workload),
-            percent(o.fraction),
-            o.n.to_string(),
-            o.connections.to_string(),
-            fmt_rps(o.offered_rps),
-            fmt_rps(o.achieved_rps),
-            fmt_ms(o.corrected.p50),
-            fmt_ms(o.corrected.p99),
-            fmt_ms(o.corrected.max),
-            fmt_ms(o.uncorrected.p50),
-            fmt_ms(o.uncorrected.p99),
-            thousands(o.intended as f64),
-            thousands(o.sent as f64),
-            thousands(o.dropped as f64),
-            thousands(o.late as f64),
-            esc(&fmt_errors(&o.errors)),
-        ]);
-    }
-    table(
-        h,
+    let rows = a
+        .open_loop
+        .iter()
+        .map(|o| {
+            vec![
+                Cell::variant(a, &o.variant),
+                o.workload.as_str().into(),
+                percent(o.fraction).into(),
+                o.n.to_string().into(),
+                o.connections.to_string().into(),
+                fmt_rps(o.offered_rps).into(),
+                fmt_rps(o.achieved_rps).into(),
+                fmt_ms(o.corrected.p50).into(),
+                fmt_ms(o.corrected.p99).into(),
+                fmt_ms(o.corrected.max).into(),
+                fmt_ms(o.uncorrected.p50).into(),
+                fmt_ms(o.uncorrected.p99).into(),
+                thousands(o.intended as f64).into(),
+                thousands(o.sent as f64).into(),
+                thousands(o.dropped as f64).into(),
+                thousands(o.late as f64).into(),
+                fmt_errors(&o.errors).into(),
+            ]
+        })
+        .collect();
+    let table = Table::new(
         &[
             "Variant",
             "Workload",
@@ -1120,20 +1034,17 @@ fn open_loop(h: &mut String, a: &Analysis) {
             "Late",
             "Errors",
         ],
-        &rows,
         2,
+        rows,
     );
-    note(
-        h,
-        &format!(
-            "Offered and achieved: means over the n runs; latency, intended, sent, dropped \
-             (due but no connection free in time) and late (sent more than {} ms after due): \
-             all runs together.",
-            wasmlab_load::LATE_AFTER.as_millis()
-        ),
-    );
-    end_section(h);
+    Some(OpenLoop {
+        plots,
+        table,
+        late_after_ms: wasmlab_load::LATE_AFTER.as_millis().to_string(),
+    })
 }
+
+// --- Resources and capacity ------------------------------------------------------------------
 
 /// One group of horizontal bars (a workload), one bar per variant.
 struct BarGroup<'a> {
@@ -1227,8 +1138,22 @@ fn grouped_bars(
     p
 }
 
-fn resources(h: &mut String, a: &Analysis) {
-    section(h, "resources");
+#[derive(Serialize)]
+struct Resources {
+    /// None when no cell recorded its process tree's resources.
+    best: Option<BestCells>,
+    artifacts: Option<Table>,
+}
+
+/// Each variant's best closed-loop cell per workload: table, RSS and CPU plots.
+#[derive(Serialize)]
+struct BestCells {
+    table: Table,
+    rss: Figure,
+    cpu: Figure,
+}
+
+fn resources(a: &Analysis) -> Resources {
     let mut rows = Vec::new();
     let mut rss_groups = Vec::new();
     let mut cpu_groups = Vec::new();
@@ -1245,15 +1170,15 @@ fn resources(h: &mut String, a: &Analysis) {
             let Some(c) = a.best_cell(v, w) else { continue };
             let Some(r) = &c.resources else { continue };
             rows.push(vec![
-                vname(a, v),
-                esc(w),
-                c.connections.to_string(),
+                Cell::variant(a, v),
+                w.as_str().into(),
+                c.connections.to_string().into(),
                 est(&c.rps, fmt_rps),
-                mib(r.rss_peak_kib as f64),
-                mib(r.rss_mean_kib),
-                format!("{:.2}", r.cpu_secs),
+                mib(r.rss_peak_kib as f64).into(),
+                mib(r.rss_mean_kib).into(),
+                format!("{:.2}", r.cpu_secs).into(),
                 est(&r.cpu_secs_per_1k, cpu_per_1k),
-                c.runs.len().to_string(),
+                c.runs.len().to_string().into(),
             ]);
             rss.bars.push(BarValue {
                 variant: v,
@@ -1268,18 +1193,8 @@ fn resources(h: &mut String, a: &Analysis) {
             cpu_groups.push(cpu);
         }
     }
-    if rows.is_empty() {
-        not_measured(h, "Resources of the variants' process trees");
-    } else {
-        note(
-            h,
-            "For each variant and workload, the closed-loop cell where it served the most (its \
-             maximum). RSS: sum over the variant's whole process tree, sampled during the cell \
-             (peak over the runs, and mean). CPU: user + system seconds of the tree, children \
-             included, per run and per 1,000 responses (mean over the runs, 95% CI).",
-        );
-        table(
-            h,
+    let best = (!rows.is_empty()).then(|| BestCells {
+        table: Table::new(
             &[
                 "Variant",
                 "Workload",
@@ -1291,41 +1206,37 @@ fn resources(h: &mut String, a: &Analysis) {
                 "CPU s per 1k requests [95% CI] n",
                 "Runs n",
             ],
-            &rows,
             2,
-        );
-        figure(
-            h,
-            "RSS peak of the process tree (MiB), at each variant's best cell",
+            rows,
+        ),
+        rss: Figure::new(
+            "RSS peak of the process tree (MiB), at each variant's best cell".into(),
             &grouped_bars(a, "RSS peak MiB", &rss_groups, |v| super::grouped(v, 1)),
-        );
-        figure(
-            h,
-            "CPU seconds per 1,000 requests, at each variant's best cell (whiskers: 95% CI)",
+        ),
+        cpu: Figure::new(
+            "CPU seconds per 1,000 requests, at each variant's best cell (whiskers: 95% CI)".into(),
             &grouped_bars(a, "CPU s per 1k requests", &cpu_groups, cpu_per_1k),
-        );
-    }
+        ),
+    });
 
-    h.push_str("<h3>Artifact sizes</h3>\n");
-    if a.info.artifacts.is_empty() {
-        not_measured(h, "Artifact sizes");
-    } else {
-        let rows: Vec<Vec<String>> = a
-            .info
-            .artifacts
-            .iter()
-            .map(|x| {
-                vec![
-                    esc(&x.name),
-                    fmt_bytes(x.bytes),
-                    thousands(x.bytes as f64),
-                    format!("<code>{}</code>", esc(&x.path)),
-                ]
-            })
-            .collect();
-        table(h, &["Artifact", "Size", "Bytes", "Path"], &rows, 1);
+    let rows: Vec<Vec<Cell>> = a
+        .info
+        .artifacts
+        .iter()
+        .map(|x| {
+            vec![
+                x.name.as_str().into(),
+                fmt_bytes(x.bytes).into(),
+                thousands(x.bytes as f64).into(),
+                Cell::code(&x.path),
+            ]
+        })
+        .collect();
+    Resources {
+        best,
+        artifacts: (!rows.is_empty())
+            .then(|| Table::new(&["Artifact", "Size", "Bytes", "Path"], 1, rows)),
     }
-    end_section(h);
 }
 
 fn cpu_per_1k(v: f64) -> String {
@@ -1338,8 +1249,13 @@ fn cpu_per_1k(v: f64) -> String {
     }
 }
 
-fn capacity(h: &mut String, a: &Analysis) {
-    section(h, "capacity");
+#[derive(Serialize)]
+struct Capacity {
+    figure: Figure,
+    table: Table,
+}
+
+fn capacity(a: &Analysis) -> Option<Capacity> {
     let mut rows = Vec::new();
     let mut groups = Vec::new();
     for w in &a.workloads {
@@ -1355,12 +1271,12 @@ fn capacity(h: &mut String, a: &Analysis) {
                 continue;
             }
             rows.push(vec![
-                vname(a, v),
-                esc(w),
-                c.connections.to_string(),
+                Cell::variant(a, v),
+                w.as_str().into(),
+                c.connections.to_string().into(),
                 est(e, fmt_rps),
                 if e.value > 0.0 && e.value.is_finite() {
-                    format!("{:.2}", 10_000.0 / e.value)
+                    format!("{:.2}", 10_000.0 / e.value).into()
                 } else {
                     "–".into()
                 },
@@ -1372,199 +1288,151 @@ fn capacity(h: &mut String, a: &Analysis) {
         }
     }
     if rows.is_empty() {
-        not_measured(h, "Capacity (req/s per core)");
-        end_section(h);
-        return;
+        return None;
     }
-    note(
-        h,
-        "req/s one core sustains = responses / CPU-seconds of the variant's process tree (the \
-         wasmCloud study's sizing rule): cores needed = target req/s ÷ this. Taken at each \
-         variant's best closed-loop cell for the workload; mean over the runs with its 95% CI.",
-    );
-    figure(
-        h,
-        "Capacity: req/s one core sustains (whiskers: 95% CI)",
-        &grouped_bars(a, "req/s per core", &groups, thousands),
-    );
-    table(
-        h,
-        &[
-            "Variant",
-            "Workload",
-            "At connections",
-            "req/s per core [95% CI] n",
-            "Cores for 10,000 req/s",
-        ],
-        &rows,
-        2,
-    );
-    end_section(h);
+    Some(Capacity {
+        figure: Figure::new(
+            "Capacity: req/s one core sustains (whiskers: 95% CI)".into(),
+            &grouped_bars(a, "req/s per core", &groups, thousands),
+        ),
+        table: Table::new(
+            &[
+                "Variant",
+                "Workload",
+                "At connections",
+                "req/s per core [95% CI] n",
+                "Cores for 10,000 req/s",
+            ],
+            2,
+            rows,
+        ),
+    })
 }
 
-fn environment(h: &mut String, a: &Analysis) {
-    section(h, "environment");
+// --- Environment -----------------------------------------------------------------------------
+
+#[derive(Serialize)]
+struct Environment {
+    cpu: String,
+    cores: usize,
+    memory_gib: Option<String>,
+    kernel: String,
+    cpus: String,
+    sha_extensions: bool,
+    compute_sha256: String,
+    /// (tool, version: None when unknown).
+    tools: Vec<(&'static str, Option<String>)>,
+    suite: SuiteParameters,
+    orders: Option<Table>,
+    seed: u64,
+}
+
+#[derive(Serialize)]
+struct SuiteParameters {
+    variants: Vec<String>,
+    workloads: Vec<String>,
+    connections: Vec<usize>,
+    duration_secs: String,
+    warmup_secs: String,
+    load_threads: usize,
+    repetitions: u32,
+    timeout_secs: String,
+    start_timeout_secs: String,
+    echo_body_bytes: usize,
+    cold_start: Option<ColdStartParameters>,
+    warm: Option<WarmParameters>,
+    open_loop: Option<OpenLoopParameters>,
+}
+
+#[derive(Serialize)]
+struct ColdStartParameters {
+    runs: u32,
+    variants: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct WarmParameters {
+    duration_secs: String,
+    warmup_secs: String,
+    workloads: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct OpenLoopParameters {
+    /// As percentages of the variant's maximum.
+    fractions: Vec<String>,
+    duration_secs: String,
+    connections: usize,
+    workloads: Vec<String>,
+}
+
+fn environment(a: &Analysis) -> Environment {
     let m = &a.info.machine;
     let s = &a.info.suite;
-    let opt = |o: &Option<String>| o.as_deref().map_or_else(|| "unknown".into(), esc);
-    kv(
-        h,
-        &[
-            ("CPU", esc(&m.cpu_model)),
-            ("Cores", m.cores.to_string()),
-            (
-                "Memory",
-                m.memory_kib.map_or_else(
-                    || "unknown".into(),
-                    |k| format!("{} GiB", super::grouped(k as f64 / 1024.0 / 1024.0, 1)),
-                ),
-            ),
-            ("Kernel", esc(&m.kernel)),
-            ("CPUs", esc(&a.info.cpus.describe())),
-            (
-                "CPU SHA extensions",
-                format!(
-                    "{} (SHA-256 of /compute: {})",
-                    if m.cpu_sha_extensions { "yes" } else { "no" },
-                    esc(&m.compute_sha256)
-                ),
-            ),
-            ("wasmlab", esc(&m.tools.wasmlab)),
-            ("rustc", opt(&m.tools.rustc)),
-            ("wasmtime", opt(&m.tools.wasmtime)),
-            ("hyper", opt(&m.tools.hyper)),
-            ("tokio", opt(&m.tools.tokio)),
+    let rows: Vec<Vec<Cell>> = a
+        .info
+        .orders
+        .iter()
+        .enumerate()
+        .map(|(r, o)| vec![r.to_string().into(), o.join(" → ").into()])
+        .collect();
+    Environment {
+        cpu: m.cpu_model.clone(),
+        cores: m.cores,
+        memory_gib: m
+            .memory_kib
+            .map(|k| super::grouped(k as f64 / 1024.0 / 1024.0, 1)),
+        kernel: m.kernel.clone(),
+        cpus: a.info.cpus.describe(),
+        sha_extensions: m.cpu_sha_extensions,
+        compute_sha256: m.compute_sha256.clone(),
+        tools: vec![
+            ("wasmlab", Some(m.tools.wasmlab.clone())),
+            ("rustc", m.tools.rustc.clone()),
+            ("wasmtime", m.tools.wasmtime.clone()),
+            ("hyper", m.tools.hyper.clone()),
+            ("tokio", m.tools.tokio.clone()),
         ],
-    );
-    h.push_str("<h3>Suite parameters</h3>\n");
-    let list = |v: &[String]| esc(&v.join(", "));
-    let mut rows = vec![
-        ("Suite", esc(&s.name)),
-        ("Variants", list(&s.variants)),
-        ("Workloads", list(&s.workloads)),
-        (
-            "Concurrency levels",
-            s.connections
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(", "),
-        ),
-        ("Duration per cell", format!("{} s", s.duration_secs)),
-        ("Warm-up per cell", format!("{} s", s.warmup_secs)),
-        ("Load generator threads", s.load_threads.to_string()),
-        ("Repetitions", s.repetitions.to_string()),
-        ("Request timeout", format!("{} s", s.timeout_secs)),
-        ("Start timeout", format!("{} s", s.start_timeout_secs)),
-        ("Echo body", format!("{} bytes", s.echo_body_bytes)),
-    ];
-    rows.push((
-        "Cold starts",
-        match &s.cold_start {
-            Some(c) => format!(
-                "{} launches per variant ({})",
-                c.runs,
-                list(&s.cold_start_variants())
-            ),
-            None => "none".into(),
-        },
-    ));
-    rows.push((
-        "Warm latency",
-        match &s.warm {
-            Some(wm) => format!(
-                "{} s after {} s warm-up, one connection ({})",
-                wm.duration_secs,
-                wm.warmup_secs,
-                list(&s.warm_workloads())
-            ),
-            None => "none".into(),
-        },
-    ));
-    rows.push((
-        "Open loop",
-        match &s.open_loop {
-            Some(o) => format!(
-                "{} of each variant's maximum, {} s, {} connections ({})",
-                o.fractions
+        suite: SuiteParameters {
+            variants: s.variants.clone(),
+            workloads: s.workloads.clone(),
+            connections: s.connections.clone(),
+            duration_secs: s.duration_secs.to_string(),
+            warmup_secs: s.warmup_secs.to_string(),
+            load_threads: s.load_threads,
+            repetitions: s.repetitions,
+            timeout_secs: s.timeout_secs.to_string(),
+            start_timeout_secs: s.start_timeout_secs.to_string(),
+            echo_body_bytes: s.echo_body_bytes,
+            cold_start: s.cold_start.as_ref().map(|c| ColdStartParameters {
+                runs: c.runs,
+                variants: s.cold_start_variants(),
+            }),
+            warm: s.warm.as_ref().map(|w| WarmParameters {
+                duration_secs: w.duration_secs.to_string(),
+                warmup_secs: w.warmup_secs.to_string(),
+                workloads: s.warm_workloads(),
+            }),
+            open_loop: s.open_loop.as_ref().map(|o| OpenLoopParameters {
+                fractions: o
+                    .fractions
                     .iter()
                     .map(|f| format!("{:.0}%", f * 100.0))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                o.duration_secs,
-                o.connections,
-                list(&s.open_loop_workloads())
-            ),
-            None => "none".into(),
+                    .collect(),
+                duration_secs: o.duration_secs.to_string(),
+                connections: o.connections,
+                workloads: s.open_loop_workloads(),
+            }),
         },
-    ));
-    kv(h, &rows);
-
-    h.push_str("<h3>Variant order per repetition</h3>\n");
-    if a.info.orders.is_empty() {
-        not_measured(h, "Variant orders");
-    } else {
-        let rows: Vec<Vec<String>> = a
-            .info
-            .orders
-            .iter()
-            .enumerate()
-            .map(|(r, o)| vec![r.to_string(), esc(&o.join(" → "))])
-            .collect();
-        table(h, &["Repetition", "Order"], &rows, 2);
-        note(
-            h,
-            &format!(
-                "Shuffled with seed {} + repetition, so drift of the machine over the run does \
-                 not favour a variant.",
-                a.info.seed
-            ),
-        );
+        orders: (!rows.is_empty()).then(|| Table::new(&["Repetition", "Order"], 2, rows)),
+        seed: a.info.seed,
     }
-    end_section(h);
-}
-
-fn method(h: &mut String) {
-    section(h, "method");
-    let paras = [
-        "<b>Ratios.</b> Throughput and warm-latency ratios are ratios of means over \
-         repetitions, paired by repetition (runs resampled together, so drift of the machine \
-         between repetitions cancels), with a percentile-bootstrap 95% interval from 10,000 \
-         resamples; n is the number of repetitions both sides measured. Cold-start ratios are \
-         ratios of medians, each side's launches resampled on their own.",
-        "<b>Throughput.</b> Closed loop over HTTP/1.1 keep-alive: each connection sends the next \
-         request when the previous response is complete. A cell is measured once per repetition \
-         after a warm-up; the figure is the mean over repetitions with its bootstrap interval. A \
-         generator flagged as saturated was busy for most of the run, so the server may be \
-         faster than measured.",
-        "<b>Latency spectra.</b> HDR histograms (3 significant digits) of every run of a cell \
-         merged; percentiles 1 − 10^(−k/10) as far as the number of samples can tell, then the \
-         maximum.",
-        "<b>Cold start.</b> One launch per sample: spawn the server, poll the port, time the \
-         first complete 200; each launch a fresh process.",
-        "<b>Open loop.</b> Constant arrival rate at fractions of the variant's own closed-loop \
-         maximum (wrk2's semantics); latency corrected for coordinated omission, from each \
-         request's intended send time.",
-        "<b>Resources and capacity.</b> RSS and CPU time of the variant's whole process tree, \
-         sampled while each cell ran; req/s per core = responses ÷ CPU-seconds.",
-    ];
-    for p in paras {
-        w!(h, "<p>{p}</p>\n");
-    }
-    h.push_str(
-        "<p class=\"note\">For the full method, see docs/method.md in the wasmlab repository.</p>\n",
-    );
-    end_section(h);
 }
 
 #[cfg(test)]
 mod tests {
     #[test]
-    fn report_escapes_and_labels() {
-        assert_eq!(
-            super::esc("<a href=\"x\">&'"),
-            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
-        );
+    fn report_labels() {
         assert_eq!(super::percentile_label(0), "0%");
         assert_eq!(super::percentile_label(3), "99.9%");
         assert_eq!(super::percentile_label(5), "99.999%");

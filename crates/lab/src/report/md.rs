@@ -229,7 +229,7 @@ pub fn render(a: &Analysis) -> String {
                 vec![
                     cell(&o.variant),
                     cell(&o.workload),
-                    super::html::percent(o.fraction),
+                    super::percent(o.fraction),
                     o.n.to_string(),
                     fmt_rps(o.offered_rps),
                     fmt_rps(o.achieved_rps),

@@ -23,9 +23,6 @@ pub fn render_summary_md(a: &Analysis) -> String {
     md::render(a)
 }
 
-/// What an empty section says.
-const NOT_MEASURED: &str = "not measured in this run";
-
 /// `v` rounded to an integer, with thousands separators ("–" when not finite).
 fn thousands(v: f64) -> String {
     if !v.is_finite() {
@@ -53,6 +50,15 @@ fn grouped(v: f64, decimals: usize) -> String {
         out.push_str(frac);
     }
     out
+}
+
+/// A share (0..1) as a whole percentage.
+fn percent(share: f64) -> String {
+    if share.is_finite() {
+        format!("{:.0}%", share * 100.0)
+    } else {
+        "–".into()
+    }
 }
 
 /// Requests per second: no decimals below 10 only when the value is small.
@@ -130,7 +136,8 @@ fn fmt_errors(e: &ErrorCounts) -> String {
     format!("{} ({})", thousands(total as f64), classes.join(", "))
 }
 
-/// The saturation flag of a throughput cell, if its generator saturated in any run.
+/// The saturation flag of a throughput cell, if its generator saturated in any run (report.html
+/// has it as data, html::Flag).
 fn saturation_flag(c: &ThroughputCell) -> Option<String> {
     (c.generator_saturated_runs > 0).then(|| {
         format!(
@@ -141,7 +148,7 @@ fn saturation_flag(c: &ThroughputCell) -> Option<String> {
     })
 }
 
-/// The note that explains the saturation flag.
+/// The note that explains the saturation flag (report.html.j2 says the same in HTML).
 fn saturation_note() -> String {
     format!(
         "⚠ generator saturated in k/n runs: in k of the cell's n runs the load generator's \

@@ -479,3 +479,96 @@ fn report_number_formats() {
     assert_eq!(fmt_bytes(3 * 1024 * 1024), "3.00 MiB");
     assert_eq!(fmt_bytes(2048), "2.0 KiB");
 }
+
+/// Every table row has as many cells as its table's header; a key-value table, one key and one
+/// value per row. Parses the rendered HTML crudely: tables are not nested, and SVG has none.
+fn assert_rows_match_headers(html: &str) {
+    let count = |s: &str, tag: &str| {
+        s.matches(&format!("<{tag}>")).count() + s.matches(&format!("<{tag} ")).count()
+    };
+    let mut tables = 0;
+    for chunk in html.split("<table").skip(1) {
+        let table = chunk.split("</table>").next().unwrap();
+        let rows: Vec<&str> = table
+            .split("<tr>")
+            .skip(1)
+            .map(|r| r.split("</tr>").next().unwrap())
+            .collect();
+        assert!(!rows.is_empty(), "a table without rows: {table}");
+        if table.starts_with(" class=\"kv\"") {
+            for r in &rows {
+                assert_eq!((count(r, "th"), count(r, "td")), (1, 1), "{r}");
+            }
+        } else {
+            let head = count(rows[0], "th");
+            assert!(head > 0 && count(rows[0], "td") == 0, "{}", rows[0]);
+            for r in &rows[1..] {
+                assert_eq!(
+                    count(r, "td"),
+                    head,
+                    "a row unlike its header {}: {r}",
+                    rows[0]
+                );
+                assert_eq!(count(r, "th"), 0, "{r}");
+            }
+        }
+        tables += 1;
+    }
+    assert!(tables >= 3, "{tables} tables");
+}
+
+#[test]
+fn report_rows_have_as_many_cells_as_headers() {
+    let full = analyze::analyse(info("complete"), &samples());
+    let mut i = info("interrupted");
+    i.finished_utc = None;
+    i.orders.clear();
+    i.artifacts.clear();
+    let empty = analyze::analyse(i, &[]);
+    let mut no_baseline = full.clone();
+    no_baseline.variants.retain(|v| v != BASELINE);
+    no_baseline.throughput.retain(|c| c.variant != BASELINE);
+    for a in [&full, &empty, &no_baseline] {
+        assert_rows_match_headers(&render_html(a).unwrap());
+    }
+}
+
+#[test]
+fn report_escapes_hostile_names() {
+    const EVIL: &str = "<script>&\"'";
+    const ESCAPED: &str = "&lt;script&gt;&amp;&quot;&#x27;";
+    let mut i = info("complete");
+    i.suite.description = format!("described {EVIL}");
+    i.variants[2].reason = Some(format!("failed {EVIL}"));
+    // The measured variant's name everywhere it is shown: tables, legends, orders, the suite.
+    let mut s = samples();
+    for x in &mut s {
+        if x.variant == "wasmtime-pooled" {
+            x.variant = format!("pooled{EVIL}");
+        }
+    }
+    i.variants[1].name = format!("pooled{EVIL}");
+    i.suite.variants[1] = format!("pooled{EVIL}");
+    for o in &mut i.orders {
+        for v in o.iter_mut().filter(|v| *v == "wasmtime-pooled") {
+            *v = format!("pooled{EVIL}");
+        }
+    }
+    let a = analyze::analyse(i, &s);
+    assert!(
+        a.variants.iter().any(|v| v.contains(EVIL)),
+        "{:?}",
+        a.variants
+    );
+    let html = render_html(&a).unwrap();
+    assert_offline(&html);
+    assert!(!html.contains(EVIL), "unescaped");
+    for shown in [
+        format!("described {ESCAPED}"),
+        format!("failed {ESCAPED}"),
+        format!("</span>pooled{ESCAPED}</td>"),
+    ] {
+        assert!(html.contains(&shown), "{shown} missing");
+    }
+    assert_rows_match_headers(&html);
+}
