@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Interleaved A/B of load generators against the native gateway: wrk -t1 and `wasmlab load -t1`
-# (and, with OLD=PATH, another wasmlab binary), -c50 for 3 s each, ROUNDS rounds. The gateway runs
+# Interleaved A/B of load generators against the native gateway: wrk -t1, `wasmlab load -t1` and
+# `wasmlab load -t1 --spin` (and, with OLD=PATH, another wasmlab binary), -c50 for 3 s each, ROUNDS rounds. The gateway runs
 # with one worker on CPU 1, the generators on CPU 0. Prints, per run: req/s, the gateway's share
 # of its core (from /proc), the generator's share of its core and its CPU microseconds per
 # response (user + sys from /usr/bin/time). With QUOTA=N (percent) each generator runs in a cgroup
@@ -30,12 +30,13 @@ taskset -c 1 "$GATEWAY" --threads 1 --port 18097 > /dev/null 2>&1 & pid=$!
 trap 'kill $pid 2>/dev/null' EXIT
 sleep 0.5
 gen wrk -t1 -c50 -d1s http://127.0.0.1:18097/ > /dev/null
-sides="wrk new${OLD:+ old}"
+sides="wrk new spin${OLD:+ old}"
 for _ in $(seq "$ROUNDS"); do
   for side in $sides; do
     case $side in
       wrk) cmd=(wrk -t1 -c50 -d3s http://127.0.0.1:18097/) ;;
       new) cmd=("$WASMLAB" load -t1 -c50 -d3s http://127.0.0.1:18097/) ;;
+      spin) cmd=("$WASMLAB" load -t1 -c50 -d3s --spin http://127.0.0.1:18097/) ;;
       old) cmd=("$OLD" load -t1 -c50 -d3s http://127.0.0.1:18097/) ;;
     esac
     t0=$(ticks $pid); s0=$(date +%s.%N)

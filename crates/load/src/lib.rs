@@ -62,6 +62,13 @@ pub struct LoadConfig {
     pub timeout: Duration,
     /// Set to stop early (Ctrl-C); what finished until then is reported.
     pub cancel: Option<Arc<AtomicBool>>,
+    /// Closed loop only: while waiting for responses, each worker polls its sockets without
+    /// sleeping instead of blocking in `epoll_wait`, so its CPU never idles. On a machine where
+    /// waking an idle CPU is expensive (a VM), a server answering a sleeping generator pays that
+    /// wake-up on every batch of replies, a cost no remote client would put on it; spinning
+    /// takes it away. Only for a generator with CPUs of its own: spinning threads take their
+    /// CPUs whole.
+    pub spin: bool,
 }
 
 impl LoadConfig {
@@ -86,6 +93,7 @@ impl LoadConfig {
             rate: None,
             timeout: Duration::from_secs(10),
             cancel: None,
+            spin: false,
         })
     }
 
@@ -204,7 +212,16 @@ pub struct LoadReport {
     /// CPU seconds the generator's worker threads used.
     #[serde(default)]
     pub generator_cpu_secs: f64,
-    /// `generator_cpu_secs` over (elapsed x threads): 1.0 is a generator that never waited.
+    /// The workers spun while waiting instead of sleeping ([`LoadConfig::spin`]).
+    #[serde(default)]
+    pub generator_spin: bool,
+    /// Spinning only: seconds the workers spent polling sockets in vain (time a sleeping
+    /// generator would have spent asleep), summed over the workers.
+    #[serde(default)]
+    pub generator_idle_spin_secs: f64,
+    /// The share of the run the generator's workers were busy: `generator_cpu_secs` over
+    /// (elapsed x threads), or when spinning, 1 less `generator_idle_spin_secs` over the same.
+    /// 1.0 is a generator that never waited.
     #[serde(default)]
     pub generator_busy: f64,
     /// Closed loop only: the generator was busy at least [`SATURATED_SHARE`] of the run.
@@ -239,6 +256,8 @@ struct WorkerStats {
     late: u64,
     intended: u64,
     cpu: Duration,
+    /// Spinning: time in polls that completed no exchange.
+    idle_spin: Duration,
 }
 
 impl Default for WorkerStats {
@@ -258,6 +277,7 @@ impl Default for WorkerStats {
             late: 0,
             intended: 0,
             cpu: Duration::ZERO,
+            idle_spin: Duration::ZERO,
         }
     }
 }
@@ -286,6 +306,12 @@ impl WorkerStats {
         self.late += o.late;
         self.intended += o.intended;
         self.cpu += o.cpu;
+        self.idle_spin += o.idle_spin;
+    }
+
+    /// Exchanges finished, whatever their outcome: what a spinning worker watches for progress.
+    fn finished(&self) -> u64 {
+        self.responses + self.errors.total()
     }
 }
 
@@ -394,6 +420,10 @@ pub fn run(config: LoadConfig) -> anyhow::Result<LoadReport> {
             "the rate must be a positive number of requests per second"
         );
         anyhow::ensure!(
+            !config.spin,
+            "spinning is for the closed loop: an open loop waits for its send times, and keeps them by its own timer"
+        );
+        anyhow::ensure!(
             config.duration.is_some() && config.requests.is_none(),
             "an open-loop run (--rate) needs a duration and no request count"
         );
@@ -440,10 +470,15 @@ pub fn run(config: LoadConfig) -> anyhow::Result<LoadReport> {
     let elapsed = start.elapsed().as_secs_f64();
     let c = &shared.config;
     let cpu = stats.cpu.as_secs_f64();
-    let busy = if elapsed > 0.0 {
-        cpu / (elapsed * threads as f64)
-    } else {
-        0.0
+    let idle_spin = stats.idle_spin.as_secs_f64();
+    let span = elapsed * threads as f64;
+    // A spinning worker is on its CPU all the time, so its CPU time says nothing: it was busy
+    // whenever it was not polling in vain (time it lost to other threads counts as busy: it
+    // wanted to run).
+    let busy = match (span > 0.0, c.spin) {
+        (false, _) => 0.0,
+        (true, true) => (1.0 - idle_spin / span).clamp(0.0, 1.0),
+        (true, false) => cpu / span,
     };
     let open_loop = c.rate.map(|rate| {
         let sending = c.duration.map_or(elapsed, |d| d.as_secs_f64().min(elapsed));
@@ -479,6 +514,8 @@ pub fn run(config: LoadConfig) -> anyhow::Result<LoadReport> {
         latency_ms: LatencyMs::from_histogram(&stats.latency),
         phases: stats.phases.summary(),
         generator_cpu_secs: cpu,
+        generator_spin: c.spin,
+        generator_idle_spin_secs: idle_spin,
         generator_busy: busy,
         generator_saturated: open_loop.is_none() && busy >= SATURATED_SHARE,
         open_loop,
@@ -553,6 +590,10 @@ fn worker(shared: Arc<Shared>, conns: usize, pacer: Option<Pacer>) -> anyhow::Re
             }
             None => None,
         };
+        if shared.config.spin && schedule.is_none() {
+            // Not awaited: it ends with the worker, when every connection is done.
+            tokio::task::spawn_local(spin(stats.clone()));
+        }
         let mut tasks = Vec::with_capacity(conns);
         for _ in 0..conns {
             tasks.push(tokio::task::spawn_local(connection(
@@ -566,6 +607,8 @@ fn worker(shared: Arc<Shared>, conns: usize, pacer: Option<Pacer>) -> anyhow::Re
         }
         anyhow::Ok(())
     })?;
+    // Drops what still runs (the spinner), and with it its hold on the stats.
+    drop(local);
     let mut stats = Rc::try_unwrap(stats)
         .unwrap_or_else(|_| unreachable!("every task has finished"))
         .into_inner();
@@ -575,6 +618,25 @@ fn worker(shared: Arc<Shared>, conns: usize, pacer: Option<Pacer>) -> anyhow::Re
     }
     stats.cpu = timing::thread_cpu().saturating_sub(cpu_before);
     Ok(stats)
+}
+
+/// Keeps a worker polling: each turn yields to the runtime, which then polls the sockets without
+/// blocking (tokio runs a yielded task again only after its I/O driver has been polled) and runs
+/// the connections that are ready. A turn in which no exchange finished counts as idle spinning.
+async fn spin(stats: Rc<RefCell<WorkerStats>>) {
+    let mut last = Instant::now();
+    let mut seen = stats.borrow().finished();
+    loop {
+        tokio::task::yield_now().await;
+        let now = Instant::now();
+        let mut st = stats.borrow_mut();
+        let finished = st.finished();
+        if finished == seen {
+            st.idle_spin += now - last;
+        }
+        seen = finished;
+        last = now;
+    }
 }
 
 enum Failure {

@@ -54,3 +54,40 @@ fn request_bounded_run_and_non_2xx_are_counted() {
         vec![(200, 900), (500, 100)]
     );
 }
+
+#[test]
+fn a_spinning_generator_counts_the_same_and_tells_waiting_from_work() {
+    // Every request of the first half second is held until then: a spinning generator polls
+    // through that wait, and must count it as idle, not as the generator being the limit.
+    let (addr, served) = common::server(common::Behaviour {
+        fail_every: 0,
+        stall: Some((Duration::ZERO, Duration::from_millis(500))),
+    });
+    let mut c = LoadConfig::new(&format!("http://{addr}/")).unwrap();
+    c.connections = 4;
+    c.duration = Some(Duration::from_millis(800));
+    c.spin = true;
+    let r = run(c).unwrap();
+    assert!(r.generator_spin);
+    assert!(r.responses > 4, "too few responses: {}", r.responses);
+    assert_eq!(r.responses, served.load(Ordering::SeqCst));
+    assert_eq!(r.errors.total(), 0);
+    let said = format!(
+        "idle {} s of {} s, busy {}",
+        r.generator_idle_spin_secs, r.elapsed_secs, r.generator_busy
+    );
+    assert!(
+        r.generator_idle_spin_secs > 0.1 && r.generator_idle_spin_secs < r.elapsed_secs,
+        "{said}"
+    );
+    assert!(!r.generator_saturated && r.generator_busy < 0.9, "{said}");
+}
+
+#[test]
+fn spinning_is_refused_for_an_open_loop() {
+    let mut c = LoadConfig::new("http://127.0.0.1:1/").unwrap();
+    c.rate = Some(100.0);
+    c.spin = true;
+    let e = run(c).unwrap_err().to_string();
+    assert!(e.contains("spinning is for the closed loop"), "{e}");
+}

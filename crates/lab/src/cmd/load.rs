@@ -28,6 +28,12 @@ pub struct LoadArgs {
     /// could not be made in time are reported as late or dropped.
     #[arg(short = 'R', long)]
     pub rate: Option<f64>,
+    /// Closed loop: spin while waiting for responses instead of sleeping, so the generator's
+    /// CPU never idles and a server never pays to wake it. Takes each worker thread's CPU whole:
+    /// only for a generator pinned to CPUs of its own (e.g. `taskset -c 0 wasmlab load -t1
+    /// --spin` with the server on other CPUs).
+    #[arg(long)]
+    pub spin: bool,
     /// Per-request timeout.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub timeout: Duration,
@@ -50,6 +56,7 @@ pub fn load(args: LoadArgs) -> anyhow::Result<()> {
     c.threads = args.threads;
     c.requests = args.requests;
     c.rate = args.rate;
+    c.spin = args.spin;
     c.duration = match (args.duration, args.requests) {
         (Some(d), _) => Some(d),
         (None, Some(_)) => None,
@@ -119,8 +126,16 @@ fn print_report(r: &LoadReport) {
         p.connect.p50, p.connections_opened, p.send.p50, p.wait.p50, p.receive.p50
     );
     println!(
-        "  generator: {:.2} CPU s, busy {:.0}%{}",
+        "  generator: {:.2} CPU s{}, busy {:.0}%{}",
         r.generator_cpu_secs,
+        if r.generator_spin {
+            format!(
+                " spinning ({:.2} s of it idle polls)",
+                r.generator_idle_spin_secs
+            )
+        } else {
+            String::new()
+        },
         r.generator_busy * 100.0,
         if r.generator_saturated {
             " — SATURATED: the server may be faster than measured; add threads (-t)"

@@ -50,6 +50,12 @@ impl CpuPlan {
         }
     }
 
+    /// Whether `threads` load threads have a CPU each that no server uses: then the closed
+    /// loop's workers may spin rather than sleep while they wait (see `LoadConfig::spin`).
+    pub fn generator_alone(&self, threads: usize) -> bool {
+        self.shared_because.is_none() && !self.server.is_empty() && self.load.len() >= threads
+    }
+
     /// One line for the terminal and the report.
     pub fn describe(&self) -> String {
         if self.load.is_empty() {

@@ -150,6 +150,8 @@ fn load(conns: usize, rps: f64, base_ms: f64, saturated: bool, rate: Option<f64>
             uncorrected_ms: LatencyMs::from_histogram(&u),
         }),
         generator_cpu_secs: 0.5,
+        generator_spin: false,
+        generator_idle_spin_secs: 0.0,
         generator_busy: if saturated { 0.95 } else { 0.5 },
         generator_saturated: saturated,
         body_bytes: 0,
