@@ -62,7 +62,7 @@ pub fn setup(args: SetupArgs) -> anyhow::Result<()> {
                 ),
                 Err(why) => match &r.install {
                     Some(install) if args.dry_run => println!(
-                        "{}: would install {name}: {} (about {})",
+                        "{}: would install {name}: {} ({})",
                         spec.name,
                         install.describe(),
                         duration_words(install.minutes())
@@ -116,7 +116,7 @@ pub fn install_tool(
     std::fs::create_dir_all(tools.join("logs"))?;
     let log_path = tools.join("logs").join(format!("{name}.log"));
     say(format!(
-        "installing {name}: {} (about {}; output in {})",
+        "installing {name}: {} ({}; output in {})",
         install.describe(),
         duration_words(install.minutes()),
         log_path.display()

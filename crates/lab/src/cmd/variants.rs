@@ -39,7 +39,7 @@ pub fn list(args: VariantsArgs) -> anyhow::Result<()> {
         let here = match &state {
             State::Ready { .. } => "ready".to_owned(),
             State::NeedsSetup { minutes, .. } => {
-                format!("needs setup (about {})", tools::duration_words(*minutes))
+                format!("needs setup ({})", tools::duration_words(*minutes))
             }
             State::Unavailable { .. } => "unavailable".to_owned(),
         };

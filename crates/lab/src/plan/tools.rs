@@ -68,7 +68,7 @@ impl State {
                 }
             }
             State::NeedsSetup { missing, minutes } => format!(
-                "needs setup: `wasmlab setup {variant}` ({}; about {})",
+                "needs setup: `wasmlab setup {variant}` ({}; {})",
                 missing.join(", "),
                 duration_words(*minutes)
             ),
@@ -77,12 +77,12 @@ impl State {
     }
 }
 
-/// `12 min`, `1 min`, `under a minute`.
+/// `about 12 min`, `about 1 min`, `under a minute`.
 pub fn duration_words(minutes: f64) -> String {
     if minutes < 1.0 {
         "under a minute".into()
     } else {
-        format!("{minutes:.0} min")
+        format!("about {minutes:.0} min")
     }
 }
 

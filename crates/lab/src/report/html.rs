@@ -1150,7 +1150,8 @@ struct Resources {
 struct BestCells {
     table: Table,
     rss: Figure,
-    cpu: Figure,
+    /// One a workload: their CPU per request differs by orders of magnitude (hello, compute).
+    cpu: Vec<Figure>,
 }
 
 fn resources(a: &Analysis) -> Resources {
@@ -1213,10 +1214,23 @@ fn resources(a: &Analysis) -> Resources {
             "RSS peak of the process tree (MiB), at each variant's best cell".into(),
             &grouped_bars(a, "RSS peak MiB", &rss_groups, |v| super::grouped(v, 1)),
         ),
-        cpu: Figure::new(
-            "CPU seconds per 1,000 requests, at each variant's best cell (whiskers: 95% CI)".into(),
-            &grouped_bars(a, "CPU s per 1k requests", &cpu_groups, cpu_per_1k),
-        ),
+        cpu: cpu_groups
+            .iter()
+            .map(|g| {
+                Figure::new(
+                    format!(
+                        "{}: CPU seconds per 1,000 requests, at each variant's best cell (whiskers: 95% CI)",
+                        g.label
+                    ),
+                    &grouped_bars(
+                        a,
+                        "CPU s per 1k requests",
+                        std::slice::from_ref(g),
+                        cpu_per_1k,
+                    ),
+                )
+            })
+            .collect(),
     });
 
     let rows: Vec<Vec<Cell>> = a
@@ -1226,16 +1240,16 @@ fn resources(a: &Analysis) -> Resources {
         .map(|x| {
             vec![
                 x.name.as_str().into(),
+                Cell::code(&x.path),
                 fmt_bytes(x.bytes).into(),
                 thousands(x.bytes as f64).into(),
-                Cell::code(&x.path),
             ]
         })
         .collect();
     Resources {
         best,
         artifacts: (!rows.is_empty())
-            .then(|| Table::new(&["Artifact", "Size", "Bytes", "Path"], 1, rows)),
+            .then(|| Table::new(&["Artifact", "Path", "Size", "Bytes"], 2, rows)),
     }
 }
 
@@ -1251,7 +1265,8 @@ fn cpu_per_1k(v: f64) -> String {
 
 #[derive(Serialize)]
 struct Capacity {
-    figure: Figure,
+    /// One a workload, as for CPU per request.
+    figures: Vec<Figure>,
     table: Table,
 }
 
@@ -1291,10 +1306,15 @@ fn capacity(a: &Analysis) -> Option<Capacity> {
         return None;
     }
     Some(Capacity {
-        figure: Figure::new(
-            "Capacity: req/s one core sustains (whiskers: 95% CI)".into(),
-            &grouped_bars(a, "req/s per core", &groups, thousands),
-        ),
+        figures: groups
+            .iter()
+            .map(|g| {
+                Figure::new(
+                    format!("{}: req/s one core sustains (whiskers: 95% CI)", g.label),
+                    &grouped_bars(a, "req/s per core", std::slice::from_ref(g), thousands),
+                )
+            })
+            .collect(),
         table: Table::new(
             &[
                 "Variant",
@@ -1374,7 +1394,7 @@ fn environment(a: &Analysis) -> Environment {
         .orders
         .iter()
         .enumerate()
-        .map(|(r, o)| vec![r.to_string().into(), o.join(" → ").into()])
+        .map(|(r, o)| vec![(r + 1).to_string().into(), o.join(" → ").into()])
         .collect();
     Environment {
         cpu: m.cpu_model.clone(),
