@@ -568,7 +568,7 @@ fn report_escapes_hostile_names() {
     for shown in [
         format!("described {ESCAPED}"),
         format!("failed {ESCAPED}"),
-        format!("</span>pooled{ESCAPED}</td>"),
+        format!("</span>pooled{ESCAPED}</span></td>"),
     ] {
         assert!(html.contains(&shown), "{shown} missing");
     }
