@@ -24,7 +24,7 @@ use crate::PooledExecutor;
 use crate::guest::{LinkedGuest, Ready};
 use crate::imports::HostCtx;
 use crate::limits::{GuestLimits, guest_failure};
-use crate::reset::{Instrumented, Snapshot, instrument};
+use crate::reset::{ResetNames, Snapshot, instrument};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reuse {
@@ -38,7 +38,7 @@ pub struct KeptExecutor {
     guest: LinkedGuest,
     reuse: Reuse,
     /// What a recycled instance's reset needs to reach (its module was rewritten to export it).
-    instrumented: Option<Instrumented>,
+    reset: Option<ResetNames>,
     idle: Mutex<Vec<Kept>>,
     admission: Admission,
     limits: GuestLimits,
@@ -65,17 +65,59 @@ impl KeptExecutor {
         limits: GuestLimits,
     ) -> anyhow::Result<Self> {
         let engine = Engine::new(&PooledExecutor::config(limits))?;
-        let (module, instrumented) = match reuse {
+        let (module, reset) = match reuse {
             Reuse::Recycled => {
                 let i = instrument(wasm)?;
-                (Module::new(&engine, &i.wasm)?, Some(i))
+                (Module::new(&engine, &i.wasm)?, Some(i.names))
             }
             Reuse::Shared => (Module::new(&engine, wasm)?, None),
         };
+        Self::from_module(engine, module, reuse, reset, caps, limits)
+    }
+
+    /// Compiles `wasm` ahead of time for `reuse` (rewritten first for a recycled guest): the
+    /// bytes of a `.cwasm` file for [`KeptExecutor::from_precompiled_file`].
+    pub fn precompile(wasm: &[u8], reuse: Reuse, limits: GuestLimits) -> anyhow::Result<Vec<u8>> {
+        let wasm = match reuse {
+            Reuse::Recycled => instrument(wasm)?.wasm,
+            Reuse::Shared => wasm.to_vec(),
+        };
+        PooledExecutor::precompile(&wasm, limits)
+    }
+
+    /// Loads a module precompiled by [`KeptExecutor::precompile`]; a recycled executor refuses
+    /// one that was not rewritten for resetting.
+    ///
+    /// # Safety
+    /// As [`PooledExecutor::from_precompiled_file`]: the file must be one `precompile` wrote.
+    pub unsafe fn from_precompiled_file(
+        path: &std::path::Path,
+        reuse: Reuse,
+        caps: Arc<Capabilities>,
+        limits: GuestLimits,
+    ) -> anyhow::Result<Self> {
+        let engine = Engine::new(&PooledExecutor::config(limits))?;
+        // SAFETY: passed on to the caller (see above).
+        let module = unsafe { Module::deserialize_file(&engine, path)? };
+        let reset = match reuse {
+            Reuse::Recycled => Some(ResetNames::of_module(&module)?),
+            Reuse::Shared => None,
+        };
+        Self::from_module(engine, module, reuse, reset, caps, limits)
+    }
+
+    fn from_module(
+        engine: Engine,
+        module: Module,
+        reuse: Reuse,
+        reset: Option<ResetNames>,
+        caps: Arc<Capabilities>,
+        limits: GuestLimits,
+    ) -> anyhow::Result<Self> {
         Ok(Self {
             guest: LinkedGuest::new(engine, module, &caps, &limits)?,
             reuse,
-            instrumented,
+            reset,
             idle: Mutex::new(Vec::new()),
             admission: Admission::new(
                 limits.max_instances.max(1) as usize,
@@ -99,7 +141,7 @@ impl KeptExecutor {
     async fn make(&self) -> anyhow::Result<Kept> {
         let mut store = self.guest.store(HostCtx::new(&self.limits));
         let ready = self.guest.instantiate(&mut store).await?;
-        let snapshot = match &self.instrumented {
+        let snapshot = match &self.reset {
             Some(i) => Some(Snapshot::take(
                 &mut store,
                 &ready.instance,

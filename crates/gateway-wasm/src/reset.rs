@@ -16,12 +16,47 @@ use wasmtime::{AsContextMut, Global, Instance, Memory, Ref, Table, Val};
 /// The export names the rewrite gives a module's mutable globals and tables.
 const GLOBAL_PREFIX: &str = "__wasmlab_reset_global_";
 const TABLE_PREFIX: &str = "__wasmlab_reset_table_";
+/// Every rewritten module exports its memory under this name too: the mark by which a module
+/// precompiled from a rewrite is told from one that was not (which a reset could not reach).
+const REWRITTEN_MARK: &str = "__wasmlab_reset_rewritten";
 
-/// A module rewritten so that a reset can reach all its state, and the names it exports it under.
+/// A module rewritten so that a reset can reach all its state.
 pub struct Instrumented {
     pub wasm: Vec<u8>,
+    pub names: ResetNames,
+}
+
+/// The names a rewritten module exports its state under.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResetNames {
     pub globals: Vec<String>,
     pub tables: Vec<String>,
+}
+
+impl ResetNames {
+    /// Reads the names back from a compiled module (one precompiled from a rewrite): refused when
+    /// the module was not rewritten, since its state would then survive a reset unseen.
+    pub fn of_module(module: &wasmtime::Module) -> anyhow::Result<Self> {
+        anyhow::ensure!(
+            module.get_export(REWRITTEN_MARK).is_some(),
+            "the module was not rewritten for resetting: precompile it with --executor recycled"
+        );
+        let named = |prefix: &str| {
+            let mut v: Vec<(u32, String)> = module
+                .exports()
+                .filter_map(|e| {
+                    let i = e.name().strip_prefix(prefix)?.parse().ok()?;
+                    Some((i, e.name().to_owned()))
+                })
+                .collect();
+            v.sort();
+            v.into_iter().map(|(_, n)| n).collect()
+        };
+        Ok(Self {
+            globals: named(GLOBAL_PREFIX),
+            tables: named(TABLE_PREFIX),
+        })
+    }
 }
 
 /// Rewrites `wasm` (binary or text) to export every mutable global and every table it defines.
@@ -31,6 +66,7 @@ pub fn instrument(wasm: &[u8]) -> anyhow::Result<Instrumented> {
     let mut imported_tables = 0u32;
     let mut mutable: Vec<u32> = Vec::new();
     let mut defined_tables = 0u32;
+    let mut memories = 0u32;
     let mut existing = Vec::new();
     // Whether any instruction can change a table (else they need no restoring).
     let mut tables_change = false;
@@ -42,11 +78,13 @@ pub fn instrument(wasm: &[u8]) -> anyhow::Result<Instrumented> {
                     match import?.ty {
                         TypeRef::Global(_) => imported_globals += 1,
                         TypeRef::Table(_) => imported_tables += 1,
+                        TypeRef::Memory(_) => memories += 1,
                         _ => {}
                     }
                 }
             }
             Payload::TableSection(reader) => defined_tables = reader.count(),
+            Payload::MemorySection(reader) => memories += reader.count(),
             Payload::GlobalSection(reader) => {
                 for (i, g) in reader.into_iter().enumerate() {
                     if g?.ty.mutable {
@@ -86,6 +124,7 @@ pub fn instrument(wasm: &[u8]) -> anyhow::Result<Instrumented> {
         imported_tables == 0 && imported_globals == 0,
         "the guest imports globals or tables, whose state a reset cannot restore"
     );
+    anyhow::ensure!(memories > 0, "the guest has no memory (handler ABI)");
     let mut exports = ExportSection::new();
     for (name, kind, index) in &existing {
         exports.export(name, export_kind(*kind), *index);
@@ -105,6 +144,7 @@ pub fn instrument(wasm: &[u8]) -> anyhow::Result<Instrumented> {
     for (i, name) in tables.iter().enumerate() {
         exports.export(name, ExportKind::Table, i as u32);
     }
+    exports.export(REWRITTEN_MARK, ExportKind::Memory, 0);
     // Second pass: every section as it was, the export section replaced (or added in its place,
     // right before the start, element, data count, code or data sections).
     let mut out = wasm_encoder::Module::new();
@@ -133,8 +173,7 @@ pub fn instrument(wasm: &[u8]) -> anyhow::Result<Instrumented> {
     let wasm = out.finish();
     Ok(Instrumented {
         wasm,
-        globals,
-        tables,
+        names: ResetNames { globals, tables },
     })
 }
 
@@ -161,12 +200,12 @@ impl Snapshot {
         mut store: impl AsContextMut,
         instance: &Instance,
         memory: Memory,
-        instrumented: &Instrumented,
+        names: &ResetNames,
     ) -> anyhow::Result<Self> {
         let mut store = store.as_context_mut();
         let memory_bytes = memory.data(&store).to_vec();
         let mut globals = Vec::new();
-        for name in &instrumented.globals {
+        for name in &names.globals {
             let g = instance
                 .get_global(&mut store, name)
                 .with_context(|| format!("the rewritten module lacks {name}"))?;
@@ -174,7 +213,7 @@ impl Snapshot {
             globals.push((g, v));
         }
         let mut tables = Vec::new();
-        for name in &instrumented.tables {
+        for name in &names.tables {
             let t = instance
                 .get_table(&mut store, name)
                 .with_context(|| format!("the rewritten module lacks {name}"))?;
@@ -232,11 +271,11 @@ mod tests {
             (start $init))"#;
         let i = instrument(wat.as_bytes()).unwrap();
         assert_eq!(
-            i.globals,
+            i.names.globals,
             ["__wasmlab_reset_global_0", "__wasmlab_reset_global_2"]
         );
         // No instruction changes the table: nothing to restore.
-        assert!(i.tables.is_empty());
+        assert!(i.names.tables.is_empty());
         wasmparser::validate(&i.wasm).unwrap();
         let engine = wasmtime::Engine::default();
         let module = wasmtime::Module::new(&engine, &i.wasm).unwrap();
@@ -246,15 +285,36 @@ mod tests {
         }
         // One that can change its table has it exported.
         let i = instrument(
-            br#"(module (table 2 funcref) (func (export "f") (table.set 0 (i32.const 0) (ref.null func))))"#,
+            br#"(module (memory 1) (table 2 funcref) (func (export "f") (table.set 0 (i32.const 0) (ref.null func))))"#,
         )
         .unwrap();
-        assert_eq!(i.tables, ["__wasmlab_reset_table_0"]);
+        assert_eq!(i.names.tables, ["__wasmlab_reset_table_0"]);
         wasmparser::validate(&i.wasm).unwrap();
         // A module with no export section gets one.
-        let i = instrument(b"(module (global (mut i32) (i32.const 0)))").unwrap();
+        let i = instrument(b"(module (memory 1) (global (mut i32) (i32.const 0)))").unwrap();
         wasmparser::validate(&i.wasm).unwrap();
-        assert_eq!(i.globals.len(), 1);
+        assert_eq!(i.names.globals.len(), 1);
+    }
+
+    #[test]
+    fn a_precompiled_rewrite_names_its_state_and_an_unrewritten_module_is_refused() {
+        let wat = br#"(module
+            (global (mut i32) (i32.const 1)) (global (mut i32) (i32.const 2))
+            (memory (export "memory") 1) (table 1 funcref)
+            (func (export "f") (table.set 0 (i32.const 0) (ref.null func))))"#;
+        let i = instrument(wat).unwrap();
+        let engine = wasmtime::Engine::default();
+        let bytes = engine.precompile_module(&i.wasm).unwrap();
+        // SAFETY: precompiled just now by this engine.
+        let module = unsafe { wasmtime::Module::deserialize(&engine, &bytes) }.unwrap();
+        assert_eq!(ResetNames::of_module(&module).unwrap(), i.names);
+        let plain = wasmtime::Module::new(&engine, wat).unwrap();
+        let e = ResetNames::of_module(&plain).unwrap_err().to_string();
+        assert!(e.contains("not rewritten"), "{e}");
+        let e = instrument(b"(module (global (mut i32) (i32.const 0)))")
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("no memory"), "{e}");
     }
 
     #[test]
