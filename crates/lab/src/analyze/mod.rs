@@ -81,6 +81,9 @@ pub struct ColdStartRow {
     pub ratio_to_native: Option<Estimate>,
     /// Every launch's first_200, ms (for the distribution plot).
     pub values_ms: Vec<f64>,
+    /// RSS of the process trees right after the first 200, MiB, over the launches that
+    /// recorded it (None for older results).
+    pub rss_mib: Option<Quantiles>,
 }
 
 #[derive(Debug, Clone, Copy, Default, Serialize)]
@@ -356,6 +359,14 @@ pub fn analyse(info: RunInfo, samples: &[Sample]) -> Analysis {
             first_byte: Quantiles::of(&col(|s| s.first_byte_ms)),
             ratio_to_native: None,
             values_ms: values,
+            rss_mib: {
+                let rss: Vec<f64> = starts
+                    .iter()
+                    .filter(|s| s.rss_kib > 0)
+                    .map(|s| s.rss_kib as f64 / 1024.0)
+                    .collect();
+                (!rss.is_empty()).then(|| Quantiles::of(&rss))
+            },
         });
     }
     if let Some(base) = cold_start

@@ -100,9 +100,11 @@ pub fn cold_starts(
             lab.pb
                 .set_message(format!("{}: cold start {}/{runs}", v.name(), i + 1));
             match v.launch(&ctx(v.name())) {
-                Ok(running) => {
+                Ok(mut running) => {
                     let mut s = Sample::new(Kind::ColdStart, v.name(), i);
-                    s.start = Some(running.start);
+                    let mut start = running.start;
+                    start.rss_kib = resources::rss_kib(&running.process_roots());
+                    s.start = Some(start);
                     running.stop();
                     lab.record(s)?;
                 }

@@ -45,6 +45,12 @@ fn snapshot(roots: &[i32]) -> Snapshot {
     snap
 }
 
+/// The summed RSS of the trees rooted at `roots` now, KiB.
+pub fn rss_kib(roots: &[u32]) -> u64 {
+    let roots: Vec<i32> = roots.iter().map(|&r| r as i32).collect();
+    snapshot(&roots).rss_bytes / 1024
+}
+
 /// Samples a process tree on a thread until [`Sampler::finish`].
 pub struct Sampler {
     stop: Arc<AtomicBool>,

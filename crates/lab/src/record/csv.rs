@@ -51,6 +51,7 @@ const COLD_START_HEADER: &[&str] = &[
     "connected_ms",
     "first_byte_ms",
     "first_200_ms",
+    "rss_kib",
 ];
 
 fn f(v: f64, decimals: usize) -> String {
@@ -141,6 +142,7 @@ pub fn write_csvs(dir: &ResultsDir, info: &RunInfo, samples: &[Sample]) -> anyho
                 f(t.connected_ms, 3),
                 f(t.first_byte_ms, 3),
                 f(t.first_200_ms, 3),
+                t.rss_kib.to_string(),
             ])
         })
         .collect();

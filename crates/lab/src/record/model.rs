@@ -40,6 +40,10 @@ pub struct StartTimes {
     pub first_byte_ms: f64,
     /// The first complete 200 on `GET /` (the cold-start figure).
     pub first_200_ms: f64,
+    /// RSS of the variant's process trees right after that 200, KiB: what a fresh start holds
+    /// before any load (0 in results older than this figure).
+    #[serde(default)]
+    pub rss_kib: u64,
 }
 
 /// The variant's whole process tree while a cell was measured.

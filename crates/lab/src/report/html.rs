@@ -896,6 +896,9 @@ fn cold_start(a: &Analysis) -> Option<ColdStart> {
                 fmt_ms(r.connected.p50).into(),
                 fmt_ms(r.first_byte.p50).into(),
                 Cell::ratio_of(&r.variant, r.ratio_to_native.as_ref()),
+                r.rss_mib
+                    .map_or_else(|| "–".to_owned(), |m| format!("{:.1}", m.p50))
+                    .into(),
             ]
         })
         .collect();
@@ -912,6 +915,7 @@ fn cold_start(a: &Analysis) -> Option<ColdStart> {
             "connected p50 ms",
             "first byte p50 ms",
             "× native p50 [95% CI] n",
+            "RSS after p50 MiB",
         ],
         1,
         rows,

@@ -70,6 +70,7 @@ pub fn terminal(a: &Analysis) -> String {
             "p99 ms",
             "listening p50 ms",
             "× native p50 [95% CI]",
+            "RSS after p50 MiB",
         ]);
         for r in &a.cold_start {
             t.add_row([
@@ -83,6 +84,8 @@ pub fn terminal(a: &Analysis) -> String {
                 r.ratio_to_native
                     .as_ref()
                     .map_or("–".into(), |e| with_ci(e, 2)),
+                r.rss_mib
+                    .map_or_else(|| "–".to_owned(), |m| format!("{:.1}", m.p50)),
             ]);
         }
         out += &format!("cold start (exec to first complete 200)\n{t}\n");

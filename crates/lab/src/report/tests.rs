@@ -174,6 +174,7 @@ fn samples() -> Vec<Sample> {
                 connected_ms: t * 0.7,
                 first_byte_ms: t * 0.9,
                 first_200_ms: t,
+                rss_kib: 4096 * (1 + vi as u64),
             });
             out.push(s);
         }
@@ -254,13 +255,27 @@ fn report_full_run() {
         );
     }
     assert_offline(&html);
-    // Plots: throughput ×2, spectra warm ×2 + loaded ×2, cold start, open loop, RSS, CPU,
-    // capacity.
-    assert!(
-        html.matches("<svg").count() >= 11,
-        "{}",
-        html.matches("<svg").count()
-    );
+    // Plots, section by section: throughput and loaded spectra one a workload, warm spectra one
+    // a warm workload, cold start one, open loop one a workload, resources RSS and CPU one a
+    // workload, capacity one a workload.
+    let plots_in = |id: &str| {
+        let from = html.find(&format!("<h2 id=\"{id}\"")).unwrap();
+        let to = html[from + 1..]
+            .find("<h2 id=")
+            .map_or(html.len(), |i| from + 1 + i);
+        html[from..to].matches("<svg").count()
+    };
+    let workloads = a.workloads.len();
+    for (id, at_least) in [
+        ("throughput", workloads),
+        ("latency", workloads),
+        ("cold-start", 1),
+        ("open-loop", 1),
+        ("resources", 1 + workloads),
+        ("capacity", workloads),
+    ] {
+        assert!(plots_in(id) >= at_least, "{id}: {} plots", plots_in(id));
+    }
     assert!(html.contains("<text"), "plots carry their text");
     assert!(!html.contains("not measured"), "every section has data");
     // Data strings are escaped.
