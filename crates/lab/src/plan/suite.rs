@@ -13,6 +13,10 @@ const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../../suites/gateway-study.toml"),
     ),
     (
+        "isolation",
+        include_str!("../../../../suites/isolation.toml"),
+    ),
+    (
         "libsodium",
         include_str!("../../../../suites/libsodium.toml"),
     ),
