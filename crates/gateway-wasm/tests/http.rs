@@ -31,12 +31,11 @@ fn shared_gateway_serves_every_route() {
     check_executor("shared");
 }
 
-#[test]
-fn a_recycled_guest_precompiled_for_it_serves_every_route() {
-    let tmp = tempfile::tempdir().unwrap();
-    let cwasm = tmp.path().join("recycled.cwasm");
+/// Precompiles the built-in guest for `executor` into `dir`; returns the .cwasm's path.
+fn precompiled(dir: &std::path::Path, executor: &str) -> String {
+    let cwasm = dir.join(format!("{executor}.cwasm"));
     let out = std::process::Command::new(BIN)
-        .args(["--executor", "recycled", "--precompile"])
+        .args(["--executor", executor, "--precompile"])
         .arg(&cwasm)
         .output()
         .unwrap();
@@ -45,8 +44,14 @@ fn a_recycled_guest_precompiled_for_it_serves_every_route() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    cwasm.to_str().unwrap().to_owned()
+}
+
+#[test]
+fn a_recycled_guest_precompiled_for_it_serves_every_route() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = &precompiled(tmp.path(), "recycled");
     let (_rt, up) = spawn_upstream();
-    let path = cwasm.to_str().unwrap();
     let server = ServerProcess::start(
         BIN,
         &["--executor", "recycled", "--wasm", path, "--upstream", &up],
@@ -74,19 +79,8 @@ fn a_guest_that_cannot_compile_is_refused_with_the_compilers_reason() {
 #[test]
 fn precompiled_guest_serves_every_route() {
     let tmp = tempfile::tempdir().unwrap();
-    let cwasm = tmp.path().join("guest.cwasm");
-    let out = std::process::Command::new(BIN)
-        .arg("--precompile")
-        .arg(&cwasm)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let path = &precompiled(tmp.path(), "pooled");
     let (_rt, up) = spawn_upstream();
-    let path = cwasm.to_str().unwrap();
     let server = ServerProcess::start(BIN, &["--wasm", path, "--upstream", &up]);
     check_every_route(server.addr, &echo_of("GET", "/proxy"));
     // Not for the naive executor, which compiles at every start as the study did; a recycled
