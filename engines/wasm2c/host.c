@@ -18,13 +18,13 @@
  *   - poll_oneoff: clock subscriptions (the program sleeps until the earliest one); an fd
  *     subscription is answered at once with the error `notsup`.
  *
- * argv: PROG PHASES_FILE COMPILE_NS SPAWN_NS ARG0 [ARG...]
- *   PHASES_FILE  where to write the phase times ("" for nowhere);
- *   COMPILE_NS   the runner's compile phase, copied into the phases file;
- *   SPAWN_NS     CLOCK_MONOTONIC when the runner spawned this process: instantiate_ns runs from it;
+ * argv: PROG TIMES_FILE SPAWN_NS ARG0 [ARG...]
+ *   TIMES_FILE   where to write "INSTANTIATE_NS EXECUTE_NS" when the program ends: the runner reads
+ *                them back and writes the phases file (the protocol's, in one place);
+ *   SPAWN_NS     CLOCK_MONOTONIC when the runner spawned this process: instantiate runs from it;
  *   ARG0...      the program's WASI arguments.
- * Exit status: the program's proc_exit code, or 0 when _start returns (the phases file is written
- * in both cases); on a trap, a message on stderr, exit status 70, no phases file.
+ * Exit status: the program's proc_exit code, or 0 when _start returns (the times are written in
+ * both cases); on a trap, a message on stderr, exit status 70, no times.
  */
 
 #define _GNU_SOURCE
@@ -100,8 +100,8 @@ static struct fd_entry fds[MAX_FDS];
 static int wasi_argc;
 static char** wasi_argv;
 
-static const char* phases_path;
-static unsigned long long compile_ns, spawn_ns, ready_ns;
+static const char* times_path;
+static unsigned long long spawn_ns, ready_ns;
 
 static unsigned long long monotonic_ns(void) {
   struct timespec ts;
@@ -109,15 +109,13 @@ static unsigned long long monotonic_ns(void) {
   return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
 }
 
-/* Writes the phases file (if any) for a program that ends now. */
-static void write_phases(void) {
+/* Writes the times of a program that ends now for the runner. */
+static void write_times(void) {
   unsigned long long end_ns = monotonic_ns();
-  if (!phases_path || !*phases_path) return;
-  FILE* f = fopen(phases_path, "w");
-  if (!f || fprintf(f, "{\"compile_ns\": %llu, \"instantiate_ns\": %llu, \"execute_ns\": %llu}\n",
-                    compile_ns, ready_ns - spawn_ns, end_ns - ready_ns) < 0 ||
+  FILE* f = fopen(times_path, "w");
+  if (!f || fprintf(f, "%llu %llu\n", ready_ns - spawn_ns, end_ns - ready_ns) < 0 ||
       fclose(f) != 0) {
-    fprintf(stderr, "wasm2c host: cannot write %s: %s\n", phases_path, strerror(errno));
+    fprintf(stderr, "wasm2c host: cannot write %s: %s\n", times_path, strerror(errno));
     exit(EXIT_TRAP);
   }
 }
@@ -316,7 +314,7 @@ u32 Z_wasi_snapshot_preview1Z_random_get(struct Z_wasi_snapshot_preview1_instanc
 
 void Z_wasi_snapshot_preview1Z_proc_exit(struct Z_wasi_snapshot_preview1_instance_t* w, u32 code) {
   (void)w;
-  write_phases();
+  write_times();
   exit((int)code); /* the kernel keeps the low 8 bits, as for every runner */
 }
 
@@ -633,15 +631,14 @@ u32 Z_wasi_snapshot_preview1Z_poll_oneoff(struct Z_wasi_snapshot_preview1_instan
 /* ------------------------------------------------------------------------------------- main */
 
 int main(int argc, char** argv) {
-  if (argc < 5) {
-    fprintf(stderr, "usage: %s PHASES_FILE COMPILE_NS SPAWN_NS ARG0 [ARG...]\n", argv[0]);
+  if (argc < 4) {
+    fprintf(stderr, "usage: %s TIMES_FILE SPAWN_NS ARG0 [ARG...]\n", argv[0]);
     return 2;
   }
-  phases_path = argv[1];
-  compile_ns = strtoull(argv[2], NULL, 10);
-  spawn_ns = strtoull(argv[3], NULL, 10);
-  wasi_argc = argc - 4;
-  wasi_argv = argv + 4;
+  times_path = argv[1];
+  spawn_ns = strtoull(argv[2], NULL, 10);
+  wasi_argc = argc - 3;
+  wasi_argv = argv + 3;
 
   /* instantiate: the runtime, the module's types, the instance, the WASI fds. */
   static struct Z_wasi_snapshot_preview1_instance_t wasi;
@@ -674,6 +671,6 @@ int main(int argc, char** argv) {
     ready_ns = monotonic_ns();
     Z_mZ__start(&instance);
   }
-  write_phases();
+  write_times();
   return 0;
 }

@@ -1,29 +1,5 @@
-//! Reads the version of the `wasmtime` crate this runner is built with from Cargo.lock (Cargo writes the lock
-//! file before it runs build scripts), so that `--version` cannot drift from the embedded engine.
-
-use std::path::Path;
-use std::{env, fs};
+//! `--version` names the `wasmtime` crate this runner is built with, as Cargo.lock has it.
 
 fn main() {
-    let lock = Path::new(&env::var("CARGO_MANIFEST_DIR").unwrap()).join("Cargo.lock");
-    println!("cargo::rerun-if-changed={}", lock.display());
-    let text =
-        fs::read_to_string(&lock).unwrap_or_else(|e| panic!("cannot read {}: {e}", lock.display()));
-    let mut versions = text.split("[[package]]").filter_map(|package| {
-        let mut lines = package.lines().map(str::trim);
-        lines.find(|l| *l == r#"name = "wasmtime""#)?;
-        let version = lines
-            .next()?
-            .strip_prefix("version = \"")?
-            .strip_suffix('"')?;
-        Some(version.to_owned())
-    });
-    let version = versions
-        .next()
-        .expect("Cargo.lock has no `wasmtime` package");
-    assert!(
-        versions.next().is_none(),
-        "Cargo.lock has more than one `wasmtime` package"
-    );
-    println!("cargo::rustc-env=WASMLAB_WASMTIME_VERSION={version}");
+    wasmlab_engine_protocol::emit_locked_version("wasmtime", "WASMLAB_WASMTIME_VERSION");
 }

@@ -30,7 +30,7 @@ use std::fs;
 use std::io::{self, Write as _};
 use std::path::Path;
 use std::process::ExitCode;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 pub use args::{Command, ExtraOption, Invocation, Runner, Version};
 pub use failure::{Classify, Failure, error_chain};
@@ -55,6 +55,16 @@ pub struct Phases {
 }
 
 impl Phases {
+    /// The phases between four instants: compile from the first to the second, instantiate to the third,
+    /// execute to the fourth.
+    pub fn between([t0, t1, t2, t3]: [Instant; 4]) -> Self {
+        Self {
+            compile: t1 - t0,
+            instantiate: t2 - t1,
+            execute: t3 - t2,
+        }
+    }
+
     /// The phases file's text: one JSON object of integer nanoseconds, on one line.
     pub fn to_json(&self) -> String {
         format!(
@@ -183,6 +193,14 @@ mod tests {
             "m.wasm".into(),
             "x".into(),
         ]
+    }
+
+    #[test]
+    fn phases_between_instants() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        let p = Phases::between([t0, t0 + ms(3), t0 + ms(5), t0 + ms(12)]);
+        assert_eq!((p.compile, p.instantiate, p.execute), (ms(3), ms(2), ms(7)));
     }
 
     #[test]

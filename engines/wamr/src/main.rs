@@ -1,31 +1,41 @@
 //! wasmlab runner for WAMR (the WebAssembly Micro Runtime): runs one WASI preview 1 command module
 //! in WAMR's fast interpreter or as AOT code compiled by WAMR's compiler (wasmlab-wamrc, installed
-//! beside this program), and writes its phase times, following the protocol in docs/engines.md.
+//! beside this program), and writes its phase times; the protocol (arguments, phases file, exit statuses)
+//! is docs/engines.md's, implemented by `wasmlab-engine-protocol`.
 //!
 //! ```text
 //! wasmlab-engine-wamr --version
 //! wasmlab-engine-wamr [--config interp|aot] [--cache DIR] --phases FILE MODULE.wasm [ARG...]
 //! ```
 
-use std::ffi::{CStr, CString, OsString, c_char, c_void};
+use std::ffi::{CStr, c_char, c_void};
 use std::fmt::Write as _;
 use std::fs;
 use std::os::fd::AsRawFd;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::ptr;
 use std::time::Instant;
 
 use sha2::{Digest, Sha256};
+use wasmlab_engine_protocol::{
+    Classify as _, ExtraOption, Failure, Invocation, Outcome, Phases, Runner, Version,
+};
 
-const NAME: &str = "wasmlab-engine-wamr";
+/// WAMR's version, from its sources' core/version.h (build.rs).
 const VERSION: &str = env!("WASMLAB_WAMR_VERSION");
 
-/// Exit status for a usage error (an unknown `--config` among them).
-const EXIT_USAGE: u8 = 2;
-/// Exit status for a trap or any engine error.
-const EXIT_ENGINE: u8 = 70;
+const RUNNER: Runner<Mode> = Runner {
+    name: "wasmlab-engine-wamr",
+    engine: "wamr",
+    version: Version::Built(VERSION),
+    configs: &[("aot", Mode::Aot), ("interp", Mode::Interp)],
+    options: &[ExtraOption {
+        name: "--cache",
+        value: "DIR",
+        help: "keep the AOT code of each module in DIR (otherwise it is compiled on every run)",
+    }],
+};
 
 /// The size of the execution environment's stack (the fast interpreter's frames and operand
 /// stack; AOT code runs on the native stack). iwasm's default is 64 KiB; 1 MiB leaves the
@@ -39,8 +49,6 @@ enum Mode {
     /// AOT code from wasmlab-wamrc, loaded by WAMR's AOT loader.
     Aot,
 }
-
-const CONFIGS: &[(&str, Mode)] = &[("aot", Mode::Aot), ("interp", Mode::Interp)];
 
 // WAMR's embedding API (core/iwasm/include/wasm_export.h).
 type Module = *mut c_void;
@@ -77,63 +85,6 @@ unsafe extern "C" {
     fn wasm_runtime_call_wasm(env: ExecEnv, function: Function, argc: u32, argv: *mut u32) -> bool;
     fn wasm_runtime_get_exception(instance: Instance) -> *const c_char;
     fn wasm_runtime_get_wasi_exit_code(instance: Instance) -> u32;
-}
-
-fn usage() -> String {
-    let names: Vec<&str> = CONFIGS.iter().map(|(name, _)| *name).collect();
-    format!(
-        "usage: {NAME} --version\n       {NAME} [--config NAME] [--cache DIR] --phases FILE MODULE.wasm [ARG...]\n\
-         configurations: {} (default: aot)",
-        names.join(", ")
-    )
-}
-
-struct Run {
-    mode: Mode,
-    cache: Option<PathBuf>,
-    phases: Option<PathBuf>,
-    module: PathBuf,
-    args: Vec<OsString>,
-}
-
-enum Cmd {
-    Version,
-    Run(Run),
-}
-
-fn parse(mut argv: impl Iterator<Item = OsString>) -> Result<Cmd, String> {
-    let mut config: Option<String> = None;
-    let mut cache: Option<PathBuf> = None;
-    let mut phases: Option<PathBuf> = None;
-    let module = loop {
-        let arg = argv.next().ok_or("no module given")?;
-        match arg.to_str() {
-            Some("--version") => return Ok(Cmd::Version),
-            Some("--config") => {
-                let value = argv.next().ok_or("--config needs a value")?;
-                config = Some(value.into_string().map_err(|_| "--config: not UTF-8")?);
-            }
-            Some("--cache") => cache = Some(argv.next().ok_or("--cache needs a value")?.into()),
-            Some("--phases") => phases = Some(argv.next().ok_or("--phases needs a value")?.into()),
-            Some(other) if other.starts_with('-') && other != "-" => {
-                return Err(format!("unknown option {other}"));
-            }
-            _ => break PathBuf::from(arg),
-        }
-    };
-    let name = config.as_deref().unwrap_or("aot");
-    let mode = CONFIGS
-        .iter()
-        .find(|(n, _)| *n == name)
-        .map(|(_, mode)| *mode)
-        .ok_or_else(|| format!("unknown configuration {name:?}"))?;
-    Ok(Cmd::Run(Run {
-        mode,
-        cache,
-        phases,
-        module,
-        args: argv.collect(),
-    }))
 }
 
 /// The compiler, installed beside this program.
@@ -189,17 +140,17 @@ fn compile_aot(compiler: &Path, module: &Path, out: &Path) -> Result<(), String>
 }
 
 /// The AOT file of the module: from the cache, or compiled now.
-fn aot_file(run: &Run, bytes: &[u8]) -> Result<Vec<u8>, String> {
+fn aot_file(module: &Path, cache: Option<&Path>, bytes: &[u8]) -> Result<Vec<u8>, String> {
     let compiler = wamrc()?;
     let read = |p: &Path| fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display()));
-    match &run.cache {
+    match cache {
         Some(cache) => {
             let cached = cache.join(format!("{}.aot", cache_key(bytes, &compiler)?));
             if !cached.is_file() {
                 fs::create_dir_all(cache)
                     .map_err(|e| format!("cannot create {}: {e}", cache.display()))?;
                 let partial = cached.with_extension(format!("aot.{}", std::process::id()));
-                let compiled = compile_aot(&compiler, &run.module, &partial).and_then(|()| {
+                let compiled = compile_aot(&compiler, module, &partial).and_then(|()| {
                     fs::rename(&partial, &cached).map_err(|e| {
                         format!("cannot move the AOT file into {}: {e}", cache.display())
                     })
@@ -212,8 +163,9 @@ fn aot_file(run: &Run, bytes: &[u8]) -> Result<Vec<u8>, String> {
             read(&cached)
         }
         None => {
-            let out = std::env::temp_dir().join(format!("{NAME}-{}.aot", std::process::id()));
-            let compiled = compile_aot(&compiler, &run.module, &out).and_then(|()| read(&out));
+            let out =
+                std::env::temp_dir().join(format!("{}-{}.aot", RUNNER.name, std::process::id()));
+            let compiled = compile_aot(&compiler, module, &out).and_then(|()| read(&out));
             let _ = fs::remove_file(&out);
             compiled
         }
@@ -225,39 +177,15 @@ fn error_text(buf: &[u8]) -> String {
     String::from_utf8_lossy(&buf[..end]).into_owned()
 }
 
-struct Phases {
-    compile_ns: u128,
-    instantiate_ns: u128,
-    execute_ns: u128,
+fn main() -> ExitCode {
+    wasmlab_engine_protocol::main(&RUNNER, run)
 }
 
-fn write_phases(path: &Path, p: &Phases) -> Result<(), String> {
-    let json = format!(
-        "{{\"compile_ns\": {}, \"instantiate_ns\": {}, \"execute_ns\": {}}}\n",
-        p.compile_ns, p.instantiate_ns, p.execute_ns
-    );
-    fs::write(path, json).map_err(|e| format!("cannot write {}: {e}", path.display()))
-}
-
-fn cstring(bytes: &[u8], what: &str) -> Result<CString, String> {
-    CString::new(bytes).map_err(|_| format!("{what} contains a NUL byte"))
-}
-
-/// Runs the module; returns its exit status (0 when `_start` returned, else its `proc_exit` code).
-fn run(run: &Run) -> Result<i32, String> {
-    let bytes =
-        fs::read(&run.module).map_err(|e| format!("cannot read {}: {e}", run.module.display()))?;
-    let argv0 = run
-        .module
-        .file_name()
-        .unwrap_or(run.module.as_os_str())
-        .as_bytes()
-        .to_owned();
-    let mut args = vec![cstring(&argv0, "the module name")?];
-    for a in &run.args {
-        args.push(cstring(a.as_bytes(), "an argument")?);
-    }
-    let stdin = fs::File::open("/dev/null").map_err(|e| format!("cannot open /dev/null: {e}"))?;
+/// Runs the module to its end: its exit status (0 when `_start` returned, else its `proc_exit` code).
+fn run(inv: &Invocation<Mode>) -> Result<Outcome, Failure> {
+    let bytes = inv.read_module()?;
+    let args = inv.c_argv();
+    let stdin = fs::File::open("/dev/null").runner_failure("cannot open /dev/null")?;
     let mut error = vec![0u8; 256];
 
     // SAFETY: WAMR's embedding API, called as documented in wasm_export.h: the runtime is
@@ -265,17 +193,19 @@ fn run(run: &Run) -> Result<i32, String> {
     // error buffer outlive every call that uses them (they are dropped after the last call).
     unsafe {
         if !wasm_runtime_init() {
-            return Err("cannot initialise the WAMR runtime".into());
+            return Err(Failure::runner("cannot initialise the WAMR runtime"));
         }
 
         // compile: the loader (validation and, for the fast interpreter, its translation), after
         // wasmlab-wamrc for AOT (or the cached AOT file's read).
         let t0 = Instant::now();
-        let mut code = match run.mode {
+        let mut code = match inv.config {
             Mode::Interp => bytes,
-            Mode::Aot => aot_file(run, &bytes)?,
+            Mode::Aot => aot_file(&inv.module, inv.option("--cache").map(Path::new), &bytes)
+                .map_err(Failure::runner)?,
         };
-        let size = u32::try_from(code.len()).map_err(|_| "the module is larger than 4 GiB")?;
+        let size = u32::try_from(code.len())
+            .map_err(|_| Failure::runner("the module is larger than 4 GiB"))?;
         let module = wasm_runtime_load(
             code.as_mut_ptr(),
             size,
@@ -283,11 +213,11 @@ fn run(run: &Run) -> Result<i32, String> {
             error.len() as u32,
         );
         if module.is_null() {
-            return Err(format!(
+            return Err(Failure::runner(format_args!(
                 "cannot load {}: {}",
-                run.module.display(),
+                inv.module.display(),
                 error_text(&error)
-            ));
+            )));
         }
         let t1 = Instant::now();
 
@@ -318,15 +248,18 @@ fn run(run: &Run) -> Result<i32, String> {
             error.len() as u32,
         );
         if instance.is_null() {
-            return Err(format!("cannot instantiate: {}", error_text(&error)));
+            return Err(Failure::runner(format_args!(
+                "cannot instantiate: {}",
+                error_text(&error)
+            )));
         }
         let start = wasm_runtime_lookup_wasi_start_function(instance);
         if start.is_null() {
-            return Err("the module exports no `_start` function".into());
+            return Err(Failure::runner("the module exports no `_start` function"));
         }
         let env = wasm_runtime_create_exec_env(instance, STACK_SIZE);
         if env.is_null() {
-            return Err("cannot create an execution environment".into());
+            return Err(Failure::runner("cannot create an execution environment"));
         }
         let t2 = Instant::now();
 
@@ -344,42 +277,14 @@ fn run(run: &Run) -> Result<i32, String> {
                 CStr::from_ptr(exception).to_string_lossy().into_owned()
             };
             if !text.contains("wasi proc exit") {
-                return Err(format!("trap: {text}"));
+                return Err(Failure::program(format_args!("trap: {text}")));
             }
             wasm_runtime_get_wasi_exit_code(instance) as i32
         };
         drop(code);
-        if let Some(path) = &run.phases {
-            write_phases(
-                path,
-                &Phases {
-                    compile_ns: (t1 - t0).as_nanos(),
-                    instantiate_ns: (t2 - t1).as_nanos(),
-                    execute_ns: (t3 - t2).as_nanos(),
-                },
-            )?;
-        }
-        Ok(status)
-    }
-}
-
-fn main() -> ExitCode {
-    match parse(std::env::args_os().skip(1)) {
-        Err(message) => {
-            eprintln!("{NAME}: {message}\n{}", usage());
-            ExitCode::from(EXIT_USAGE)
-        }
-        Ok(Cmd::Version) => {
-            println!("wamr {VERSION}");
-            ExitCode::SUCCESS
-        }
-        Ok(Cmd::Run(r)) => match run(&r) {
-            // stdout is written by WAMR's WASI straight to fd 1 (no Rust buffer to flush).
-            Ok(status) => std::process::exit(status),
-            Err(message) => {
-                eprintln!("{NAME}: {message}");
-                ExitCode::from(EXIT_ENGINE)
-            }
-        },
+        Ok(Outcome {
+            status,
+            phases: Phases::between([t0, t1, t2, t3]),
+        })
     }
 }

@@ -1,29 +1,38 @@
 //! wasmlab runner for wasm2c: translates one WASI preview 1 command module to C with wabt's `wasm2c`,
 //! compiles it with a C compiler together with this runner's WASI host (`host.c`) and wabt's
-//! runtime (`wasm-rt-impl.c`), runs the native program, and has it write the phase times, following
-//! the protocol in docs/engines.md.
+//! runtime (`wasm-rt-impl.c`), runs the native program, which times its instantiation and execution,
+//! and writes the phase times; the protocol (arguments, phases file, exit statuses) is
+//! docs/engines.md's, implemented by `wasmlab-engine-protocol`.
 //!
 //! ```text
 //! wasmlab-engine-wasm2c --version
 //! wasmlab-engine-wasm2c [--config NAME] [--cache DIR] --phases FILE MODULE.wasm [ARG...]
 //! ```
 
-use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::fs;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
+use wasmlab_engine_protocol::{
+    Classify as _, ExtraOption, Failure, Invocation, Outcome, Phases, Runner, Version,
+};
 
-const NAME: &str = "wasmlab-engine-wasm2c";
-
-/// Exit status for a usage error (an unknown `--config` among them).
-const EXIT_USAGE: u8 = 2;
-/// Exit status for a trap or any engine error.
-const EXIT_ENGINE: u8 = 70;
+const RUNNER: Runner<Config> = Runner {
+    name: "wasmlab-engine-wasm2c",
+    engine: "wasm2c",
+    // The installed wasm2c's and C compiler's: they make the code that runs.
+    version: Version::Probed(version),
+    configs: CONFIGS,
+    options: &[ExtraOption {
+        name: "--cache",
+        value: "DIR",
+        help: "keep the native program of each module in DIR (otherwise it is built on every run)",
+    }],
+};
 
 /// The WASI host compiled into every program (main, and the WASI functions below).
 const HOST_C: &str = include_str!("../host.c");
@@ -55,8 +64,8 @@ const HOST_IMPORTS: &[&str] = &[
 const RT_DIR: &str = "/usr/src/wasm2c";
 
 /// A configuration: which C compiler builds the translated module, with which flags.
+#[derive(Clone, Copy)]
 struct Config {
-    name: &'static str,
     cc: &'static str,
     flags: &'static [&'static str],
 }
@@ -64,84 +73,36 @@ struct Config {
 /// The configurations. `clang` is the compiler and optimisation level of the lab's native builds
 /// (scripts/build-libsodium.sh: clang-19 -O3, no -march); `clang-native` adds the host CPU's
 /// features, as the JIT and AOT engines (Wasmtime, wamrc) use them.
-const CONFIGS: &[Config] = &[
-    Config {
-        name: "default",
-        cc: "clang-19",
-        flags: &["-O3"],
-    },
-    Config {
-        name: "clang",
-        cc: "clang-19",
-        flags: &["-O3"],
-    },
-    Config {
-        name: "clang-native",
-        cc: "clang-19",
-        flags: &["-O3", "-march=native"],
-    },
-    Config {
-        name: "gcc",
-        cc: "gcc",
-        flags: &["-O3"],
-    },
+const CONFIGS: &[(&str, Config)] = &[
+    (
+        "default",
+        Config {
+            cc: "clang-19",
+            flags: &["-O3"],
+        },
+    ),
+    (
+        "clang",
+        Config {
+            cc: "clang-19",
+            flags: &["-O3"],
+        },
+    ),
+    (
+        "clang-native",
+        Config {
+            cc: "clang-19",
+            flags: &["-O3", "-march=native"],
+        },
+    ),
+    (
+        "gcc",
+        Config {
+            cc: "gcc",
+            flags: &["-O3"],
+        },
+    ),
 ];
-
-fn usage() -> String {
-    let names: Vec<&str> = CONFIGS.iter().map(|c| c.name).collect();
-    format!(
-        "usage: {NAME} --version\n       {NAME} [--config NAME] [--cache DIR] --phases FILE MODULE.wasm [ARG...]\n\
-         configurations: {} (default: default)",
-        names.join(", ")
-    )
-}
-
-struct Run {
-    config: &'static Config,
-    cache: Option<PathBuf>,
-    phases: Option<PathBuf>,
-    module: PathBuf,
-    args: Vec<OsString>,
-}
-
-enum Cmd {
-    Version,
-    Run(Run),
-}
-
-fn parse(mut argv: impl Iterator<Item = OsString>) -> Result<Cmd, String> {
-    let mut config: Option<String> = None;
-    let mut cache: Option<PathBuf> = None;
-    let mut phases: Option<PathBuf> = None;
-    let module = loop {
-        let arg = argv.next().ok_or("no module given")?;
-        match arg.to_str() {
-            Some("--version") => return Ok(Cmd::Version),
-            Some("--config") => {
-                let value = argv.next().ok_or("--config needs a value")?;
-                config = Some(value.into_string().map_err(|_| "--config: not UTF-8")?);
-            }
-            Some("--cache") => cache = Some(argv.next().ok_or("--cache needs a value")?.into()),
-            Some("--phases") => phases = Some(argv.next().ok_or("--phases needs a value")?.into()),
-            Some(other) if other.starts_with('-') && other != "-" => {
-                return Err(format!("unknown option {other}"));
-            }
-            _ => break PathBuf::from(arg),
-        }
-    };
-    let name = config.as_deref().unwrap_or("default");
-    let config = CONFIGS
-        .iter()
-        .find(|c| c.name == name)
-        .ok_or_else(|| format!("unknown configuration {name:?}"))?;
-    Ok(Cmd::Run(Run {
-        config,
-        cache,
-        phases,
-        module,
-        args: argv.collect(),
-    }))
-}
 
 /// Runs a tool to completion with its output captured; an error names it and shows its stderr.
 fn run_tool(cmd: &mut Command, what: &str) -> Result<String, String> {
@@ -172,12 +133,13 @@ fn tool_version(tool: &str) -> Result<String, String> {
     })
 }
 
-fn version_line() -> Result<String, String> {
+/// `--version`: wasm2c's, then the default configuration's compiler's and flags.
+fn version() -> Result<String, String> {
     let wasm2c = tool_version("wasm2c")?;
-    let default = &CONFIGS[0];
+    let (_, default) = CONFIGS[0];
     let cc = tool_version(default.cc)?;
     Ok(format!(
-        "wasm2c {wasm2c} ({} {cc} {})",
+        "{wasm2c} ({} {cc} {})",
         default.cc,
         default.flags.join(" ")
     ))
@@ -325,93 +287,122 @@ impl Drop for TempDir {
     }
 }
 
-/// Runs the module; returns the program's exit status.
-fn run(run: &Run) -> Result<i32, String> {
-    let bytes =
-        fs::read(&run.module).map_err(|e| format!("cannot read {}: {e}", run.module.display()))?;
-    let argv0: OsString = run
-        .module
-        .file_name()
-        .unwrap_or(run.module.as_os_str())
-        .to_owned();
-    let wasm2c = which("wasm2c").map_err(|e| format!("{e} (apt-get install wabt)"))?;
-    let cc = which(run.config.cc)?;
+fn main() -> ExitCode {
+    wasmlab_engine_protocol::main(&RUNNER, run)
+}
+
+/// Builds (or finds) the native program of the module and runs it to its end: its exit status, its
+/// compile phase measured here, and the other two as the program measured them.
+fn run(inv: &Invocation<Config>) -> Result<Outcome, Failure> {
+    let bytes = inv.read_module()?;
+    let wasm2c =
+        which("wasm2c").map_err(|e| Failure::runner(format_args!("{e} (apt-get install wabt)")))?;
+    let cc = which(inv.config.cc).map_err(Failure::runner)?;
     if !Path::new(RT_DIR).join("wasm-rt-impl.c").is_file() {
-        return Err(format!(
+        return Err(Failure::runner(format_args!(
             "{RT_DIR}/wasm-rt-impl.c is missing (Debian's wabt package installs it)"
-        ));
+        )));
     }
 
     // compile: wasm2c and the C compiler, or the cached program of an earlier run.
     let t0 = Instant::now();
     let mut _temp = None;
-    let prog = match &run.cache {
+    let prog = match inv.option("--cache").map(Path::new) {
         Some(cache) => {
-            let key = cache_key(&bytes, run.config, &wasm2c, &cc)?;
+            let key = cache_key(&bytes, &inv.config, &wasm2c, &cc).map_err(Failure::runner)?;
             let cached = cache.join(format!("{key}.prog"));
             if !cached.is_file() {
                 let dir = cache.join(format!("build-{key}-{}", std::process::id()));
-                let built = build(&run.module, run.config, &wasm2c, &cc, &dir);
+                let built = build(&inv.module, &inv.config, &wasm2c, &cc, &dir);
                 let renamed = built.and_then(|prog| {
                     fs::rename(&prog, &cached).map_err(|e| {
                         format!("cannot move the program into {}: {e}", cache.display())
                     })
                 });
                 let _ = fs::remove_dir_all(&dir);
-                renamed?;
+                renamed.map_err(Failure::runner)?;
             }
             cached
         }
         None => {
-            let dir = std::env::temp_dir().join(format!("{NAME}-{}", std::process::id()));
+            let dir = std::env::temp_dir().join(format!("{}-{}", RUNNER.name, std::process::id()));
             let _ = fs::remove_dir_all(&dir);
             _temp = Some(TempDir(dir.clone()));
-            build(&run.module, run.config, &wasm2c, &cc, &dir)?
+            build(&inv.module, &inv.config, &wasm2c, &cc, &dir).map_err(Failure::runner)?
         }
     };
-    let compile_ns = t0.elapsed().as_nanos();
+    let compile = t0.elapsed();
 
-    // instantiate and execute: timed by the program itself (host.c), from the spawn below.
+    // instantiate and execute: timed by the program itself (host.c), from the spawn below; it
+    // writes them to `times` when it ends, not when it traps.
+    let times = std::env::temp_dir().join(format!("{}-{}.times", RUNNER.name, std::process::id()));
+    let _ = fs::remove_file(&times);
     let mut cmd = Command::new(&prog);
-    cmd.arg(run.phases.as_deref().unwrap_or(Path::new("")))
-        .arg(compile_ns.to_string());
+    cmd.arg(&times);
     let spawn_ns = monotonic_ns();
     let status = cmd
         .arg(spawn_ns.to_string())
-        .arg(&argv0)
-        .args(&run.args)
+        .args(inv.argv())
         .stdin(Stdio::null())
         .status()
-        .map_err(|e| format!("cannot run {}: {e}", prog.display()))?;
-    match (status.code(), status.signal()) {
-        (Some(code), _) => Ok(code),
-        (None, Some(signal)) => Err(format!("the program was killed by signal {signal}")),
-        (None, None) => Err(format!("the program ended with {status}")),
+        .runner_failure(format_args!("cannot run {}", prog.display()))?;
+    let written = fs::read_to_string(&times);
+    let _ = fs::remove_file(&times);
+    let code = match (status.code(), status.signal()) {
+        (Some(code), _) => code,
+        (None, Some(signal)) => {
+            return Err(Failure::program(format_args!(
+                "it was killed by signal {signal}"
+            )));
+        }
+        (None, None) => return Err(Failure::program(format_args!("it ended with {status}"))),
+    };
+    let Ok(written) = written else {
+        return Err(Failure::program(format_args!(
+            "it exited with status {code} without finishing (see its message above)"
+        )));
+    };
+    let (instantiate, execute) = parse_times(&written).ok_or_else(|| {
+        Failure::runner(format_args!(
+            "the program's times {written:?} are not two numbers"
+        ))
+    })?;
+    Ok(Outcome {
+        status: code,
+        phases: Phases {
+            compile,
+            instantiate,
+            execute,
+        },
+    })
+}
+
+/// host.c's times: `INSTANTIATE_NS EXECUTE_NS`.
+fn parse_times(text: &str) -> Option<(Duration, Duration)> {
+    let mut numbers = text
+        .split_whitespace()
+        .map(|n| n.parse().map(Duration::from_nanos));
+    match (numbers.next(), numbers.next(), numbers.next()) {
+        (Some(Ok(instantiate)), Some(Ok(execute)), None) => Some((instantiate, execute)),
+        _ => None,
     }
 }
 
-fn main() -> ExitCode {
-    match parse(std::env::args_os().skip(1)) {
-        Err(message) => {
-            eprintln!("{NAME}: {message}\n{}", usage());
-            ExitCode::from(EXIT_USAGE)
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times() {
+        assert_eq!(
+            parse_times("1423414 7563214\n"),
+            Some((
+                Duration::from_nanos(1_423_414),
+                Duration::from_nanos(7_563_214)
+            ))
+        );
+        for bad in ["", "1", "1 2 3", "1 x", "-1 2"] {
+            assert_eq!(parse_times(bad), None, "{bad:?}");
         }
-        Ok(Cmd::Version) => match version_line() {
-            Ok(line) => {
-                println!("{line}");
-                ExitCode::SUCCESS
-            }
-            Err(message) => {
-                eprintln!("{NAME}: {message}");
-                ExitCode::from(EXIT_ENGINE)
-            }
-        },
-        Ok(Cmd::Run(r)) => match run(&r) {
-            Ok(status) => std::process::exit(status),
-            Err(message) => {
-                eprintln!("{NAME}: {message}");
-                ExitCode::from(EXIT_ENGINE)
-            }
-        },
     }
 }

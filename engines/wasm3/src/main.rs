@@ -1,5 +1,6 @@
-//! wasmlab runner for the Wasm3 interpreter: runs one WASI preview 1 command module and writes its phase times,
-//! following the protocol in docs/engines.md.
+//! wasmlab runner for the Wasm3 interpreter: runs one WASI preview 1 command module and writes its phase times;
+//! the protocol (arguments, phases file, exit statuses) is docs/engines.md's, implemented by
+//! `wasmlab-engine-protocol`.
 //!
 //! ```text
 //! wasmlab-engine-wasm3 --version
@@ -8,21 +9,28 @@
 //!
 //! Wasm3 is driven through its C API (the `wasm3x-sys` bindings) with its built-in WASI (m3_api_wasi.c).
 
-use std::ffi::{CStr, CString, OsString, c_char, c_int};
+use std::ffi::{CStr, c_char, c_int};
 use std::fs;
-use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::ptr;
 use std::time::Instant;
 
 use wasm3x_sys as m3;
+use wasmlab_engine_protocol::{
+    Classify as _, Failure, Invocation, Outcome, Phases, Runner, Version,
+};
 
-const NAME: &str = "wasmlab-engine-wasm3";
-
-/// Exit status for a usage error (an unknown `--config` among them).
-const EXIT_USAGE: u8 = 2;
-/// Exit status for a trap or any engine error.
-const EXIT_ENGINE: u8 = 70;
+const RUNNER: Runner<Compilation> = Runner {
+    name: "wasmlab-engine-wasm3",
+    engine: "wasm3",
+    version: Version::Built(wasm3_version()),
+    configs: &[
+        ("default", Compilation::Lazy),
+        ("lazy", Compilation::Lazy),
+        ("eager", Compilation::Eager),
+    ],
+    options: &[],
+};
 
 /// Size of Wasm3's value stack (the interpreter's operand and locals stack, not the module's shadow stack in
 /// linear memory): 1 MiB, as the `wasm3x` wrapper's default.
@@ -36,94 +44,15 @@ enum Compilation {
     Eager,
 }
 
-/// The configurations: `--config NAME`.
-const CONFIGS: &[(&str, Compilation)] = &[
-    ("default", Compilation::Lazy),
-    ("lazy", Compilation::Lazy),
-    ("eager", Compilation::Eager),
-];
-
-fn usage() -> String {
-    let names: Vec<&str> = CONFIGS.iter().map(|(name, _)| *name).collect();
-    format!(
-        "usage: {NAME} --version\n       {NAME} [--config NAME] --phases FILE MODULE.wasm [ARG...]\n\
-         configurations: {} (default: default)",
-        names.join(", ")
-    )
-}
-
 /// The version of the Wasm3 C library compiled in (`M3_VERSION` in wasm3.h).
-fn wasm3_version() -> &'static str {
-    CStr::from_bytes_with_nul(m3::M3_VERSION)
-        .ok()
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("unknown")
-}
-
-struct Run {
-    compilation: Compilation,
-    phases: Option<PathBuf>,
-    module: PathBuf,
-    args: Vec<String>,
-}
-
-enum Command {
-    Version,
-    Run(Run),
-}
-
-fn parse(mut argv: impl Iterator<Item = OsString>) -> Result<Command, String> {
-    let mut config: Option<String> = None;
-    let mut phases: Option<PathBuf> = None;
-    let module = loop {
-        let arg = argv.next().ok_or("no module given")?;
-        match arg.to_str() {
-            Some("--version") => return Ok(Command::Version),
-            Some("--config") => {
-                let value = argv.next().ok_or("--config needs a value")?;
-                config = Some(value.into_string().map_err(|_| "--config: not UTF-8")?);
-            }
-            Some("--phases") => {
-                phases = Some(argv.next().ok_or("--phases needs a value")?.into());
-            }
-            Some(other) if other.starts_with('-') && other != "-" => {
-                return Err(format!("unknown option {other}"));
-            }
-            _ => break PathBuf::from(arg),
-        }
-    };
-    let config = config.as_deref().unwrap_or("default");
-    let compilation = CONFIGS
-        .iter()
-        .find(|(name, _)| *name == config)
-        .map(|(_, compilation)| *compilation)
-        .ok_or_else(|| format!("unknown configuration {config:?}"))?;
-    let args = argv
-        .map(|a| {
-            a.into_string()
-                .map_err(|a| format!("argument {a:?} is not UTF-8"))
-        })
-        .collect::<Result<_, _>>()?;
-    Ok(Command::Run(Run {
-        compilation,
-        phases,
-        module,
-        args,
-    }))
-}
-
-struct Phases {
-    compile_ns: u128,
-    instantiate_ns: u128,
-    execute_ns: u128,
-}
-
-fn write_phases(path: &Path, p: &Phases) -> Result<(), String> {
-    let json = format!(
-        "{{\"compile_ns\": {}, \"instantiate_ns\": {}, \"execute_ns\": {}}}\n",
-        p.compile_ns, p.instantiate_ns, p.execute_ns
-    );
-    fs::write(path, json).map_err(|e| format!("cannot write {}: {e}", path.display()))
+const fn wasm3_version() -> &'static str {
+    match CStr::from_bytes_with_nul(m3::M3_VERSION) {
+        Ok(version) => match version.to_str() {
+            Ok(version) => version,
+            Err(_) => "unknown",
+        },
+        Err(_) => "unknown",
+    }
 }
 
 unsafe extern "C" {
@@ -148,30 +77,29 @@ unsafe extern "C" {
 
 /// Wasm3's WASI reads the host's file descriptor 0 itself: point it at /dev/null so that the program's stdin is
 /// empty whatever the runner was given.
-fn empty_stdin() -> Result<(), String> {
+fn empty_stdin() -> Result<(), Failure> {
     use std::os::fd::AsRawFd;
-    let null = fs::File::open("/dev/null").map_err(|e| format!("cannot open /dev/null: {e}"))?;
+    let null = fs::File::open("/dev/null").runner_failure("cannot open /dev/null")?;
     // SAFETY: dup2 on two valid descriptors; fd 0 is not used by the runner itself.
     if unsafe { dup2(null.as_raw_fd(), 0) } < 0 {
-        return Err(format!(
-            "cannot redirect stdin: {}",
-            std::io::Error::last_os_error()
-        ));
+        return Err(std::io::Error::last_os_error()).runner_failure("cannot redirect stdin");
     }
     Ok(())
 }
 
 /// Turns an `M3Result` (NULL on success, else a static message) into a `Result`, with the runtime's error
-/// details when there are any.
+/// details when there are any: a runner failure (`check` is not used on the call of `_start`).
 ///
 /// # Safety
 ///
 /// `result` is NULL or a NUL-terminated string; `runtime` is NULL or a live runtime.
-unsafe fn check(result: m3::M3Result, runtime: m3::IM3Runtime, what: &str) -> Result<(), String> {
+unsafe fn check(result: m3::M3Result, runtime: m3::IM3Runtime, what: &str) -> Result<(), Failure> {
     if result.is_null() {
         return Ok(());
     }
-    Err(format!("{what}: {}", unsafe { describe(result, runtime) }))
+    Err(Failure::runner(format_args!("{what}: {}", unsafe {
+        describe(result, runtime)
+    })))
 }
 
 /// # Safety
@@ -195,23 +123,18 @@ unsafe fn describe(result: m3::M3Result, runtime: m3::IM3Runtime) -> String {
     text
 }
 
-/// Runs the module; returns its exit status (0 when `_start` returned, else its `proc_exit` code).
-fn run(run: &Run) -> Result<i32, String> {
-    let bytes =
-        fs::read(&run.module).map_err(|e| format!("cannot read {}: {e}", run.module.display()))?;
-    let size = u32::try_from(bytes.len()).map_err(|_| "module larger than 4 GiB".to_string())?;
-    let argv0 = run
-        .module
-        .file_name()
-        .unwrap_or(run.module.as_os_str())
-        .to_string_lossy()
-        .into_owned();
-    let args = std::iter::once(&argv0)
-        .chain(&run.args)
-        .map(|a| CString::new(a.as_str()).map_err(|_| format!("argument {a:?} contains NUL")))
-        .collect::<Result<Vec<_>, _>>()?;
+fn main() -> ExitCode {
+    wasmlab_engine_protocol::main(&RUNNER, run)
+}
+
+/// Runs the module to its end: its exit status (0 when `_start` returned, else its `proc_exit` code).
+fn run(inv: &Invocation<Compilation>) -> Result<Outcome, Failure> {
+    let bytes = inv.read_module()?;
+    let size = u32::try_from(bytes.len())
+        .map_err(|_| Failure::runner("the module is larger than 4 GiB"))?;
+    let args = inv.c_argv();
     let argv: Vec<*const c_char> = args.iter().map(|a| a.as_ptr()).collect();
-    let argc = u32::try_from(argv.len()).map_err(|_| "too many arguments".to_string())?;
+    let argc = u32::try_from(argv.len()).map_err(|_| Failure::runner("too many arguments"))?;
     empty_stdin()?;
 
     // SAFETY: the Wasm3 C API used as documented in wasm3.h. `bytes`, `args` and `argv` outlive every use
@@ -220,7 +143,7 @@ fn run(run: &Run) -> Result<i32, String> {
     unsafe {
         let env = m3::m3_NewEnvironment();
         if env.is_null() {
-            return Err("cannot create a Wasm3 environment".into());
+            return Err(Failure::runner("cannot create a Wasm3 environment"));
         }
 
         // compile (1): parsing (and, in this Wasm3, its module validation). Function bodies are compiled
@@ -230,7 +153,7 @@ fn run(run: &Run) -> Result<i32, String> {
         check(
             m3::m3_ParseModule(env, &mut module, bytes.as_ptr(), size),
             ptr::null_mut(),
-            &format!("cannot parse {}", run.module.display()),
+            &format!("cannot parse {}", inv.module.display()),
         )?;
         let t1 = Instant::now();
 
@@ -239,7 +162,7 @@ fn run(run: &Run) -> Result<i32, String> {
         // the current directory).
         let runtime = m3::m3_NewRuntime(env, STACK_SIZE, ptr::null_mut());
         if runtime.is_null() {
-            return Err("cannot create a Wasm3 runtime".into());
+            return Err(Failure::runner("cannot create a Wasm3 runtime"));
         }
         check(
             m3::m3_LoadModule(runtime, module),
@@ -249,14 +172,14 @@ fn run(run: &Run) -> Result<i32, String> {
         check(m3_LinkWASI(module), runtime, "cannot link WASI")?;
         let wasi = m3_GetWasiContext();
         if wasi.is_null() {
-            return Err("Wasm3 has no WASI context".into());
+            return Err(Failure::runner("Wasm3 has no WASI context"));
         }
         (*wasi).argc = argc;
         (*wasi).argv = argv.as_ptr();
         let t2 = Instant::now();
 
         // compile (2), `eager` only: every function body compiled to Wasm3 code (needs the loaded module).
-        if run.compilation == Compilation::Eager {
+        if inv.config == Compilation::Eager {
             check(
                 m3::m3_CompileModule(module),
                 runtime,
@@ -284,38 +207,18 @@ fn run(run: &Run) -> Result<i32, String> {
         } else if ptr::eq(result, m3::m3Err_trapExit) {
             (*wasi).exit_code
         } else {
-            return Err(format!("trap: {}", describe(result, runtime)));
+            return Err(Failure::program(format_args!(
+                "trap: {}",
+                describe(result, runtime)
+            )));
         };
-        if let Some(path) = &run.phases {
-            write_phases(
-                path,
-                &Phases {
-                    compile_ns: ((t1 - t0) + (t3 - t2)).as_nanos(),
-                    instantiate_ns: ((t2 - t1) + (t4 - t3)).as_nanos(),
-                    execute_ns: (t5 - t4).as_nanos(),
-                },
-            )?;
-        }
-        Ok(status)
-    }
-}
-
-fn main() -> ExitCode {
-    match parse(std::env::args_os().skip(1)) {
-        Err(message) => {
-            eprintln!("{NAME}: {message}\n{}", usage());
-            ExitCode::from(EXIT_USAGE)
-        }
-        Ok(Command::Version) => {
-            println!("wasm3 {}", wasm3_version());
-            ExitCode::SUCCESS
-        }
-        Ok(Command::Run(r)) => match run(&r) {
-            Ok(status) => std::process::exit(status),
-            Err(message) => {
-                eprintln!("{NAME}: {message}");
-                ExitCode::from(EXIT_ENGINE)
-            }
-        },
+        Ok(Outcome {
+            status,
+            phases: Phases {
+                compile: (t1 - t0) + (t3 - t2),
+                instantiate: (t2 - t1) + (t4 - t3),
+                execute: t5 - t4,
+            },
+        })
     }
 }
