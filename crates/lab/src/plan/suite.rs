@@ -21,6 +21,10 @@ const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../../suites/libsodium.toml"),
     ),
     (
+        "libsodium-compilers",
+        include_str!("../../../../suites/libsodium-compilers.toml"),
+    ),
+    (
         "libsodium-quick",
         include_str!("../../../../suites/libsodium-quick.toml"),
     ),
