@@ -24,7 +24,9 @@ use crate::PooledExecutor;
 use crate::guest::{LinkedGuest, Ready};
 use crate::imports::HostCtx;
 use crate::limits::{GuestLimits, guest_failure};
-use crate::reset::{ResetNames, Snapshot, instrument};
+#[cfg(feature = "compiler")]
+use crate::reset::instrument;
+use crate::reset::{ResetNames, Snapshot};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reuse {
@@ -58,6 +60,7 @@ struct Kept {
 impl KeptExecutor {
     /// Compiles `wasm` (a core module implementing the handler ABI; text or binary) with the
     /// pooled executor's settings. A recycled guest is first rewritten to export its state.
+    #[cfg(feature = "compiler")]
     pub fn new(
         wasm: &[u8],
         reuse: Reuse,
@@ -77,6 +80,7 @@ impl KeptExecutor {
 
     /// Compiles `wasm` ahead of time for `reuse` (rewritten first for a recycled guest): the
     /// bytes of a `.cwasm` file for [`KeptExecutor::from_precompiled_file`].
+    #[cfg(feature = "compiler")]
     pub fn precompile(wasm: &[u8], reuse: Reuse, limits: GuestLimits) -> anyhow::Result<Vec<u8>> {
         let wasm = match reuse {
             Reuse::Recycled => instrument(wasm)?.wasm,

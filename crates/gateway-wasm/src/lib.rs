@@ -15,6 +15,7 @@ mod guest;
 mod imports;
 mod kept;
 mod limits;
+#[cfg(feature = "compiler")]
 mod naive;
 mod pooled;
 pub mod reset;
@@ -22,5 +23,6 @@ pub mod reset;
 pub use imports::HostCtx;
 pub use kept::{KeptExecutor, Reuse};
 pub use limits::GuestLimits;
+#[cfg(feature = "compiler")]
 pub use naive::NaiveExecutor;
 pub use pooled::PooledExecutor;

@@ -5,7 +5,7 @@ use clap::{Parser, ValueEnum};
 use std::time::Duration;
 use wasmlab_gateway::cli::ServerArgs;
 
-use wasmlab_gateway_wasm::{GuestLimits, KeptExecutor, NaiveExecutor, PooledExecutor, Reuse};
+use wasmlab_gateway_wasm::{GuestLimits, KeptExecutor, PooledExecutor, Reuse};
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum ExecutorKind {
@@ -78,10 +78,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     let wasm = match &args.wasm {
         Some(path) => std::fs::read(path)
             .map_err(|e| anyhow::anyhow!("cannot read --wasm {}: {e}", path.display()))?,
-        None => match args.executor {
-            ExecutorKind::Naive => wasmlab_guest_artifacts::COMMAND.to_vec(),
-            _ => wasmlab_guest_artifacts::CORE.to_vec(),
-        },
+        None => built_in_guest(args.executor)?,
     };
     let guest = args
         .wasm
@@ -98,18 +95,12 @@ fn run(args: Args) -> anyhow::Result<()> {
                 "the naive executor compiles from Wasm at every start, as the gateway study did: give it a .wasm, and nothing to precompile"
             );
             eprintln!("guest={guest} limits: {limits}");
-            return args.server.run(|caps| async move {
-                NaiveExecutor::new(&wasm, caps, limits)
-                    .map_err(|e| e.context(format!("guest {guest} refused")))
-            });
+            return run_naive(args.server, wasm, guest, limits);
         }
     };
     if let Some(out) = &args.precompile {
         anyhow::ensure!(!precompiled, "{guest} is precompiled already");
-        let bytes = match reuse {
-            None => PooledExecutor::precompile(&wasm, limits)?,
-            Some(r) => KeptExecutor::precompile(&wasm, r, limits)?,
-        };
+        let bytes = precompile(&wasm, reuse, limits)?;
         std::fs::write(out, &bytes).map_err(|e| anyhow::anyhow!("write {}: {e}", out.display()))?;
         eprintln!(
             "precompiled {guest} to {} ({} bytes)",
@@ -128,22 +119,14 @@ fn run(args: Args) -> anyhow::Result<()> {
     // Wasm itself.
     let (source, _compiled) = match (&args.wasm, precompiled) {
         (Some(path), true) => (Source::Precompiled(path.clone()), None),
-        _ if args.compile_in_process => (Source::Wasm(wasm), None),
-        _ => {
-            let dir = compile_in_child(args.executor, args.wasm.as_deref(), &wasm, &limits)
-                .map_err(refused)?;
-            drop(wasm);
-            (
-                Source::Precompiled(dir.path().join("guest.cwasm")),
-                Some(dir),
-            )
-        }
+        _ => compile(&args, wasm, &limits).map_err(refused)?,
     };
     // SAFETY (both arms): a precompiled file is this gateway's own, or one the operator passed as
     // such (see --precompile's help); Wasmtime checks its version and settings.
     match reuse {
         None => args.server.run(|caps| async move {
             match source {
+                #[cfg(feature = "compiler")]
                 Source::Wasm(w) => PooledExecutor::new(&w, caps, limits),
                 Source::Precompiled(p) => unsafe {
                     PooledExecutor::from_precompiled_file(&p, caps, limits)
@@ -153,6 +136,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         }),
         Some(r) => args.server.run(|caps| async move {
             match source {
+                #[cfg(feature = "compiler")]
                 Source::Wasm(w) => KeptExecutor::new(&w, r, caps, limits),
                 Source::Precompiled(p) => unsafe {
                     KeptExecutor::from_precompiled_file(&p, r, caps, limits)
@@ -165,14 +149,87 @@ fn run(args: Args) -> anyhow::Result<()> {
 
 /// Where an executor's module comes from.
 enum Source {
+    #[cfg(feature = "compiler")]
     Wasm(Vec<u8>),
     Precompiled(std::path::PathBuf),
+}
+
+/// What a gateway built without the compiler says when asked to compile.
+#[cfg(not(feature = "compiler"))]
+const NO_COMPILER: &str = "this gateway was built without its compiler (cargo's --no-default-features): it only maps modules a full build precompiled (`wasmlab-gateway-wasm --precompile FILE.cwasm`, then `--wasm FILE.cwasm`)";
+
+#[cfg(feature = "compiler")]
+fn built_in_guest(kind: ExecutorKind) -> anyhow::Result<Vec<u8>> {
+    Ok(match kind {
+        ExecutorKind::Naive => wasmlab_guest_artifacts::COMMAND.to_vec(),
+        _ => wasmlab_guest_artifacts::CORE.to_vec(),
+    })
+}
+
+#[cfg(not(feature = "compiler"))]
+fn built_in_guest(_: ExecutorKind) -> anyhow::Result<Vec<u8>> {
+    anyhow::bail!("{NO_COMPILER}; it has no built-in guest")
+}
+
+#[cfg(feature = "compiler")]
+fn run_naive(
+    server: ServerArgs,
+    wasm: Vec<u8>,
+    guest: String,
+    limits: GuestLimits,
+) -> anyhow::Result<()> {
+    server.run(|caps| async move {
+        wasmlab_gateway_wasm::NaiveExecutor::new(&wasm, caps, limits)
+            .map_err(|e| e.context(format!("guest {guest} refused")))
+    })
+}
+
+#[cfg(not(feature = "compiler"))]
+fn run_naive(_: ServerArgs, _: Vec<u8>, _: String, _: GuestLimits) -> anyhow::Result<()> {
+    anyhow::bail!("{NO_COMPILER}; the naive executor compiles at every start")
+}
+
+#[cfg(feature = "compiler")]
+fn precompile(wasm: &[u8], reuse: Option<Reuse>, limits: GuestLimits) -> anyhow::Result<Vec<u8>> {
+    match reuse {
+        None => PooledExecutor::precompile(wasm, limits),
+        Some(r) => KeptExecutor::precompile(wasm, r, limits),
+    }
+}
+
+#[cfg(not(feature = "compiler"))]
+fn precompile(_: &[u8], _: Option<Reuse>, _: GuestLimits) -> anyhow::Result<Vec<u8>> {
+    anyhow::bail!("{NO_COMPILER}")
+}
+
+/// A guest given as Wasm: compiled in a child process (see [`compile_in_child`]), or with
+/// --compile-in-process left for the executor to compile.
+#[cfg(feature = "compiler")]
+fn compile(
+    args: &Args,
+    wasm: Vec<u8>,
+    limits: &GuestLimits,
+) -> anyhow::Result<(Source, Option<tempfile::TempDir>)> {
+    if args.compile_in_process {
+        return Ok((Source::Wasm(wasm), None));
+    }
+    let dir = compile_in_child(args.executor, args.wasm.as_deref(), &wasm, limits)?;
+    Ok((
+        Source::Precompiled(dir.path().join("guest.cwasm")),
+        Some(dir),
+    ))
+}
+
+#[cfg(not(feature = "compiler"))]
+fn compile(_: &Args, _: Vec<u8>, _: &GuestLimits) -> anyhow::Result<(Source, Option<()>)> {
+    anyhow::bail!("{NO_COMPILER}")
 }
 
 /// Compiles the guest in a child process (this program with `--precompile`) into a temporary
 /// directory, as `guest.cwasm`. The server then only maps the compiled module: Cranelift's code
 /// and the compiler's memory never enter its resident set (about 7 MiB of idle RSS), and a module
 /// that makes the compiler fail or blow up takes down the child, not the server.
+#[cfg(feature = "compiler")]
 fn compile_in_child(
     kind: ExecutorKind,
     path: Option<&std::path::Path>,

@@ -21,6 +21,7 @@ pub struct PooledExecutor {
 
 impl PooledExecutor {
     /// Compiles `wasm` (a core module implementing the handler ABI) and links it once.
+    #[cfg(feature = "compiler")]
     pub fn new(wasm: &[u8], caps: Arc<Capabilities>, limits: GuestLimits) -> anyhow::Result<Self> {
         let engine = Engine::new(&Self::config(limits))?;
         let module = Module::new(&engine, wasm)?;
@@ -46,6 +47,7 @@ impl PooledExecutor {
 
     /// Compiles `wasm` ahead of time with the settings the pooled executor runs it with: the bytes
     /// of a `.cwasm` file for [`PooledExecutor::from_precompiled_file`].
+    #[cfg(feature = "compiler")]
     pub fn precompile(wasm: &[u8], limits: GuestLimits) -> anyhow::Result<Vec<u8>> {
         let engine = Engine::new(&Self::config(limits))?;
         Ok(engine.precompile_module(wasm)?)
@@ -78,6 +80,11 @@ impl PooledExecutor {
         config
             .allocation_strategy(InstanceAllocationStrategy::Pooling(pool))
             .epoch_interruption(true);
+        // Core modules only. wasmtime-wasi (the naive executor, built with the compiler) turns
+        // Wasmtime's component-model feature on, and a module compiled with it on would not load
+        // in the gateway built without the compiler, where it is off.
+        #[cfg(feature = "compiler")]
+        config.wasm_component_model(false);
         config
     }
 

@@ -9,7 +9,9 @@
 //! is refused, since a dropped segment cannot be restored.
 
 use anyhow::Context as _;
+#[cfg(feature = "compiler")]
 use wasm_encoder::{ExportKind, ExportSection, RawSection};
+#[cfg(feature = "compiler")]
 use wasmparser::{ExternalKind, Operator, Parser, Payload, TypeRef};
 use wasmtime::{AsContextMut, Global, Instance, Memory, Ref, Table, Val};
 
@@ -21,6 +23,7 @@ const TABLE_PREFIX: &str = "__wasmlab_reset_table_";
 const REWRITTEN_MARK: &str = "__wasmlab_reset_rewritten";
 
 /// A module rewritten so that a reset can reach all its state.
+#[cfg(feature = "compiler")]
 pub struct Instrumented {
     pub wasm: Vec<u8>,
     pub names: ResetNames,
@@ -60,6 +63,7 @@ impl ResetNames {
 }
 
 /// Rewrites `wasm` (binary or text) to export every mutable global and every table it defines.
+#[cfg(feature = "compiler")]
 pub fn instrument(wasm: &[u8]) -> anyhow::Result<Instrumented> {
     let wasm = wat::parse_bytes(wasm).context("not a Wasm module")?;
     let mut imported_globals = 0u32;
@@ -177,6 +181,7 @@ pub fn instrument(wasm: &[u8]) -> anyhow::Result<Instrumented> {
     })
 }
 
+#[cfg(feature = "compiler")]
 fn export_kind(k: ExternalKind) -> ExportKind {
     match k {
         ExternalKind::Func => ExportKind::Func,
@@ -254,7 +259,7 @@ impl Snapshot {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "compiler"))]
 mod tests {
     use super::*;
 
