@@ -16,6 +16,10 @@ pub struct Study {
     pub name: String,
     pub source: String,
     pub metric: String,
+    /// How many times each benchmark build ran its test body in the study: a run with another
+    /// count has its whole-process ratios weighted otherwise between start-up and the body.
+    #[serde(default)]
+    pub iterations: Option<u32>,
     #[serde(default)]
     pub method_differences: Vec<String>,
     pub rows: Vec<StudyRow>,
@@ -251,6 +255,7 @@ mod tests {
     fn the_built_in_study_parses() {
         let s = Study::load("libsodium").unwrap();
         assert_eq!(s.row_for("wasmtime-cranelift").unwrap().ratio, 2.93);
+        assert_eq!(s.iterations, Some(200));
         assert!(s.rows.len() >= 10);
     }
 

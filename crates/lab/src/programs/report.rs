@@ -81,6 +81,12 @@ pub fn terminal(a: &Analysis) -> String {
     )
 }
 
+/// This run's and the study's iterations per benchmark run, when both are known.
+fn iteration_counts(a: &Analysis) -> Option<(u64, u64)> {
+    let here = a.program_set.get("iterations")?.as_u64()?;
+    Some((here, u64::from(a.study.as_ref()?.iterations?)))
+}
+
 fn markdown(a: &Analysis) -> String {
     let mut md = format!(
         "# {}: engines on libsodium's test programs\n\nRun `{}`, {} programs, {} repetitions in a shuffled order, on {} ({}). Times are relative to `{}`: the whole process (exec to exit, the study's measure) and the programs' own timing of their test body (start-up and compilation excluded). Intervals are bootstrap 95% over programs.\n\n",
@@ -92,6 +98,11 @@ fn markdown(a: &Analysis) -> String {
         a.cpus,
         a.baseline
     );
+    if let Some((here, study)) = iteration_counts(a).filter(|(h, s)| h != s) {
+        md += &format!(
+            "**Not the study's iteration count:** this run's benchmark builds ran their test body {here} times, the study's {study}: compare the study's medians with the body-only ratios, which the count does not change.\n\n"
+        );
+    }
     md += "| engine | × native, geomean | median | body only, geomean | compile (median) | study 2023 | state |\n|---|---|---|---|---|---|---|\n";
     for e in &a.engines {
         md += &format!(
@@ -303,4 +314,42 @@ pub fn write_all(
     crate::record::results::write_atomic(&dir.file("summary.md"), markdown(a).as_bytes())?;
     crate::record::results::write_atomic(&dir.file("report.html"), html(a)?.as_bytes())?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::programs::analyze::Study;
+
+    fn analysis(iterations: u32) -> Analysis {
+        Analysis {
+            run_id: "r".into(),
+            suite: "s".into(),
+            description: String::new(),
+            baseline: "native-portable".into(),
+            repetitions: 1,
+            programs: vec!["kdf".into()],
+            program_set: serde_json::json!({ "iterations": iterations }),
+            machine: "m".into(),
+            cpus: "c".into(),
+            engines: Vec::new(),
+            cells: Vec::new(),
+            study: Some(Study::load("libsodium").unwrap()),
+            state: "complete".into(),
+        }
+    }
+
+    #[test]
+    fn another_iteration_count_than_the_studys_is_said_beside_it() {
+        let other = analysis(10);
+        assert!(markdown(&other).contains("Not the study's iteration count"));
+        assert!(
+            html(&other)
+                .unwrap()
+                .contains("Not the study's iteration count")
+        );
+        let same = analysis(200);
+        assert!(!markdown(&same).contains("Not the study's iteration count"));
+        assert!(!html(&same).unwrap().contains("iteration count"));
+    }
 }
