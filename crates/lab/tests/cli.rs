@@ -806,7 +806,8 @@ fn compare_marks_significant_changes() {
     let tmp = tempfile::tempdir().unwrap();
     let a = fixture_copy(tmp.path(), "a");
     let b = fixture_copy(tmp.path(), "b");
-    // B: wasmtime-pooled served half as much in every throughput run; native is unchanged.
+    // B: wasmtime-pooled served half as much in every throughput run, for twice the CPU; native
+    // is unchanged.
     let samples = std::fs::read_to_string(b.join("samples.jsonl")).unwrap();
     let halved: Vec<String> = samples
         .lines()
@@ -815,6 +816,8 @@ fn compare_marks_significant_changes() {
             if s["kind"] == "throughput" && s["variant"] == "wasmtime-pooled" {
                 let rps = s["load"]["rps"].as_f64().unwrap();
                 s["load"]["rps"] = serde_json::json!(rps / 2.0);
+                let cpu = s["resources"]["cpu_secs"].as_f64().unwrap();
+                s["resources"]["cpu_secs"] = serde_json::json!(cpu * 2.0);
             }
             s.to_string()
         })
@@ -843,11 +846,20 @@ fn compare_marks_significant_changes() {
             .all(|l| l.contains("yes: worse") && l.contains("0.500")),
         "{stdout}"
     );
+    // The headline's figure too: responses per CPU-second.
+    let capacity = row("capacity wasmtime-pooled hello");
+    assert_eq!(capacity.len(), 2, "{stdout}");
+    assert!(
+        capacity
+            .iter()
+            .all(|l| l.contains("yes: worse") && l.contains("0.500")),
+        "{stdout}"
+    );
     let native = row("throughput native hello");
     assert_eq!(native.len(), 2, "{stdout}");
     assert!(native.iter().all(|l| l.contains(" no ")), "{stdout}");
     assert!(
-        stdout.contains("0 significantly better in B, 2 significantly worse"),
+        stdout.contains("0 significantly better in B, 4 significantly worse"),
         "{stdout}"
     );
 }

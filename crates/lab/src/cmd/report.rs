@@ -85,12 +85,23 @@ fn figures(samples: &[Sample]) -> Vec<(String, &'static str, bool, f64)> {
     for s in samples {
         let w = s.workload.as_deref().unwrap_or("");
         match (s.kind, &s.load, &s.start) {
-            (Kind::Throughput, Some(l), _) => out.push((
-                format!("throughput {} {w} c={}", s.variant, l.connections),
-                "req/s",
-                false,
-                l.rps,
-            )),
+            (Kind::Throughput, Some(l), _) => {
+                out.push((
+                    format!("throughput {} {w} c={}", s.variant, l.connections),
+                    "req/s",
+                    false,
+                    l.rps,
+                ));
+                // The headline's figure: responses per CPU-second of the variant's processes.
+                if let Some(r) = s.resources.filter(|r| r.cpu_secs > 0.0) {
+                    out.push((
+                        format!("capacity {} {w} c={}", s.variant, l.connections),
+                        "resp/CPU-s",
+                        false,
+                        l.responses as f64 / r.cpu_secs,
+                    ));
+                }
+            }
             (Kind::Warm, Some(l), _) => out.push((
                 format!("warm p50 {} {w}", s.variant),
                 "ms",

@@ -328,8 +328,16 @@ pub fn run(args: &crate::run::RunArgs, text: &str, origin: &str) -> anyhow::Resu
         .expect("valid template")
         .progress_chars("=> "),
     );
+    // A line at each stage too, for a log (the bar shows on a terminal only).
+    let stage = |what: String| pb.suspend(|| eprintln!("wasmlab: {what}"));
     // Warm-up: run, not recorded; a failure shows again in the timed runs.
-    for _ in 0..suite.warmup {
+    for w in 0..suite.warmup {
+        stage(format!(
+            "warm-up {}/{}: {} runs, not recorded",
+            w + 1,
+            suite.warmup,
+            pairs.len()
+        ));
         for (i, program) in &pairs {
             if cancel.load(std::sync::atomic::Ordering::Relaxed) {
                 break;
@@ -342,6 +350,12 @@ pub fn run(args: &crate::run::RunArgs, text: &str, origin: &str) -> anyhow::Resu
     let mut samples = Vec::new();
     'reps: for rep in 0..suite.repetitions {
         let order = crate::analyze::stats::shuffled(&pairs, seed.wrapping_add(u64::from(rep)));
+        stage(format!(
+            "repetition {}/{}: {} runs in a shuffled order",
+            rep + 1,
+            suite.repetitions,
+            pairs.len()
+        ));
         for (i, program) in order {
             if cancel.load(std::sync::atomic::Ordering::Relaxed) {
                 break 'reps;
