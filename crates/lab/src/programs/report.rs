@@ -125,9 +125,14 @@ fn markdown(a: &Analysis) -> String {
     md
 }
 
-/// Bars of each engine's geometric-mean ratio (log scale, from 1 = the baseline), with the
-/// interval, and the study's published median as a grey bar beneath.
-fn chart(a: &Analysis) -> Option<String> {
+/// Bars of each engine's median ratio over programs as `pick` takes it (log scale, from 1 = the
+/// baseline), with its interval, and with `study` the study's published median (the same
+/// statistic) as a grey bar beneath.
+fn chart(
+    a: &Analysis,
+    pick: fn(&EngineSummary) -> Option<Estimate>,
+    study: bool,
+) -> Option<String> {
     let mut p = Plot::new(
         Axis::new(
             &format!("time relative to {} (log scale)", a.baseline),
@@ -140,7 +145,7 @@ fn chart(a: &Analysis) -> Option<String> {
     let mut right = 1.0f64;
     let mut legend = Vec::new();
     for (i, e) in a.engines.iter().enumerate() {
-        let Some(g) = e.geomean else { continue };
+        let Some(g) = pick(e) else { continue };
         let y = -row;
         p.bars.push(Bar {
             colour: Some(i),
@@ -162,7 +167,7 @@ fn chart(a: &Analysis) -> Option<String> {
         }
         p.labels.push((end * 1.08, y, format!("{:.2}×", g.value)));
         let mut rows = 1.0;
-        if let Some((_, r)) = &e.study {
+        if let Some((_, r)) = e.study.as_ref().filter(|_| study) {
             let ys = y - 0.75;
             p.bars.push(Bar {
                 colour: None,
@@ -187,11 +192,13 @@ fn chart(a: &Analysis) -> Option<String> {
     if p.bars.is_empty() {
         return None;
     }
-    legend.push(LegendEntry {
-        colour: None,
-        label: "study 2023, median".into(),
-        stroke: Stroke::Box,
-    });
+    if study {
+        legend.push(LegendEntry {
+            colour: None,
+            label: "study 2023, median".into(),
+            stroke: Stroke::Box,
+        });
+    }
     p.extent.push((right * 2.0, 0.0));
     p.extent.push((0.9, 0.0));
     p.y = Axis::new("", Scale::Linear).ticks(ticks);
@@ -264,7 +271,8 @@ pub fn html(a: &Analysis) -> anyhow::Result<String> {
     Ok(tmpl.render(minijinja::context! {
         a => a,
         engines => engines,
-        chart => chart(a).map(minijinja::Value::from_safe_string),
+        chart => chart(a, |e| e.median, true).map(minijinja::Value::from_safe_string),
+        body_chart => chart(a, |e| e.body_median, false).map(minijinja::Value::from_safe_string),
         rows => program_rows(a),
     })?)
 }
