@@ -62,12 +62,12 @@ pub struct LoadConfig {
     pub timeout: Duration,
     /// Set to stop early (Ctrl-C); what finished until then is reported.
     pub cancel: Option<Arc<AtomicBool>>,
-    /// Closed loop only: while waiting for responses, each worker polls its sockets without
-    /// sleeping instead of blocking in `epoll_wait`, so its CPU never idles. On a machine where
-    /// waking an idle CPU is expensive (a VM), a server answering a sleeping generator pays that
-    /// wake-up on every batch of replies, a cost no remote client would put on it; spinning
-    /// takes it away. Only for a generator with CPUs of its own: spinning threads take their
-    /// CPUs whole.
+    /// While waiting (for responses, and in the open loop for send times too), each worker polls
+    /// its sockets and timers without sleeping instead of blocking in `epoll_wait`, so its CPU
+    /// never idles. On a machine where waking an idle CPU is expensive (a VM), a server answering
+    /// a sleeping generator pays that wake-up on every batch of replies, a cost no remote client
+    /// would put on it; spinning takes it away. Only for a generator with CPUs of its own:
+    /// spinning threads take their CPUs whole.
     pub spin: bool,
 }
 
@@ -420,10 +420,6 @@ pub fn run(config: LoadConfig) -> anyhow::Result<LoadReport> {
             "the rate must be a positive number of requests per second"
         );
         anyhow::ensure!(
-            !config.spin,
-            "spinning is for the closed loop: an open loop waits for its send times, and keeps them by its own timer"
-        );
-        anyhow::ensure!(
             config.duration.is_some() && config.requests.is_none(),
             "an open-loop run (--rate) needs a duration and no request count"
         );
@@ -590,7 +586,7 @@ fn worker(shared: Arc<Shared>, conns: usize, pacer: Option<Pacer>) -> anyhow::Re
             }
             None => None,
         };
-        if shared.config.spin && schedule.is_none() {
+        if shared.config.spin {
             // Not awaited: it ends with the worker, when every connection is done.
             tokio::task::spawn_local(spin(stats.clone()));
         }

@@ -84,10 +84,19 @@ fn a_spinning_generator_counts_the_same_and_tells_waiting_from_work() {
 }
 
 #[test]
-fn spinning_is_refused_for_an_open_loop() {
-    let mut c = LoadConfig::new("http://127.0.0.1:1/").unwrap();
-    c.rate = Some(100.0);
+fn a_spinning_open_loop_sends_on_schedule_and_counts_what_the_server_served() {
+    let (addr, served) = counting_server(0);
+    let mut c = LoadConfig::new(&format!("http://{addr}/")).unwrap();
+    c.connections = 4;
+    c.duration = Some(Duration::from_millis(600));
+    c.rate = Some(500.0);
     c.spin = true;
-    let e = run(c).unwrap_err().to_string();
-    assert!(e.contains("spinning is for the closed loop"), "{e}");
+    let r = run(c).unwrap();
+    let o = r.open_loop.expect("an open loop");
+    assert!(r.generator_spin);
+    assert_eq!(r.responses, served.load(Ordering::SeqCst));
+    assert_eq!(o.sent + o.dropped, o.intended, "{o:?}");
+    // 500 req/s for 0.6 s: 300 sends due.
+    assert!((299..=301).contains(&o.intended), "{o:?}");
+    assert_eq!(r.responses, o.sent, "{o:?}");
 }

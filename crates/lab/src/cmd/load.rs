@@ -28,10 +28,10 @@ pub struct LoadArgs {
     /// could not be made in time are reported as late or dropped.
     #[arg(short = 'R', long)]
     pub rate: Option<f64>,
-    /// Closed loop: spin while waiting for responses instead of sleeping, so the generator's
-    /// CPU never idles and a server never pays to wake it. Takes each worker thread's CPU whole:
-    /// only for a generator pinned to CPUs of its own (e.g. `taskset -c 0 wasmlab load -t1
-    /// --spin` with the server on other CPUs).
+    /// Spin while waiting (for responses, and with --rate for send times) instead of sleeping,
+    /// so the generator's CPU never idles and a server never pays to wake it. Takes each worker
+    /// thread's CPU whole: only for a generator pinned to CPUs of its own (e.g. `taskset -c 0
+    /// wasmlab load -t1 --spin` with the server on other CPUs).
     #[arg(long)]
     pub spin: bool,
     /// Per-request timeout.

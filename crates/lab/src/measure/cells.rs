@@ -158,9 +158,10 @@ fn measure_cell(
     config.threads = suite.load_threads.min(cell.connections);
     config.timeout = Duration::from_secs_f64(suite.timeout_secs);
     config.cancel = Some(lab.cancel.clone());
-    // A closed loop's generator on CPUs of its own spins rather than sleeps while it waits, so
-    // no server pays to wake it (docs/method.md, "The load generator").
-    config.spin = cell.rate.is_none() && lab.info.cpus.generator_alone(config.threads);
+    // A generator on CPUs of its own spins rather than sleeps while it waits, so no server pays
+    // to wake it (docs/method.md, Throughput): in the open loop too, whose rates are fractions
+    // of a maximum measured that way.
+    config.spin = lab.info.cpus.generator_alone(config.threads);
     if cell.warmup > 0.0 {
         config.duration = Some(Duration::from_secs_f64(cell.warmup));
         wasmlab_load::run(config.clone())?;
