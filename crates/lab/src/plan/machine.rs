@@ -14,6 +14,12 @@ pub struct Machine {
     /// (`force-soft`) natively and in Wasm, so `/compute` never uses them.
     pub cpu_sha_extensions: bool,
     pub compute_sha256: String,
+    /// What native code was compiled for: the instruction-set extensions rustc could use in this
+    /// build (the gateways are built with wasmlab, with the same flags). `.cargo/config.toml` asks
+    /// for this CPU's, as Cranelift compiles the guests for it; a `RUSTFLAGS` of the user's may
+    /// not. Empty in runs recorded before it was.
+    #[serde(default)]
+    pub native_code: String,
     pub tools: Tools,
 }
 
@@ -51,6 +57,7 @@ pub fn describe(workspace: Option<&std::path::Path>) -> Machine {
             .unwrap_or_else(|_| "unknown".into()),
         cpu_sha_extensions: flags.split_whitespace().any(|f| f == "sha_ni"),
         compute_sha256: "portable (sha2 force-soft) in native and Wasm builds".into(),
+        native_code: native_code(),
         tools: Tools {
             wasmlab: env!("CARGO_PKG_VERSION").into(),
             rustc: command_line("rustc", &["--version"]),
@@ -58,6 +65,33 @@ pub fn describe(workspace: Option<&std::path::Path>) -> Machine {
             hyper: locked("hyper"),
             tokio: locked("tokio"),
         },
+    }
+}
+
+/// The extensions this binary was compiled to use, of those that matter to the handlers' code:
+/// they tell a build for this CPU (`target-cpu=native`) from rustc's portable baseline.
+fn native_code() -> String {
+    let enabled: Vec<&str> = [
+        ("sse4.2", cfg!(target_feature = "sse4.2")),
+        ("popcnt", cfg!(target_feature = "popcnt")),
+        ("avx", cfg!(target_feature = "avx")),
+        ("avx2", cfg!(target_feature = "avx2")),
+        ("fma", cfg!(target_feature = "fma")),
+        ("bmi1", cfg!(target_feature = "bmi1")),
+        ("bmi2", cfg!(target_feature = "bmi2")),
+        ("lzcnt", cfg!(target_feature = "lzcnt")),
+        ("avx512f", cfg!(target_feature = "avx512f")),
+        ("neon", cfg!(target_feature = "neon")),
+        ("sha2", cfg!(target_feature = "sha2")),
+    ]
+    .into_iter()
+    .filter_map(|(name, on)| on.then_some(name))
+    .collect();
+    let arch = std::env::consts::ARCH;
+    if enabled.is_empty() {
+        format!("{arch}, the portable baseline (no extensions beyond it)")
+    } else {
+        format!("{arch} with {}", enabled.join(", "))
     }
 }
 

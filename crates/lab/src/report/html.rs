@@ -1344,6 +1344,7 @@ struct Environment {
     cpus: String,
     sha_extensions: bool,
     compute_sha256: String,
+    native_code: String,
     /// (tool, version: None when unknown).
     tools: Vec<(&'static str, Option<String>)>,
     suite: SuiteParameters,
@@ -1410,6 +1411,7 @@ fn environment(a: &Analysis) -> Environment {
         cpus: a.info.cpus.describe(),
         sha_extensions: m.cpu_sha_extensions,
         compute_sha256: m.compute_sha256.clone(),
+        native_code: m.native_code.clone(),
         tools: vec![
             ("wasmlab", Some(m.tools.wasmlab.clone())),
             ("rustc", m.tools.rustc.clone()),

@@ -388,6 +388,9 @@ pub fn render(a: &Analysis) -> String {
         if m.cpu_sha_extensions { "yes" } else { "no" },
         m.compute_sha256
     );
+    if !m.native_code.is_empty() {
+        w!(md, "- Native code compiled for: {}", m.native_code);
+    }
     let opt = |o: &Option<String>| o.clone().unwrap_or_else(|| "unknown".into());
     w!(
         md,

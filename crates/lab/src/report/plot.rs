@@ -497,7 +497,15 @@ fn draw(p: &Plot, d: &Prepared, buf: &mut String) -> DrawResult {
     draw_data(&mut chart, p, d)?;
 
     if !p.legend.is_empty() {
-        draw_legend(&legend_area, &p.legend)?;
+        // A series drawn with dots shows a dot in its legend entry too: with one point (one
+        // concurrency level) the dot is all the plot shows.
+        let dotted: Vec<Option<usize>> = p
+            .lines
+            .iter()
+            .filter(|l| l.markers)
+            .map(|l| l.colour)
+            .collect();
+        draw_legend(&legend_area, &p.legend, &dotted)?;
     }
     root.present()?;
     Ok(())
@@ -580,6 +588,7 @@ fn draw_data(
 fn draw_legend(
     area: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
     entries: &[LegendEntry],
+    dotted: &[Option<usize>],
 ) -> DrawResult {
     let text = TextStyle::from((FONT, 13).into_font())
         .color(&BLACK)
@@ -598,6 +607,9 @@ fn draw_legend(
                 c.stroke_width(2),
             ))?,
             Stroke::Box => area.draw(&Rectangle::new([(10, y - 6), (28, y + 6)], c.filled()))?,
+        }
+        if e.stroke != Stroke::Box && dotted.contains(&e.colour) {
+            area.draw(&Circle::new((19, y), 3, c.filled()))?;
         }
         // Long names are cut so they stay inside the plot.
         let label: String = if e.label.chars().count() > 22 {
@@ -658,6 +670,30 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn report_plot_legend_shows_a_dot_for_a_dotted_series_only() {
+        let mut p = Plot::new(
+            Axis::new("x", Scale::Linear),
+            Axis::new("y", Scale::LinearFromZero),
+        );
+        p.lines.push(line(vec![(50.0, 10.0)]));
+        p.lines.push(Line {
+            colour: Some(1),
+            markers: false,
+            ..line(vec![(50.0, 5.0), (100.0, 6.0)])
+        });
+        for colour in [Some(0), Some(1)] {
+            p.legend.push(LegendEntry {
+                colour,
+                label: format!("{colour:?}"),
+                stroke: Stroke::Solid,
+            });
+        }
+        let svg = p.svg().unwrap().unwrap();
+        // One dot for the single point, one in the first legend entry, none for the second.
+        assert_eq!(svg.matches("<circle").count(), 2, "{svg}");
     }
 
     #[test]

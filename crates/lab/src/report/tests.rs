@@ -65,6 +65,7 @@ fn info(state: &str) -> RunInfo {
             kernel: "6.1.0".into(),
             cpu_sha_extensions: false,
             compute_sha256: "portable".into(),
+            native_code: "x86_64 with avx2 <bmi2>".into(),
             tools: Tools {
                 wasmlab: "0.1.0".into(),
                 rustc: Some("rustc 1.95.0".into()),
