@@ -16,7 +16,8 @@ const USAGE =
   'usage: run.mjs --version\n' +
   '       run.mjs [--config default] --phases FILE MODULE.wasm [ARG...]\n';
 const EXIT_USAGE = 2; // bad command line, unknown --config
-const EXIT_ENGINE = 70; // trap, engine or runner error
+const EXIT_PROGRAM = 70; // the program failed while running: a trap, an error thrown from its WASI calls
+const EXIT_RUNNER = 71; // the runner failed: reading, compiling, instantiating, writing the phases
 const CONFIGS = ['default'];
 
 const isBun = typeof process.versions.bun === 'string';
@@ -68,6 +69,7 @@ if (!CONFIGS.includes(config)) {
   fail(EXIT_USAGE, `unknown --config ${JSON.stringify(config)} (known: ${CONFIGS.join(', ')})`);
 }
 if (i >= argv.length) usageError('no module given');
+if (phasesFile === null) usageError('--phases FILE is required');
 const modulePath = argv[i];
 const programArgs = [path.basename(modulePath), ...argv.slice(i + 1)];
 
@@ -128,7 +130,7 @@ let bytes;
 try {
   bytes = fs.readFileSync(modulePath); // not timed
 } catch (e) {
-  fail(EXIT_ENGINE, e.message);
+  fail(EXIT_RUNNER, e.message);
 }
 
 let phase = 'compile';
@@ -144,7 +146,7 @@ try {
   const instance = await WebAssembly.instantiate(module, { wasi_snapshot_preview1: wasi.wasiImport });
   const t2 = now();
   if (typeof instance.exports._start !== 'function') {
-    fail(EXIT_ENGINE, 'module has no exported function _start');
+    fail(EXIT_RUNNER, 'module has no exported function _start');
   }
 
   // execute: the call of _start (wasi.start) until it returns or the program exits.
@@ -160,15 +162,16 @@ try {
   }
   const t4 = now();
 
-  if (phasesFile !== null) {
-    phase = 'write phases';
-    fs.writeFileSync(
-      phasesFile,
-      `{"compile_ns": ${t1 - t0}, "instantiate_ns": ${t2 - t1}, "execute_ns": ${t4 - t3}}\n`,
-    );
-  }
-  process.exitCode = code;
+  phase = 'write phases';
+  fs.writeFileSync(
+    phasesFile,
+    `{"compile_ns": ${t1 - t0}, "instantiate_ns": ${t2 - t1}, "execute_ns": ${t4 - t3}}\n`,
+  );
+  // The low 8 bits, as the kernel keeps of a native program's status.
+  process.exitCode = code & 0xff;
 } catch (e) {
-  const what = e instanceof WebAssembly.RuntimeError ? 'trap' : phase;
-  fail(EXIT_ENGINE, `${what}: ${e && e.stack ? e.stack : e}`);
+  const trap = e instanceof WebAssembly.RuntimeError;
+  const what = trap ? 'trap' : phase;
+  const code = trap || phase === 'execute' ? EXIT_PROGRAM : EXIT_RUNNER;
+  fail(code, `${what}: ${e && e.stack ? e.stack : e}`);
 }

@@ -27,8 +27,9 @@ const (
 	wazeroPath = "github.com/tetratelabs/wazero"
 	usage      = "usage: wasmlab-engine-wazero --version\n" +
 		"       wasmlab-engine-wazero [--config compiler|interpreter] --phases FILE MODULE.wasm [ARG...]\n"
-	exitUsage  = 2  // bad command line, unknown --config
-	exitEngine = 70 // trap, engine or runner error
+	exitUsage   = 2  // bad command line, unknown --config
+	exitProgram = 70 // the program failed while running: a trap
+	exitRunner  = 71 // the runner failed: reading, compiling, instantiating, writing the phases
 )
 
 // configs maps --config names to wazero runtime configurations; defaultConfig is used without --config.
@@ -112,12 +113,16 @@ func run(args []string) int {
 		fmt.Fprint(os.Stderr, usage)
 		return fail(exitUsage, "no module given")
 	}
+	if phasesFile == "" {
+		fmt.Fprint(os.Stderr, usage)
+		return fail(exitUsage, "--phases FILE is required")
+	}
 	modulePath := args[i]
 	programArgs := append([]string{filepath.Base(modulePath)}, args[i+1:]...)
 
 	wasm, err := os.ReadFile(modulePath) // not timed
 	if err != nil {
-		return fail(exitEngine, "%v", err)
+		return fail(exitRunner, "%v", err)
 	}
 
 	ctx := context.Background()
@@ -128,7 +133,7 @@ func run(args []string) int {
 	compiled, err := r.CompileModule(ctx, wasm)
 	compileNs := time.Since(t0).Nanoseconds()
 	if err != nil {
-		return fail(exitEngine, "compile: %v", err)
+		return fail(exitRunner, "compile: %v", err)
 	}
 
 	// instantiate: the WASI host module, the module config (WASI context), linking, instantiation.
@@ -153,11 +158,11 @@ func run(args []string) int {
 		if errors.As(err, &exitErr) {
 			return finish(phasesFile, compileNs, instantiateNs, 0, int(exitErr.ExitCode()))
 		}
-		return fail(exitEngine, "instantiate: %v", err)
+		return fail(exitRunner, "instantiate: %v", err)
 	}
 	start := mod.ExportedFunction("_start")
 	if start == nil {
-		return fail(exitEngine, "module has no exported function _start")
+		return fail(exitRunner, "module has no exported function _start")
 	}
 
 	// execute: the call of _start until it returns or the program exits.
@@ -168,21 +173,20 @@ func run(args []string) int {
 	if err != nil {
 		var exitErr *sys.ExitError
 		if !errors.As(err, &exitErr) {
-			return fail(exitEngine, "trap: %v", err)
+			return fail(exitProgram, "trap: %v", err)
 		}
 		code = int(exitErr.ExitCode())
 	}
 	return finish(phasesFile, compileNs, instantiateNs, executeNs, code)
 }
 
-// finish writes the phases file (when asked for) and returns the program's exit code.
+// finish writes the phases file and returns the program's exit code: its low 8 bits, as the
+// kernel keeps of a native program's status.
 func finish(phasesFile string, compileNs, instantiateNs, executeNs int64, code int) int {
-	if phasesFile != "" {
-		data := fmt.Sprintf("{\"compile_ns\": %d, \"instantiate_ns\": %d, \"execute_ns\": %d}\n",
-			compileNs, instantiateNs, executeNs)
-		if err := os.WriteFile(phasesFile, []byte(data), 0o644); err != nil {
-			return fail(exitEngine, "writing phases: %v", err)
-		}
+	data := fmt.Sprintf("{\"compile_ns\": %d, \"instantiate_ns\": %d, \"execute_ns\": %d}\n",
+		compileNs, instantiateNs, executeNs)
+	if err := os.WriteFile(phasesFile, []byte(data), 0o644); err != nil {
+		return fail(exitRunner, "writing phases: %v", err)
 	}
-	return code
+	return code & 0xff
 }
