@@ -33,6 +33,9 @@ pub fn render(a: &Analysis) -> anyhow::Result<String> {
 
 // --- The view model --------------------------------------------------------------------------
 
+/// The swatch of a variant the run did not have: light grey, no palette colour.
+const NOT_IN_RUN_SWATCH: &str = "#dddddd";
+
 /// A table cell. The template escapes `text` and adds the markup the other fields ask for.
 #[derive(Serialize, Default)]
 struct Cell {
@@ -56,11 +59,17 @@ impl Cell {
         }
     }
 
-    /// The variant's name with its colour swatch.
+    /// The variant's name with its colour swatch; a variant this run did not have (a study's,
+    /// in the study tables) gets a neutral one, not a colour of the run's.
     fn variant(a: &Analysis, v: &str) -> Self {
+        let in_run = a.variants.iter().any(|x| x == v);
         Self {
             text: v.to_owned(),
-            swatch: Some(plot::css_colour(colour_of(a, v))),
+            swatch: Some(if in_run {
+                plot::css_colour(colour_of(a, v))
+            } else {
+                NOT_IN_RUN_SWATCH.to_owned()
+            }),
             ..Self::default()
         }
     }
@@ -1457,6 +1466,20 @@ fn environment(a: &Analysis) -> Environment {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn report_a_variant_not_in_the_run_has_no_colour_of_the_run() {
+        let a = crate::analyze::analyse(
+            crate::report::tests::info("complete"),
+            &crate::report::tests::samples(),
+        );
+        let run = super::Cell::variant(&a, &a.variants[0]);
+        let study_only = super::Cell::variant(&a, "a-variant-of-a-study-only");
+        assert_eq!(study_only.swatch.as_deref(), Some(super::NOT_IN_RUN_SWATCH));
+        assert_ne!(run.swatch, study_only.swatch);
+        let palette: Vec<String> = (0..10).map(crate::report::plot::css_colour).collect();
+        assert!(!palette.contains(&super::NOT_IN_RUN_SWATCH.to_owned()));
+    }
+
     #[test]
     fn report_labels() {
         assert_eq!(super::percentile_label(0), "0%");

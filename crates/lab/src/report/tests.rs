@@ -43,7 +43,7 @@ connections = 10
 workloads = ["hello"]
 "#;
 
-fn info(state: &str) -> RunInfo {
+pub(super) fn info(state: &str) -> RunInfo {
     RunInfo {
         schema: crate::record::model::SAMPLES_SCHEMA,
         run_id: "20250101T000000Z-t".into(),
@@ -163,7 +163,7 @@ fn load(conns: usize, rps: f64, base_ms: f64, saturated: bool, rate: Option<f64>
     }
 }
 
-fn samples() -> Vec<Sample> {
+pub(super) fn samples() -> Vec<Sample> {
     let mut out = Vec::new();
     for (vi, v) in ["native", "wasmtime-pooled"].iter().enumerate() {
         let slow = 1.0 + vi as f64 * 0.5;
