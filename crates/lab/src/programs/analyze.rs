@@ -114,6 +114,13 @@ fn geomean(v: &[f64]) -> f64 {
     (v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64).exp()
 }
 
+/// The shortest test body (per iteration, in µs) a body-only ratio counts. Shorter ones timed no
+/// work: libsodium's tests that time nothing (`sodium_version`, `sodium_utils2`: 0 to 0.01 µs),
+/// `sodium_core` (0.035 µs: an init that has already run), and those that skip a feature the build
+/// lacks (`aead_aes256gcm` without AES-NI: 0.01 µs in the portable build and in Wasm, 874 µs in
+/// `native-simd`). The shortest body that does work, `core1`'s, takes 0.08 µs natively.
+pub const MIN_BODY_US: f64 = 0.05;
+
 /// Values of `f` for the successful runs of (engine, program), by repetition.
 fn by_rep(
     samples: &[ProgramSample],
@@ -151,6 +158,18 @@ fn paired_ratio(
     stats::ratio_of_means(&xa, &xb, true)
 }
 
+/// The ratio of the programs' own body times, where both sides timed work (see [`MIN_BODY_US`]).
+fn body_ratio(
+    samples: &[ProgramSample],
+    engine: &str,
+    baseline: &str,
+    program: &str,
+) -> Option<Estimate> {
+    paired_ratio(samples, engine, baseline, program, |s| {
+        s.body_us.filter(|&b| b >= MIN_BODY_US)
+    })
+}
+
 pub fn analyse(info: &ProgramRunInfo, samples: &[ProgramSample], study: Option<Study>) -> Analysis {
     let baseline = info.suite.baseline.clone();
     let mut cells = Vec::new();
@@ -175,7 +194,7 @@ pub fn analyse(info: &ProgramRunInfo, samples: &[ProgramSample], study: Option<S
             };
             let wall: Vec<f64> = ok.iter().map(|s| s.wall_ms).collect();
             let ratio = paired_ratio(samples, &o.engine, &baseline, p, |s| Some(s.wall_ms));
-            let body_ratio = paired_ratio(samples, &o.engine, &baseline, p, |s| s.body_us);
+            let body_ratio = body_ratio(samples, &o.engine, &baseline, p);
             let cell = Cell {
                 engine: o.engine.clone(),
                 program: p.clone(),
@@ -257,6 +276,35 @@ mod tests {
         assert_eq!(s.row_for("wasmtime-cranelift").unwrap().ratio, 2.93);
         assert_eq!(s.iterations, Some(200));
         assert!(s.rows.len() >= 10);
+    }
+
+    #[test]
+    fn a_body_that_timed_no_work_on_either_side_has_no_body_ratio() {
+        let sample = |engine: &str, program: &str, repetition: u32, body_us: f64| ProgramSample {
+            engine: engine.into(),
+            program: program.into(),
+            repetition,
+            wall_ms: 5.0,
+            phases: None,
+            body_us: Some(body_us),
+            error: String::new(),
+        };
+        let mut samples = Vec::new();
+        for rep in 0..3 {
+            // Work on both sides: counted, whatever its length.
+            samples.push(sample("base", "core1", rep, 0.08));
+            samples.push(sample("simd", "core1", rep, 0.16));
+            // The baseline skipped the body (no AES-NI), the other side ran it.
+            samples.push(sample("base", "aes", rep, 0.01));
+            samples.push(sample("simd", "aes", rep, 874.0));
+            // The other side skipped it.
+            samples.push(sample("base", "skipped", rep, 3.0));
+            samples.push(sample("simd", "skipped", rep, 0.005));
+        }
+        let r = body_ratio(&samples, "simd", "base", "core1").unwrap();
+        assert!((r.value - 2.0).abs() < 1e-9, "{r:?}");
+        assert!(body_ratio(&samples, "simd", "base", "aes").is_none());
+        assert!(body_ratio(&samples, "simd", "base", "skipped").is_none());
     }
 
     #[test]

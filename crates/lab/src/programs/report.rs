@@ -274,6 +274,7 @@ pub fn html(a: &Analysis) -> anyhow::Result<String> {
         chart => chart(a, |e| e.median, true).map(minijinja::Value::from_safe_string),
         body_chart => chart(a, |e| e.body_median, false).map(minijinja::Value::from_safe_string),
         rows => program_rows(a),
+        min_body_us => super::analyze::MIN_BODY_US,
     })?)
 }
 
