@@ -589,11 +589,7 @@ fn throughput_cell(variant: &str, workload: &str, conns: usize, ss: &[&Sample]) 
             .filter(|(_, n, _)| *n > 0)
             .map(|(r, n, _)| r.cpu_secs / *n as f64 * 1000.0)
             .collect();
-        let per_core: Vec<f64> = with_res
-            .iter()
-            .filter(|(r, _, _)| r.cpu_secs > 0.0)
-            .map(|(r, n, _)| *n as f64 / r.cpu_secs)
-            .collect();
+        let per_core: Vec<f64> = ss.iter().filter_map(|s| s.capacity()).collect();
         CellResources {
             rss_peak_kib: with_res.iter().map(|r| r.0.rss_peak_kib).max().unwrap_or(0),
             rss_mean_kib: stats::mean(
@@ -611,10 +607,7 @@ fn throughput_cell(variant: &str, workload: &str, conns: usize, ss: &[&Sample]) 
     });
     let capacity_runs: Vec<(u32, f64)> = ss
         .iter()
-        .filter_map(|s| {
-            let (l, r) = (s.load.as_ref()?, s.resources.as_ref()?);
-            (r.cpu_secs > 0.0).then(|| (s.repetition, l.responses as f64 / r.cpu_secs))
-        })
+        .filter_map(|s| Some((s.repetition, s.capacity()?)))
         .collect();
     ThroughputCell {
         variant: variant.to_owned(),

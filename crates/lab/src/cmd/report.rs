@@ -93,12 +93,12 @@ fn figures(samples: &[Sample]) -> Vec<(String, &'static str, bool, f64)> {
                     l.rps,
                 ));
                 // The headline's figure: responses per CPU-second of the variant's processes.
-                if let Some(r) = s.resources.filter(|r| r.cpu_secs > 0.0) {
+                if let Some(capacity) = s.capacity() {
                     out.push((
                         format!("capacity {} {w} c={}", s.variant, l.connections),
                         "resp/CPU-s",
                         false,
-                        l.responses as f64 / r.cpu_secs,
+                        capacity,
                     ));
                 }
             }

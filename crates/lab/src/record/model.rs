@@ -109,6 +109,13 @@ impl Sample {
         }
     }
 
+    /// Responses per CPU-second of the variant's processes (the headline's figure), where the
+    /// cell measured both.
+    pub fn capacity(&self) -> Option<f64> {
+        let (l, r) = (self.load.as_ref()?, self.resources.as_ref()?);
+        (r.cpu_secs > 0.0).then(|| l.responses as f64 / r.cpu_secs)
+    }
+
     /// Attaches a load report and its histograms.
     pub fn with_load(mut self, r: LoadReport) -> Self {
         if let Some(h) = &r.histogram {
