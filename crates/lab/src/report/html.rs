@@ -905,9 +905,7 @@ fn cold_start(a: &Analysis) -> Option<ColdStart> {
                 fmt_ms(r.connected.p50).into(),
                 fmt_ms(r.first_byte.p50).into(),
                 Cell::ratio_of(&r.variant, r.ratio_to_native.as_ref()),
-                r.rss_mib
-                    .map_or_else(|| "–".to_owned(), |m| format!("{:.1}", m.p50))
-                    .into(),
+                super::fmt_rss_after(r).into(),
             ]
         })
         .collect();
@@ -1084,6 +1082,26 @@ impl<'a> BarValue<'a> {
 }
 
 /// Horizontal bars grouped by workload, coloured by variant, with CI whiskers and values.
+/// One bar plot per group (a workload), captioned "GROUP: caption": groups whose values differ
+/// by orders of magnitude (hello, compute) would hide each other on one axis.
+fn figure_per_group(
+    a: &Analysis,
+    groups: &[BarGroup<'_>],
+    caption: &str,
+    x_desc: &str,
+    fmt: fn(f64) -> String,
+) -> Vec<Figure> {
+    groups
+        .iter()
+        .map(|g| {
+            Figure::new(
+                format!("{}: {caption}", g.label),
+                &grouped_bars(a, x_desc, std::slice::from_ref(g), fmt),
+            )
+        })
+        .collect()
+}
+
 fn grouped_bars(
     a: &Analysis,
     x_desc: &str,
@@ -1227,23 +1245,13 @@ fn resources(a: &Analysis) -> Resources {
             "RSS peak of the process tree (MiB), at each variant's best cell".into(),
             &grouped_bars(a, "RSS peak MiB", &rss_groups, |v| super::grouped(v, 1)),
         ),
-        cpu: cpu_groups
-            .iter()
-            .map(|g| {
-                Figure::new(
-                    format!(
-                        "{}: CPU seconds per 1,000 requests, at each variant's best cell (whiskers: 95% CI)",
-                        g.label
-                    ),
-                    &grouped_bars(
-                        a,
-                        "CPU s per 1k requests",
-                        std::slice::from_ref(g),
-                        cpu_per_1k,
-                    ),
-                )
-            })
-            .collect(),
+        cpu: figure_per_group(
+            a,
+            &cpu_groups,
+            "CPU seconds per 1,000 requests, at each variant's best cell (whiskers: 95% CI)",
+            "CPU s per 1k requests",
+            cpu_per_1k,
+        ),
     });
 
     let rows: Vec<Vec<Cell>> = a
@@ -1319,15 +1327,13 @@ fn capacity(a: &Analysis) -> Option<Capacity> {
         return None;
     }
     Some(Capacity {
-        figures: groups
-            .iter()
-            .map(|g| {
-                Figure::new(
-                    format!("{}: req/s one core sustains (whiskers: 95% CI)", g.label),
-                    &grouped_bars(a, "req/s per core", std::slice::from_ref(g), thousands),
-                )
-            })
-            .collect(),
+        figures: figure_per_group(
+            a,
+            &groups,
+            "req/s one core sustains (whiskers: 95% CI)",
+            "req/s per core",
+            thousands,
+        ),
         table: Table::new(
             &[
                 "Variant",

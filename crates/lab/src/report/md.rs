@@ -172,8 +172,7 @@ pub fn render(a: &Analysis) -> String {
                     fmt_ms(r.first_200.p90),
                     fmt_ms(r.first_200.p99),
                     ratio_or_baseline(&r.variant, r.ratio_to_native.as_ref()),
-                    r.rss_mib
-                        .map_or_else(|| "–".to_owned(), |m| format!("{:.1}", m.p50)),
+                    super::fmt_rss_after(r),
                 ]
             })
             .collect();

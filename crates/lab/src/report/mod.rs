@@ -108,6 +108,12 @@ fn mib(kib: f64) -> String {
     }
 }
 
+/// A cold start's "RSS after the first 200" column: the median over launches, MiB.
+fn fmt_rss_after(r: &crate::analyze::ColdStartRow) -> String {
+    r.rss_mib
+        .map_or_else(|| "–".to_owned(), |m| format!("{:.1}", m.p50))
+}
+
 fn fmt_bytes(b: u64) -> String {
     let b = b as f64;
     if b >= 1024.0 * 1024.0 {

@@ -84,8 +84,7 @@ pub fn terminal(a: &Analysis) -> String {
                 r.ratio_to_native
                     .as_ref()
                     .map_or("–".into(), |e| with_ci(e, 2)),
-                r.rss_mib
-                    .map_or_else(|| "–".to_owned(), |m| format!("{:.1}", m.p50)),
+                super::fmt_rss_after(r),
             ]);
         }
         out += &format!("cold start (exec to first complete 200)\n{t}\n");
