@@ -170,8 +170,9 @@ try {
   // The low 8 bits, as the kernel keeps of a native program's status.
   process.exitCode = code & 0xff;
 } catch (e) {
-  const trap = e instanceof WebAssembly.RuntimeError;
-  const what = trap ? 'trap' : phase;
-  const code = trap || phase === 'execute' ? EXIT_PROGRAM : EXIT_RUNNER;
+  // As in every runner: a failure while the program runs is the program's (70), one before (a
+  // trap in a start function included) or after it the runner's (71).
+  const what = e instanceof WebAssembly.RuntimeError ? 'trap' : phase;
+  const code = phase === 'execute' ? EXIT_PROGRAM : EXIT_RUNNER;
   fail(code, `${what}: ${e && e.stack ? e.stack : e}`);
 }

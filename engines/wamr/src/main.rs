@@ -139,35 +139,58 @@ fn compile_aot(compiler: &Path, module: &Path, out: &Path) -> Result<(), String>
     Ok(())
 }
 
-/// The AOT file of the module: from the cache, or compiled now.
-fn aot_file(module: &Path, cache: Option<&Path>, bytes: &[u8]) -> Result<Vec<u8>, String> {
-    let compiler = wamrc()?;
-    let read = |p: &Path| fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display()));
-    match cache {
-        Some(cache) => {
-            let cached = cache.join(format!("{}.aot", cache_key(bytes, &compiler)?));
-            if !cached.is_file() {
-                fs::create_dir_all(cache)
-                    .map_err(|e| format!("cannot create {}: {e}", cache.display()))?;
-                let partial = cached.with_extension(format!("aot.{}", std::process::id()));
-                let compiled = compile_aot(&compiler, module, &partial).and_then(|()| {
-                    fs::rename(&partial, &cached).map_err(|e| {
-                        format!("cannot move the AOT file into {}: {e}", cache.display())
-                    })
-                });
-                if compiled.is_err() {
-                    let _ = fs::remove_file(&partial);
-                }
-                compiled?;
+/// Where the AOT file will come from: the compiler, and with a cache the file it is kept as.
+/// Settled before the clock starts: finding the compiler and hashing the module to look a file up
+/// are not compiling.
+struct AotPlan {
+    compiler: PathBuf,
+    cached: Option<(PathBuf, PathBuf)>,
+}
+
+impl AotPlan {
+    fn new(cache: Option<&Path>, bytes: &[u8]) -> Result<Self, String> {
+        let compiler = wamrc()?;
+        let cached = match cache {
+            Some(cache) => {
+                let file = cache.join(format!("{}.aot", cache_key(bytes, &compiler)?));
+                Some((cache.to_owned(), file))
             }
-            read(&cached)
-        }
-        None => {
-            let out =
-                std::env::temp_dir().join(format!("{}-{}.aot", RUNNER.name, std::process::id()));
-            let compiled = compile_aot(&compiler, module, &out).and_then(|()| read(&out));
-            let _ = fs::remove_file(&out);
-            compiled
+            None => None,
+        };
+        Ok(Self { compiler, cached })
+    }
+
+    /// The AOT file of the module: from the cache, or compiled now.
+    fn aot_file(&self, module: &Path) -> Result<Vec<u8>, String> {
+        let read = |p: &Path| fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display()));
+        match &self.cached {
+            Some((cache, cached)) => {
+                if !cached.is_file() {
+                    fs::create_dir_all(cache)
+                        .map_err(|e| format!("cannot create {}: {e}", cache.display()))?;
+                    let partial = cached.with_extension(format!("aot.{}", std::process::id()));
+                    let compiled = compile_aot(&self.compiler, module, &partial).and_then(|()| {
+                        fs::rename(&partial, cached).map_err(|e| {
+                            format!("cannot move the AOT file into {}: {e}", cache.display())
+                        })
+                    });
+                    if compiled.is_err() {
+                        let _ = fs::remove_file(&partial);
+                    }
+                    compiled?;
+                }
+                read(cached)
+            }
+            None => {
+                let out = std::env::temp_dir().join(format!(
+                    "{}-{}.aot",
+                    RUNNER.name,
+                    std::process::id()
+                ));
+                let compiled = compile_aot(&self.compiler, module, &out).and_then(|()| read(&out));
+                let _ = fs::remove_file(&out);
+                compiled
+            }
         }
     }
 }
@@ -187,6 +210,12 @@ fn run(inv: &Invocation<Mode>) -> Result<Outcome, Failure> {
     let args = inv.c_argv();
     let stdin = fs::File::open("/dev/null").runner_failure("cannot open /dev/null")?;
     let mut error = vec![0u8; 256];
+    let aot = match inv.config {
+        Mode::Interp => None,
+        Mode::Aot => Some(
+            AotPlan::new(inv.option("--cache").map(Path::new), &bytes).map_err(Failure::runner)?,
+        ),
+    };
 
     // SAFETY: WAMR's embedding API, called as documented in wasm_export.h: the runtime is
     // initialised once; the module's buffer (`code`), the WASI strings (`args`, `dot`) and the
@@ -199,10 +228,9 @@ fn run(inv: &Invocation<Mode>) -> Result<Outcome, Failure> {
         // compile: the loader (validation and, for the fast interpreter, its translation), after
         // wasmlab-wamrc for AOT (or the cached AOT file's read).
         let t0 = Instant::now();
-        let mut code = match inv.config {
-            Mode::Interp => bytes,
-            Mode::Aot => aot_file(&inv.module, inv.option("--cache").map(Path::new), &bytes)
-                .map_err(Failure::runner)?,
+        let mut code = match &aot {
+            None => bytes,
+            Some(plan) => plan.aot_file(&inv.module).map_err(Failure::runner)?,
         };
         let size = u32::try_from(code.len())
             .map_err(|_| Failure::runner("the module is larger than 4 GiB"))?;

@@ -304,12 +304,21 @@ fn run(inv: &Invocation<Config>) -> Result<Outcome, Failure> {
         )));
     }
 
+    // The cache's name for this module, before the clock starts: hashing the module to look a
+    // program up is not compiling it.
+    let cache = match inv.option("--cache").map(Path::new) {
+        Some(cache) => Some((
+            cache,
+            cache_key(&bytes, &inv.config, &wasm2c, &cc).map_err(Failure::runner)?,
+        )),
+        None => None,
+    };
+
     // compile: wasm2c and the C compiler, or the cached program of an earlier run.
     let t0 = Instant::now();
     let mut _temp = None;
-    let prog = match inv.option("--cache").map(Path::new) {
-        Some(cache) => {
-            let key = cache_key(&bytes, &inv.config, &wasm2c, &cc).map_err(Failure::runner)?;
+    let prog = match cache {
+        Some((cache, key)) => {
             let cached = cache.join(format!("{key}.prog"));
             if !cached.is_file() {
                 let dir = cache.join(format!("build-{key}-{}", std::process::id()));
