@@ -172,6 +172,57 @@ impl Drop for Unregister<'_> {
     }
 }
 
+/// One worker's share of an open-loop schedule: with T workers at total rate R, worker w's k-th
+/// send is due at `start + (k*T + w) / R`, so the workers' sends interleave evenly.
+pub(crate) struct Pacer {
+    start: Instant,
+    interval_ns: f64,
+    offset_ns: f64,
+    next: std::cell::Cell<u64>,
+}
+
+impl Pacer {
+    pub(crate) fn new(start: Instant, rate: f64, threads: usize, worker: usize) -> Self {
+        Self {
+            start,
+            interval_ns: threads as f64 * 1e9 / rate,
+            offset_ns: worker as f64 * 1e9 / rate,
+            next: std::cell::Cell::new(0),
+        }
+    }
+
+    fn due(&self, k: u64) -> Instant {
+        self.start + Duration::from_nanos((self.offset_ns + k as f64 * self.interval_ns) as u64)
+    }
+
+    /// The time between two of this worker's sends.
+    pub(crate) fn interval(&self) -> Duration {
+        Duration::from_nanos(self.interval_ns as u64)
+    }
+
+    /// Takes the next send time from the schedule.
+    pub(crate) fn take(&self) -> Instant {
+        let k = self.next.get();
+        self.next.set(k + 1);
+        self.due(k)
+    }
+
+    /// How many sends were due strictly before `end`.
+    pub(crate) fn due_before(&self, end: Instant) -> u64 {
+        let span = end.saturating_duration_since(self.start).as_nanos() as f64 - self.offset_ns;
+        if span <= 0.0 {
+            return 0;
+        }
+        let n = (span / self.interval_ns).ceil() as u64;
+        // Float rounding at the boundary: make `due(n - 1) < end <= due(n)` hold exactly.
+        match n {
+            n if n > 0 && self.due(n - 1) >= end => n - 1,
+            n if self.due(n) < end => n + 1,
+            n => n,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -229,5 +280,23 @@ mod tests {
             assert!(waited.is_err());
             assert!(alarm.waiting.borrow().is_empty());
         });
+    }
+
+    #[test]
+    fn pacer_schedule_and_due_count() {
+        let t0 = Instant::now();
+        // 1,000 req/s over 2 workers: worker 1's sends are due at 1 ms, 3 ms, 5 ms, ...
+        let p = Pacer::new(t0, 1000.0, 2, 1);
+        assert_eq!(p.take(), t0 + Duration::from_millis(1));
+        assert_eq!(p.take(), t0 + Duration::from_millis(3));
+        assert_eq!(p.due_before(t0), 0);
+        assert_eq!(p.due_before(t0 + Duration::from_millis(1)), 0);
+        assert_eq!(p.due_before(t0 + Duration::from_micros(1001)), 1);
+        assert_eq!(p.due_before(t0 + Duration::from_secs(1)), 500);
+        let p0 = Pacer::new(t0, 1000.0, 2, 0);
+        assert_eq!(p0.due_before(t0 + Duration::from_secs(1)), 500);
+        // An awkward rate: 3 req/s for 1 s is due at 0, 1/3 and 2/3 s.
+        let p = Pacer::new(t0, 3.0, 1, 0);
+        assert_eq!(p.due_before(t0 + Duration::from_secs(1)), 3);
     }
 }

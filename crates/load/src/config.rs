@@ -1,0 +1,125 @@
+//! What a load run sends, where, and for how long.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use bytes::Bytes;
+use hyper::header::{HeaderName, HeaderValue};
+use hyper::{Method, Uri};
+
+/// What to send, where, and for how long.
+#[derive(Debug, Clone)]
+pub struct LoadConfig {
+    pub url: Uri,
+    pub method: Method,
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+    pub body: Bytes,
+    pub connections: usize,
+    pub threads: usize,
+    /// Stop sending after this long (requests in flight are still awaited).
+    pub duration: Option<Duration>,
+    /// Stop after this many requests in all (closed loop only).
+    pub requests: Option<u64>,
+    /// Open loop: send at this constant arrival rate (requests per second, all threads together)
+    /// instead of as fast as responses come back.
+    pub rate: Option<f64>,
+    /// A request not answered within this counts as a timeout and its connection is replaced.
+    pub timeout: Duration,
+    /// Set to stop early (Ctrl-C); what finished until then is reported.
+    pub cancel: Option<Arc<AtomicBool>>,
+    /// While waiting (for responses, and in the open loop for send times too), each worker polls
+    /// its sockets and timers without sleeping instead of blocking in `epoll_wait`, so its CPU
+    /// never idles. On a machine where waking an idle CPU is expensive (a VM), a server answering
+    /// a sleeping generator pays that wake-up on every batch of replies, a cost no remote client
+    /// would put on it; spinning takes it away. Only for a generator with CPUs of its own:
+    /// spinning threads take their CPUs whole.
+    pub spin: bool,
+}
+
+impl LoadConfig {
+    pub fn new(url: &str) -> anyhow::Result<Self> {
+        let url: Uri = url
+            .parse()
+            .map_err(|e| anyhow::anyhow!("{url:?} is not a URL: {e}"))?;
+        anyhow::ensure!(
+            url.scheme_str() == Some("http"),
+            "only http:// URLs are supported (got {url})"
+        );
+        anyhow::ensure!(url.host().is_some(), "URL {url} has no host");
+        Ok(Self {
+            url,
+            method: Method::GET,
+            headers: Vec::new(),
+            body: Bytes::new(),
+            connections: 50,
+            threads: 1,
+            duration: Some(Duration::from_secs(10)),
+            requests: None,
+            rate: None,
+            timeout: Duration::from_secs(10),
+            cancel: None,
+            spin: false,
+        })
+    }
+
+    pub(crate) fn authority(&self) -> String {
+        let host = self.url.host().unwrap_or("localhost");
+        let port = self.url.port_u16().unwrap_or(80);
+        if host.contains(':') && !host.starts_with('[') {
+            format!("[{host}]:{port}")
+        } else {
+            format!("{host}:{port}")
+        }
+    }
+}
+
+/// Parses durations like `10s`, `500ms`, `2m`, `1.5s` (a bare number is seconds).
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let (num, unit) = match s.find(|c: char| c.is_ascii_alphabetic()) {
+        Some(i) => s.split_at(i),
+        None => (s, "s"),
+    };
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration (e.g. 10s, 500ms, 2m)"))?;
+    let secs = match unit {
+        "ms" => v / 1e3,
+        "s" => v,
+        "m" => v * 60.0,
+        "h" => v * 3600.0,
+        _ => {
+            return Err(format!(
+                "unknown unit {unit:?} in {s:?} (use ms, s, m or h)"
+            ));
+        }
+    };
+    if !(secs.is_finite() && secs >= 0.0) {
+        return Err(format!("{s:?} is not a positive duration"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
+        assert!(parse_duration("x").is_err());
+        assert!(parse_duration("5d").is_err());
+        assert!(parse_duration("-1s").is_err());
+    }
+
+    #[test]
+    fn rejects_bad_urls() {
+        assert!(LoadConfig::new("ftp://x/").is_err());
+        assert!(LoadConfig::new("not a url").is_err());
+        assert!(LoadConfig::new("http://127.0.0.1:1/").is_ok());
+    }
+}

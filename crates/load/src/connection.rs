@@ -1,0 +1,248 @@
+//! One keep-alive connection of a worker: its exchanges (the request written once, the response
+//! framed by the worker's parser), each timed by phase, and the stats they leave.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use hyper::Method;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::pacing::{self, Pacer};
+use crate::report::record;
+use crate::worker::{Shared, WorkerStats};
+use crate::{LATE_AFTER, http1};
+
+enum Failure {
+    Connect(String),
+    ReadWrite(String),
+    Timeout,
+}
+
+/// One keep-alive connection: the socket, the buffer its reads land in, and the response parser.
+struct Connection {
+    stream: TcpStream,
+    buf: Box<[u8]>,
+    parser: http1::ResponseParser,
+}
+
+/// Bytes one read takes at most; a hello response is ~100 bytes, larger bodies take several.
+const READ_BUFFER_BYTES: usize = 16 * 1024;
+
+async fn connect(shared: &Shared) -> Result<Connection, Failure> {
+    let addr = shared.config.authority();
+    let stream = tokio::time::timeout(shared.config.timeout, TcpStream::connect(&addr))
+        .await
+        .map_err(|_| Failure::Connect(format!("connect to {addr} timed out")))?
+        .map_err(|e| Failure::Connect(format!("connect to {addr}: {e}")))?;
+    let _ = stream.set_nodelay(true);
+    Ok(Connection {
+        stream,
+        buf: vec![0; READ_BUFFER_BYTES].into_boxed_slice(),
+        parser: http1::ResponseParser::new(shared.config.method == Method::HEAD),
+    })
+}
+
+/// A completed exchange: the response, and when the request started, its last byte was written,
+/// the response's first byte was read, and its last.
+struct Exchange {
+    response: http1::Response,
+    begin: Instant,
+    written: Instant,
+    first_byte: Instant,
+    end: Instant,
+}
+
+impl Connection {
+    /// Sends the request and reads the whole response. One write of the ready bytes, then reads
+    /// until the parser has framed the reply; a read that does not fill the buffer has drained
+    /// the socket, so tokio waits for the next response without another read syscall.
+    async fn exchange(&mut self, request: &[u8], begin: Instant) -> Result<Exchange, Failure> {
+        let io = |e: std::io::Error| Failure::ReadWrite(e.to_string());
+        self.parser.reset();
+        self.stream.write_all(request).await.map_err(io)?;
+        let written = Instant::now();
+        let mut first_byte = None;
+        loop {
+            let n = self.stream.read(&mut self.buf).await.map_err(io)?;
+            let now = Instant::now();
+            let first_byte = *first_byte.get_or_insert(now);
+            let done = if n == 0 {
+                Some(self.parser.eof().map_err(Failure::ReadWrite)?)
+            } else {
+                match self
+                    .parser
+                    .feed(&self.buf[..n])
+                    .map_err(Failure::ReadWrite)?
+                {
+                    http1::Progress::Complete(r) => Some(r),
+                    http1::Progress::More => None,
+                }
+            };
+            if let Some(response) = done {
+                return Ok(Exchange {
+                    response,
+                    begin,
+                    written,
+                    first_byte,
+                    end: now,
+                });
+            }
+        }
+    }
+}
+
+/// Runs one connection until the run ends: each request sent (in the open loop, at its due
+/// time), its response awaited under the timeout, the outcome counted.
+pub(crate) async fn connection(
+    shared: Arc<Shared>,
+    stats: Rc<RefCell<WorkerStats>>,
+    schedule: Option<(Rc<Pacer>, Rc<pacing::Alarm>)>,
+) {
+    let mut conn: Option<Connection> = None;
+    let request = shared.request.clone();
+    let timeout = shared.config.timeout;
+    // One timer per connection for the whole run, re-armed only when it fires: most exchanges
+    // end long before it, and re-arming it for each one would cost more than the exchange's own
+    // bookkeeping. When it fires before the current exchange's own deadline (it was armed for an
+    // earlier one), it is moved to that deadline.
+    let timer = tokio::time::sleep(timeout);
+    tokio::pin!(timer);
+    // The end of the previous exchange: the time the next one starts in the closed loop, so the
+    // clock is read once per phase boundary.
+    let mut now = Instant::now();
+    loop {
+        let intended = match &schedule {
+            Some((p, alarm)) => {
+                // A send is taken by a connection free before the deadline and then made, even
+                // if the wait for it ends a hair past the deadline: only sends no connection
+                // took in time count as dropped.
+                let due = p.take();
+                if shared.deadline.is_some_and(|d| due >= d) || shared.stopped() {
+                    break;
+                }
+                alarm.wait_until(due).await;
+                if shared.cancelled() {
+                    break;
+                }
+                now = Instant::now();
+                Some(due)
+            }
+            None if shared.may_send(now) => None,
+            None => break,
+        };
+        let started = now;
+        if let Some(due) = intended {
+            let mut st = stats.borrow_mut();
+            let lag = started.saturating_duration_since(due);
+            record(&mut st.send_lag, lag);
+            st.sent += 1;
+            st.late += u64::from(lag > LATE_AFTER);
+        }
+        let outcome = async {
+            let (c, begin) = match conn.as_mut() {
+                Some(c) => (c, started),
+                None => {
+                    let c = connect(&shared).await?;
+                    let connected = Instant::now();
+                    record(&mut stats.borrow_mut().phases.connect, connected - started);
+                    (conn.insert(c), connected)
+                }
+            };
+            let deadline = started + timeout;
+            let exchange = c.exchange(&request, begin);
+            tokio::pin!(exchange);
+            loop {
+                tokio::select! {
+                    biased;
+                    done = &mut exchange => break done,
+                    () = &mut timer => {
+                        if Instant::now() >= deadline {
+                            break Err(Failure::Timeout);
+                        }
+                        timer.as_mut().reset(deadline.into());
+                    }
+                }
+            }
+        }
+        .await;
+        let failed = count(
+            &mut stats.borrow_mut(),
+            outcome,
+            started,
+            intended,
+            timeout,
+            &mut conn,
+            &mut now,
+        );
+        if failed {
+            // A refused connect returns at once; do not spin on it.
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            now = Instant::now();
+        }
+    }
+}
+
+/// Counts an exchange's outcome in the worker's stats; a failed one drops its connection (it
+/// is in an unknown state) and says so. `now` becomes the end of a completed exchange.
+fn count(
+    st: &mut WorkerStats,
+    outcome: Result<Exchange, Failure>,
+    started: Instant,
+    intended: Option<Instant>,
+    timeout: Duration,
+    conn: &mut Option<Connection>,
+    now: &mut Instant,
+) -> bool {
+    match outcome {
+        Ok(x) => {
+            *now = x.end;
+            let status = x.response.status;
+            record(&mut st.latency, x.end - intended.unwrap_or(started));
+            if intended.is_some() {
+                record(&mut st.uncorrected, x.end - started);
+            }
+            st.phases.record_exchange([
+                x.written - x.begin,
+                x.first_byte - x.written,
+                x.end - x.first_byte,
+            ]);
+            st.responses += 1;
+            st.body_bytes += x.response.body_bytes;
+            st.by_status[usize::from(status).min(999)] += 1;
+            if (200..300).contains(&status) {
+                st.ok += 1;
+            } else {
+                st.errors.non_2xx += 1;
+                st.first_error
+                    .get_or_insert_with(|| format!("status {status}"));
+            }
+            if !x.response.keep_alive {
+                *conn = None;
+            }
+            false
+        }
+        Err(f) => {
+            // The connection is in an unknown state: replace it.
+            *conn = None;
+            let msg = match f {
+                Failure::Connect(m) => {
+                    st.errors.connect += 1;
+                    m
+                }
+                Failure::ReadWrite(m) => {
+                    st.errors.read_write += 1;
+                    m
+                }
+                Failure::Timeout => {
+                    st.errors.timeout += 1;
+                    format!("no response within {timeout:?}")
+                }
+            };
+            st.first_error.get_or_insert(msg);
+            true
+        }
+    }
+}
