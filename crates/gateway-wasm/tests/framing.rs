@@ -3,7 +3,7 @@
 //! 1xx statuses never reach the wire, and the next request on the connection is answered
 //! correctly), and a failure's diagnosis goes to the log, not to the client.
 
-use wasmlab_gateway::test_support::{KeepAlive, ServerProcess};
+use wasmlab_test_support::{KeepAlive, ServerProcess};
 
 const BIN: &str = env!("CARGO_BIN_EXE_wasmlab-gateway-wasm");
 

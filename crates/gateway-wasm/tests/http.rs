@@ -1,7 +1,7 @@
 //! The Wasm gateway binary on an ephemeral port, with each executor: every route and malformed
 //! requests, as for the native gateway.
 
-use wasmlab_gateway::test_support::{ServerProcess, check_every_route, echo_of, spawn_upstream};
+use wasmlab_test_support::{ServerProcess, check_every_route, echo_of, spawn_upstream};
 
 const BIN: &str = env!("CARGO_BIN_EXE_wasmlab-gateway-wasm");
 
@@ -111,11 +111,11 @@ fn bring_your_own_guest() {
     // The hostile guest implements the ABI: it is accepted and runs under the same limits.
     let hostile = wasmlab_guest_artifacts::HOSTILE_CORE_PATH;
     let server = ServerProcess::start(BIN, &["--wasm", hostile, "--deadline-ms", "200"]);
-    let r = wasmlab_gateway::test_support::request(server.addr, "GET", "/trap", b"");
+    let r = wasmlab_test_support::request(server.addr, "GET", "/trap", b"");
     assert_eq!(r.status, 500);
-    let r = wasmlab_gateway::test_support::request(server.addr, "GET", "/loop", b"");
+    let r = wasmlab_test_support::request(server.addr, "GET", "/loop", b"");
     assert_eq!(r.status, 504);
-    let r = wasmlab_gateway::test_support::request(server.addr, "GET", "/", b"");
+    let r = wasmlab_test_support::request(server.addr, "GET", "/", b"");
     assert_eq!((r.status, r.text().as_str()), (200, "ok"));
 
     let err = refused(&["--wasm", "/nonexistent/guest.wasm"]);
@@ -157,22 +157,19 @@ fn over_the_pool_and_queue_clients_get_503_and_service_resumes() {
     let addr = server.addr;
     let rss_before = server.rss_kib();
     // The only instance spins until its deadline...
-    let busy = std::thread::spawn(move || {
-        wasmlab_gateway::test_support::request(addr, "GET", "/loop", b"").status
-    });
+    let busy =
+        std::thread::spawn(move || wasmlab_test_support::request(addr, "GET", "/loop", b"").status);
     std::thread::sleep(std::time::Duration::from_millis(100));
     // ...so of 20 clients at once, one may wait in the queue (and time out), the rest are turned away.
     let clients: Vec<_> = (0..20)
         .map(|_| {
-            std::thread::spawn(move || {
-                wasmlab_gateway::test_support::request(addr, "GET", "/", b"").status
-            })
+            std::thread::spawn(move || wasmlab_test_support::request(addr, "GET", "/", b"").status)
         })
         .collect();
     let statuses: Vec<u16> = clients.into_iter().map(|c| c.join().unwrap()).collect();
     assert!(statuses.iter().all(|&s| s == 503), "{statuses:?}");
     assert_eq!(busy.join().unwrap(), 504);
-    let r = wasmlab_gateway::test_support::request(addr, "GET", "/", b"");
+    let r = wasmlab_test_support::request(addr, "GET", "/", b"");
     assert_eq!(r.status, 200);
     eprintln!(
         "pool overflow: RSS {rss_before} KiB before, {} KiB after",
@@ -190,12 +187,11 @@ fn a_spinning_guest_does_not_starve_other_connections() {
         &["--wasm", hostile, "--threads", "1", "--deadline-ms", "1500"],
     );
     let addr = server.addr;
-    let busy = std::thread::spawn(move || {
-        wasmlab_gateway::test_support::request(addr, "GET", "/loop", b"").status
-    });
+    let busy =
+        std::thread::spawn(move || wasmlab_test_support::request(addr, "GET", "/loop", b"").status);
     std::thread::sleep(std::time::Duration::from_millis(100));
     let t = std::time::Instant::now();
-    let r = wasmlab_gateway::test_support::request(addr, "GET", "/", b"");
+    let r = wasmlab_test_support::request(addr, "GET", "/", b"");
     let took = t.elapsed();
     assert_eq!(r.status, 200);
     assert!(

@@ -5,6 +5,7 @@
 
 pub mod admission;
 pub mod cli;
+mod connections;
 pub mod executor;
 pub mod host;
 pub mod idle;
@@ -12,7 +13,6 @@ pub mod log;
 mod memory;
 pub mod process;
 pub mod server;
-pub mod test_support;
 
 pub use executor::{ExecRequest, Executor, Failure, NativeExecutor, Reply};
 pub use host::Capabilities;

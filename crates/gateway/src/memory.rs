@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::server::ConnectionGauge;
+use crate::connections::ConnectionGauge;
 
 /// Connections that must have closed since the last peak before memory is given back: below
 /// this, what could be returned is too little to be worth a pass over the heap.

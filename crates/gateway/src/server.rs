@@ -3,7 +3,7 @@
 use std::cell::Cell;
 use std::convert::Infallible;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -16,8 +16,8 @@ use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use crate::connections::{ConnectionGauge, ConnectionSlot};
 use crate::executor::{ExecRequest, Executor, Failure, Reply};
 use crate::log::{self, Incident, RequestId};
 
@@ -97,65 +97,6 @@ pub async fn serve<E: Executor>(
     .await;
     trimmer.abort();
     res
-}
-
-/// Open connections against the limit, and the most open since memory was last given back.
-pub(crate) struct ConnectionGauge {
-    slots: Arc<Semaphore>,
-    open: AtomicUsize,
-    peak: AtomicUsize,
-}
-
-impl ConnectionGauge {
-    fn new(max: usize) -> Self {
-        Self {
-            slots: Arc::new(Semaphore::new(max.max(1))),
-            open: AtomicUsize::new(0),
-            peak: AtomicUsize::new(0),
-        }
-    }
-
-    /// Connections open now, and the most open at once since the last [`ConnectionGauge::reset_peak`].
-    pub(crate) fn open_and_peak(&self) -> (usize, usize) {
-        (
-            self.open.load(Ordering::Relaxed),
-            self.peak.load(Ordering::Relaxed),
-        )
-    }
-
-    pub(crate) fn reset_peak(&self) {
-        self.peak
-            .store(self.open.load(Ordering::Relaxed), Ordering::Relaxed);
-    }
-}
-
-/// One open connection's place in the gauge; given back when dropped.
-struct ConnectionSlot {
-    gauge: Arc<ConnectionGauge>,
-    _permit: OwnedSemaphorePermit,
-}
-
-impl ConnectionSlot {
-    async fn acquire(gauge: &Arc<ConnectionGauge>) -> Self {
-        let permit = gauge
-            .slots
-            .clone()
-            .acquire_owned()
-            .await
-            .expect("the connection semaphore is never closed");
-        let open = gauge.open.fetch_add(1, Ordering::Relaxed) + 1;
-        gauge.peak.fetch_max(open, Ordering::Relaxed);
-        Self {
-            gauge: gauge.clone(),
-            _permit: permit,
-        }
-    }
-}
-
-impl Drop for ConnectionSlot {
-    fn drop(&mut self) {
-        self.gauge.open.fetch_sub(1, Ordering::Relaxed);
-    }
 }
 
 async fn accept_loop<E: Executor>(

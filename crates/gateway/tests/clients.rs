@@ -6,7 +6,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use wasmlab_gateway::test_support::{KeepAlive, ServerProcess, request, send_raw};
+use wasmlab_test_support::{KeepAlive, ServerProcess, request, send_raw};
 
 const BIN: &str = env!("CARGO_BIN_EXE_wasmlab-gateway-native");
 

@@ -1,8 +1,6 @@
 //! The native gateway binary on an ephemeral port: every route, malformed requests, both modes.
 
-use wasmlab_gateway::test_support::{
-    ServerProcess, check_every_route, echo_of, request, spawn_upstream,
-};
+use wasmlab_test_support::{ServerProcess, check_every_route, echo_of, request, spawn_upstream};
 
 const BIN: &str = env!("CARGO_BIN_EXE_wasmlab-gateway-native");
 
@@ -22,7 +20,7 @@ fn connection_close_gateway_serves_every_route_and_closes() {
     );
     check_every_route(server.addr, &echo_of("GET", "/proxy"));
     // Even a client asking for keep-alive gets Connection: close.
-    let r = wasmlab_gateway::test_support::send_raw(
+    let r = wasmlab_test_support::send_raw(
         server.addr,
         b"GET / HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\n\r\n",
     );

@@ -1,5 +1,6 @@
 //! Helpers for tests that start a gateway binary and talk raw HTTP/1.1 to it (so they can also send
-//! what a well-behaved client would not). Used by this crate's and `wasmlab-gateway-wasm`'s tests.
+//! what a well-behaved client would not). A dev-dependency of `wasmlab-gateway`'s and
+//! `wasmlab-gateway-wasm`'s tests: no production code links it.
 
 use std::io::{BufRead, BufReader, Read, Write};
 
