@@ -2,53 +2,12 @@
 //! repetition) and per engine (geometric mean and median over programs), with bootstrap
 //! intervals, and the study's published medians beside them.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
+use wasmlab_model::run::{ProgramRunInfo, RunState, Status};
+use wasmlab_model::sample::{Phases, ProgramSample};
+use wasmlab_model::study::{FigureKind, Study};
 
-use super::{ProgramRunInfo, ProgramSample};
-use crate::analyze::stats::{self, Estimate};
-
-const LIBSODIUM_STUDY: &str = include_str!("../../../../studies/libsodium-study.toml");
-
-/// A published study of engines on the same programs.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Study {
-    pub name: String,
-    pub source: String,
-    pub metric: String,
-    /// How many times each benchmark build ran its test body in the study: a run with another
-    /// count has its whole-process ratios weighted otherwise between start-up and the body.
-    #[serde(default)]
-    pub iterations: Option<u32>,
-    #[serde(default)]
-    pub method_differences: Vec<String>,
-    pub rows: Vec<StudyRow>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct StudyRow {
-    pub study: String,
-    pub ratio: f64,
-    pub engines: Vec<String>,
-}
-
-impl Study {
-    pub fn load(name: &str) -> anyhow::Result<Self> {
-        let text = match name {
-            "libsodium" | "libsodium-study" => LIBSODIUM_STUDY.to_owned(),
-            path => std::fs::read_to_string(path)
-                .map_err(|e| anyhow::anyhow!("study {path}: {e} (built-in: libsodium)"))?,
-        };
-        toml::from_str(&text).map_err(|e| anyhow::anyhow!("study {name}: {e}"))
-    }
-
-    fn row_for(&self, engine: &str) -> Option<&StudyRow> {
-        self.rows
-            .iter()
-            .find(|r| r.engines.iter().any(|e| e == engine))
-    }
-}
+use crate::stats::{self, Estimate};
 
 /// One engine on one program.
 #[derive(Debug, Clone, Serialize)]
@@ -73,7 +32,7 @@ pub struct Cell {
 pub struct EngineSummary {
     pub engine: String,
     pub about: String,
-    pub status: String,
+    pub status: Status,
     pub reason: String,
     pub version: String,
     pub programs: usize,
@@ -89,8 +48,9 @@ pub struct EngineSummary {
     pub study: Option<(String, f64)>,
 }
 
+/// Everything derived from a program suite's run (written to analysis.json too).
 #[derive(Debug, Clone, Serialize)]
-pub struct Analysis {
+pub struct ProgramAnalysis {
     pub run_id: String,
     pub suite: String,
     pub description: String,
@@ -103,7 +63,9 @@ pub struct Analysis {
     pub engines: Vec<EngineSummary>,
     pub cells: Vec<Cell>,
     pub study: Option<Study>,
-    pub state: String,
+    /// The study's runtimes beside our engines.
+    pub beside_study: Vec<crate::study::ProgramComparison>,
+    pub state: RunState,
 }
 
 fn median(v: &[f64]) -> Option<f64> {
@@ -139,23 +101,17 @@ fn by_rep(
 }
 
 /// The ratio of `f` between engine and baseline over the repetitions both completed.
-fn paired_ratio(
+fn program_ratio(
     samples: &[ProgramSample],
     engine: &str,
     baseline: &str,
     program: &str,
     f: impl Fn(&ProgramSample) -> Option<f64> + Copy,
 ) -> Option<Estimate> {
-    let a = by_rep(samples, engine, program, f);
-    let b = by_rep(samples, baseline, program, f);
-    let (mut xa, mut xb) = (Vec::new(), Vec::new());
-    for (rep, v) in &a {
-        if let Some((_, w)) = b.iter().find(|(r, _)| r == rep) {
-            xa.push(*v);
-            xb.push(*w);
-        }
-    }
-    stats::ratio_of_means(&xa, &xb, true)
+    stats::paired_ratio(
+        &by_rep(samples, engine, program, f),
+        &by_rep(samples, baseline, program, f),
+    )
 }
 
 /// The ratio of the programs' own body times, where both sides timed work (see [`MIN_BODY_US`]).
@@ -165,69 +121,37 @@ fn body_ratio(
     baseline: &str,
     program: &str,
 ) -> Option<Estimate> {
-    paired_ratio(samples, engine, baseline, program, |s| {
+    program_ratio(samples, engine, baseline, program, |s| {
         s.body_us.filter(|&b| b >= MIN_BODY_US)
     })
 }
 
-pub fn analyse(info: &ProgramRunInfo, samples: &[ProgramSample], study: Option<Study>) -> Analysis {
+/// Analyses a program suite's run; `study` is the published study its suite names.
+pub fn analyse(
+    info: &ProgramRunInfo,
+    samples: &[ProgramSample],
+    study: Option<Study>,
+) -> ProgramAnalysis {
     let baseline = info.suite.baseline.clone();
     let mut cells = Vec::new();
     let mut engines = Vec::new();
     for o in &info.engines {
-        let mut ratios = Vec::new();
-        let mut body_ratios = Vec::new();
-        let (mut compiles, mut instantiates) = (Vec::new(), Vec::new());
-        let mut ran = 0;
-        for p in &info.programs {
-            let runs: Vec<&ProgramSample> = samples
-                .iter()
-                .filter(|s| s.engine == o.engine && &s.program == p)
-                .collect();
-            if runs.is_empty() {
-                continue;
-            }
-            let ok: Vec<&&ProgramSample> = runs.iter().filter(|s| s.error.is_empty()).collect();
-            let phase = |f: fn(&super::execute::Phases) -> f64| {
-                let v: Vec<f64> = ok.iter().filter_map(|s| s.phases.map(|x| f(&x))).collect();
-                median(&v)
-            };
-            let wall: Vec<f64> = ok.iter().map(|s| s.wall_ms).collect();
-            let ratio = paired_ratio(samples, &o.engine, &baseline, p, |s| Some(s.wall_ms));
-            let body_ratio = body_ratio(samples, &o.engine, &baseline, p);
-            let cell = Cell {
-                engine: o.engine.clone(),
-                program: p.clone(),
-                n: ok.len(),
-                wall_ms: median(&wall),
-                ratio,
-                body_ratio,
-                compile_ms: phase(|x| x.compile_ms),
-                instantiate_ms: phase(|x| x.instantiate_ms),
-                execute_ms: phase(|x| x.execute_ms),
-                failed_runs: runs.len() - ok.len(),
-            };
-            if !ok.is_empty() {
-                ran += 1;
-            }
-            if let Some(r) = cell.ratio {
-                ratios.push(r.value);
-            }
-            if let Some(r) = cell.body_ratio {
-                body_ratios.push(r.value);
-            }
-            compiles.extend(cell.compile_ms);
-            instantiates.extend(cell.instantiate_ms);
-            cells.push(cell);
-        }
-        let over_programs = |v: &[f64], f: fn(&[f64]) -> f64| {
-            (!v.is_empty()).then(|| stats::bootstrap(v, f)).flatten()
-        };
-        let med = |v: &[f64]| median(v).unwrap_or(f64::NAN);
+        let mine: Vec<Cell> = info
+            .programs
+            .iter()
+            .filter_map(|p| cell(samples, &o.engine, &baseline, p))
+            .collect();
+        let study_value = study.as_ref().and_then(|s| {
+            let median = s.figure(FigureKind::MedianRatio)?;
+            Some((
+                s.system_of(&o.engine)?.study.clone(),
+                s.value(median, &o.engine)?,
+            ))
+        });
         engines.push(EngineSummary {
             engine: o.engine.clone(),
             about: o.about.clone(),
-            status: o.status.clone(),
+            status: o.status,
             reason: o.reason.clone(),
             version: o
                 .tools
@@ -235,34 +159,96 @@ pub fn analyse(info: &ProgramRunInfo, samples: &[ProgramSample], study: Option<S
                 .map(|t| t.version.clone())
                 .collect::<Vec<_>>()
                 .join(", "),
-            programs: ran,
             failed_programs: o.failed_programs.clone(),
-            geomean: over_programs(&ratios, geomean),
-            median: over_programs(&ratios, med),
-            body_geomean: over_programs(&body_ratios, geomean),
-            body_median: over_programs(&body_ratios, med),
-            compile_ms: median(&compiles),
-            instantiate_ms: median(&instantiates),
-            study: study
-                .as_ref()
-                .and_then(|s| s.row_for(&o.engine))
-                .map(|r| (r.study.clone(), r.ratio)),
+            study: study_value,
+            ..summary(&mine)
         });
+        cells.extend(mine);
     }
-    Analysis {
-        run_id: info.run_id.clone(),
+    let mut a = ProgramAnalysis {
+        run_id: info.header.run_id.clone(),
         suite: info.suite.name.clone(),
         description: info.suite.description.clone(),
         baseline,
         repetitions: info.suite.repetitions,
         programs: info.programs.clone(),
         program_set: info.program_set.clone(),
-        machine: format!("{}, {} CPUs", info.machine.cpu_model, info.machine.cores),
+        machine: format!(
+            "{}, {} CPUs",
+            info.header.machine.cpu_model, info.header.machine.cores
+        ),
         cpus: info.cpus.clone(),
         engines,
         cells,
         study,
-        state: info.state.clone(),
+        beside_study: Vec::new(),
+        state: info.header.state,
+    };
+    a.beside_study = crate::study::beside_programs(&a);
+    a
+}
+
+/// One engine on one program, or None when it never ran it.
+fn cell(samples: &[ProgramSample], engine: &str, baseline: &str, program: &str) -> Option<Cell> {
+    let runs: Vec<&ProgramSample> = samples
+        .iter()
+        .filter(|s| s.engine == engine && s.program == program)
+        .collect();
+    if runs.is_empty() {
+        return None;
+    }
+    let ok: Vec<&&ProgramSample> = runs.iter().filter(|s| s.error.is_empty()).collect();
+    let phase = |f: fn(&Phases) -> f64| {
+        let v: Vec<f64> = ok.iter().filter_map(|s| s.phases.map(|x| f(&x))).collect();
+        median(&v)
+    };
+    let wall: Vec<f64> = ok.iter().map(|s| s.wall_ms).collect();
+    Some(Cell {
+        engine: engine.to_owned(),
+        program: program.to_owned(),
+        n: ok.len(),
+        wall_ms: median(&wall),
+        ratio: program_ratio(samples, engine, baseline, program, |s| Some(s.wall_ms)),
+        body_ratio: body_ratio(samples, engine, baseline, program),
+        compile_ms: phase(|x| x.compile_ms),
+        instantiate_ms: phase(|x| x.instantiate_ms),
+        execute_ms: phase(|x| x.execute_ms),
+        failed_runs: runs.len() - ok.len(),
+    })
+}
+
+/// An engine's figures over its programs' cells (the rest of its summary is its outcome's).
+fn summary(cells: &[Cell]) -> EngineSummary {
+    let ratios: Vec<f64> = cells
+        .iter()
+        .filter_map(|c| c.ratio)
+        .map(|r| r.value)
+        .collect();
+    let body: Vec<f64> = cells
+        .iter()
+        .filter_map(|c| c.body_ratio)
+        .map(|r| r.value)
+        .collect();
+    let compiles: Vec<f64> = cells.iter().filter_map(|c| c.compile_ms).collect();
+    let instantiates: Vec<f64> = cells.iter().filter_map(|c| c.instantiate_ms).collect();
+    let over_programs =
+        |v: &[f64], f: fn(&[f64]) -> f64| (!v.is_empty()).then(|| stats::bootstrap(v, f)).flatten();
+    let med = |v: &[f64]| median(v).unwrap_or(f64::NAN);
+    EngineSummary {
+        engine: String::new(),
+        about: String::new(),
+        status: Status::Measured,
+        reason: String::new(),
+        version: String::new(),
+        programs: cells.iter().filter(|c| c.n > 0).count(),
+        failed_programs: Vec::new(),
+        geomean: over_programs(&ratios, geomean),
+        median: over_programs(&ratios, med),
+        body_geomean: over_programs(&body, geomean),
+        body_median: over_programs(&body, med),
+        compile_ms: median(&compiles),
+        instantiate_ms: median(&instantiates),
+        study: None,
     }
 }
 
@@ -271,16 +257,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_built_in_study_parses() {
-        let s = Study::load("libsodium").unwrap();
-        assert_eq!(s.row_for("wasmtime-cranelift").unwrap().ratio, 2.93);
-        assert_eq!(s.iterations, Some(200));
-        assert!(s.rows.len() >= 10);
-    }
-
-    #[test]
     fn a_body_that_timed_no_work_on_either_side_has_no_body_ratio() {
         let sample = |engine: &str, program: &str, repetition: u32, body_us: f64| ProgramSample {
+            schema: wasmlab_model::sample::SAMPLES_SCHEMA,
             engine: engine.into(),
             program: program.into(),
             repetition,

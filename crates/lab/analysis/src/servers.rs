@@ -1,17 +1,17 @@
-//! From raw samples to the figures every output shows (terminal table, CSVs, summary.md,
-//! report.html, compare): one place computes them, so they always agree.
-
-pub mod stats;
-pub mod study;
+//! A server suite's run analysed: each cell's throughput, capacity and latency over its
+//! repetitions with every ratio to native, cold starts, warm and open-loop latency, and the
+//! latency spectra, from the samples of the variants that did not fail.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use hdrhistogram::Histogram;
 use serde::Serialize;
 use wasmlab_load::{ErrorCounts, LatencyMs, histogram_from_buckets, new_histogram};
+use wasmlab_model::run::ServerRunInfo;
+use wasmlab_model::sample::{Kind, Resources, Sample, StartTimes};
+use wasmlab_model::study::Study;
 
-use crate::record::model::{Kind, RunInfo, Sample};
-use stats::Estimate;
+use crate::stats::{self, Estimate, mean_ci, paired_ratio};
 
 /// The variant every ratio is taken against.
 pub const BASELINE: &str = "native";
@@ -162,10 +162,10 @@ pub struct Spectrum {
     pub points: Vec<(f64, f64)>,
 }
 
-/// Everything derived from one results directory.
+/// Everything derived from a server suite's run.
 #[derive(Debug, Clone, Serialize)]
-pub struct Analysis {
-    pub info: RunInfo,
+pub struct ServerAnalysis {
+    pub info: ServerRunInfo,
     /// Variants in the suite's order (the order tables and legends use).
     pub variants: Vec<String>,
     pub workloads: Vec<String>,
@@ -177,9 +177,13 @@ pub struct Analysis {
     pub spectra: Vec<Spectrum>,
     /// The concurrency level closest to 100 (the gateway study's headline level).
     pub reference_connections: Option<usize>,
+    /// The gateway study, whose figures every server run is set beside.
+    pub study: Study,
+    /// Its figures beside this run's.
+    pub beside_study: Vec<crate::study::Comparison>,
 }
 
-impl Analysis {
+impl ServerAnalysis {
     pub fn throughput_cell(
         &self,
         variant: &str,
@@ -238,41 +242,37 @@ fn add_errors(total: &mut ErrorCounts, e: &ErrorCounts) {
     total.non_2xx += e.non_2xx;
 }
 
-/// Paired ratio of per-repetition values `a` over `b` (only repetitions both have).
-fn paired_ratio(a: &[(u32, f64)], b: &[(u32, f64)]) -> Option<Estimate> {
-    let (mut xa, mut xb) = (Vec::new(), Vec::new());
-    for (r, va) in a {
-        if let Some((_, vb)) = b.iter().find(|(rb, _)| rb == r) {
-            xa.push(*va);
-            xb.push(*vb);
-        }
-    }
-    stats::ratio_of_means(&xa, &xb, true)
+/// Analyses a server suite's run: every table and plot shows this, so they always agree.
+pub fn analyse(info: &ServerRunInfo, samples: &[Sample]) -> ServerAnalysis {
+    let samples = info.tabled(samples);
+    let (variants, workloads) = order(info, &samples);
+    let throughput = throughput(&variants, &workloads, &samples);
+    let cold_start = cold_starts(&variants, &samples);
+    let warm = warm(&variants, &workloads, &samples);
+    let open_loop = open_loop(&variants, &workloads, &samples);
+    let levels: BTreeSet<usize> = throughput.iter().map(|c| c.connections).collect();
+    let reference_connections = levels.iter().copied().min_by_key(|c| (c.abs_diff(100), *c));
+    let spectra = spectra(&variants, &workloads, &samples, reference_connections);
+    let mut a = ServerAnalysis {
+        info: info.clone(),
+        variants,
+        workloads,
+        throughput,
+        cold_start,
+        warm,
+        open_loop,
+        spectra,
+        reference_connections,
+        study: Study::load("gateway-study").expect("the built-in gateway study loads (tested)"),
+        beside_study: Vec::new(),
+    };
+    a.beside_study = crate::study::beside_servers(&a, &a.study);
+    a
 }
 
-fn mean_ci(values: &[f64]) -> Estimate {
-    stats::bootstrap(values, |v| stats::mean(v).unwrap_or(0.0)).unwrap_or(Estimate {
-        value: 0.0,
-        lo: 0.0,
-        hi: 0.0,
-        n: 0,
-    })
-}
-
-/// The samples every table and plot shows: those of variants that did not fail. A variant that
-/// failed (refused by verification, unable to start, died while measured) is left out of every
-/// table, CSV and plot, and listed with its reason instead; its raw samples stay in samples.jsonl.
-pub fn tabled<'a>(info: &RunInfo, samples: &'a [Sample]) -> Vec<&'a Sample> {
-    samples
-        .iter()
-        .filter(|s| !info.failed(&s.variant))
-        .collect()
-}
-
-pub fn analyse(info: RunInfo, samples: &[Sample]) -> Analysis {
-    let samples: Vec<Sample> = tabled(&info, samples).into_iter().cloned().collect();
-    let samples = samples.as_slice();
-    // Order: the suite's lists first, then anything else the samples hold.
+/// The variants and workloads in the order tables and legends use: the suite's lists first
+/// (failed variants left out), then anything else the samples hold.
+fn order(info: &ServerRunInfo, samples: &[&Sample]) -> (Vec<String>, Vec<String>) {
     let mut variants: Vec<String> = info.suite.variants.clone();
     for v in &info.suite.cold_start_variants() {
         if !variants.contains(v) {
@@ -291,15 +291,25 @@ pub fn analyse(info: RunInfo, samples: &[Sample]) -> Analysis {
             workloads.push(w.clone());
         }
     }
-    let of_kind = |k: Kind| {
-        samples
-            .iter()
-            .filter(move |s| s.kind == k && s.load.is_some())
-    };
+    (variants, workloads)
+}
 
-    // Throughput cells.
+/// The samples of `kind` that carry a load report.
+fn of_kind<'a>(samples: &'a [&'a Sample], kind: Kind) -> impl Iterator<Item = &'a Sample> {
+    samples
+        .iter()
+        .copied()
+        .filter(move |s| s.kind == kind && s.load.is_some())
+}
+
+/// One cell per (variant, workload, connections), each with its ratios to native's cell.
+fn throughput(
+    variants: &[String],
+    workloads: &[String],
+    samples: &[&Sample],
+) -> Vec<ThroughputCell> {
     let mut groups: BTreeMap<(usize, usize, usize), Vec<&Sample>> = BTreeMap::new();
-    for s in of_kind(Kind::Throughput) {
+    for s in of_kind(samples, Kind::Throughput) {
         let v = variants.iter().position(|x| *x == s.variant).unwrap_or(0);
         let w = workloads
             .iter()
@@ -310,16 +320,16 @@ pub fn analyse(info: RunInfo, samples: &[Sample]) -> Analysis {
             .or_default()
             .push(s);
     }
-    let mut throughput: Vec<ThroughputCell> = groups
+    let mut cells: Vec<ThroughputCell> = groups
         .iter()
         .map(|(&(v, w, c), ss)| throughput_cell(&variants[v], &workloads[w], c, ss))
         .collect();
-    let natives: Vec<ThroughputCell> = throughput
+    let natives: Vec<ThroughputCell> = cells
         .iter()
         .filter(|c| c.variant == BASELINE)
         .cloned()
         .collect();
-    for cell in &mut throughput {
+    for cell in &mut cells {
         if let Some(base) = natives
             .iter()
             .find(|n| n.workload == cell.workload && n.connections == cell.connections)
@@ -328,11 +338,14 @@ pub fn analyse(info: RunInfo, samples: &[Sample]) -> Analysis {
             cell.capacity_ratio = paired_ratio(&cell.capacity_runs, &base.capacity_runs);
         }
     }
+    cells
+}
 
-    // Cold start.
-    let mut cold_start: Vec<ColdStartRow> = Vec::new();
-    for v in &variants {
-        let starts: Vec<_> = samples
+/// Each variant's launches, with its median's ratio to native's.
+fn cold_starts(variants: &[String], samples: &[&Sample]) -> Vec<ColdStartRow> {
+    let mut rows: Vec<ColdStartRow> = Vec::new();
+    for v in variants {
+        let starts: Vec<StartTimes> = samples
             .iter()
             .filter(|s| s.kind == Kind::ColdStart && &s.variant == v)
             .filter_map(|s| s.start)
@@ -340,50 +353,47 @@ pub fn analyse(info: RunInfo, samples: &[Sample]) -> Analysis {
         if starts.is_empty() {
             continue;
         }
-        let col = |f: fn(&crate::record::model::StartTimes) -> f64| -> Vec<f64> {
-            starts.iter().map(f).collect()
-        };
+        let col = |f: fn(&StartTimes) -> f64| -> Vec<f64> { starts.iter().map(f).collect() };
         let values = col(|s| s.first_200_ms);
-        cold_start.push(ColdStartRow {
+        let printed: Vec<f64> = col(|s| s.listening_ms)
+            .into_iter()
+            .filter(|v| *v > 0.0)
+            .collect();
+        let rss: Vec<f64> = starts
+            .iter()
+            .filter(|s| s.rss_kib > 0)
+            .map(|s| s.rss_kib as f64 / 1024.0)
+            .collect();
+        rows.push(ColdStartRow {
             variant: v.clone(),
             n: starts.len(),
             first_200: Quantiles::of(&values),
-            listening: {
-                let printed: Vec<f64> = col(|s| s.listening_ms)
-                    .into_iter()
-                    .filter(|v| *v > 0.0)
-                    .collect();
-                (!printed.is_empty()).then(|| Quantiles::of(&printed))
-            },
+            listening: (!printed.is_empty()).then(|| Quantiles::of(&printed)),
             connected: Quantiles::of(&col(|s| s.connected_ms)),
             first_byte: Quantiles::of(&col(|s| s.first_byte_ms)),
             ratio_to_native: None,
             values_ms: values,
-            rss_mib: {
-                let rss: Vec<f64> = starts
-                    .iter()
-                    .filter(|s| s.rss_kib > 0)
-                    .map(|s| s.rss_kib as f64 / 1024.0)
-                    .collect();
-                (!rss.is_empty()).then(|| Quantiles::of(&rss))
-            },
+            rss_mib: (!rss.is_empty()).then(|| Quantiles::of(&rss)),
         });
     }
-    if let Some(base) = cold_start
+    if let Some(base) = rows
         .iter()
         .find(|r| r.variant == BASELINE)
         .map(|r| r.values_ms.clone())
     {
-        for r in &mut cold_start {
-            r.ratio_to_native = median_ratio(&r.values_ms, &base);
+        for r in &mut rows {
+            r.ratio_to_native = stats::median_ratio(&r.values_ms, &base);
         }
     }
+    rows
+}
 
-    // Warm latency.
-    let mut warm: Vec<WarmRow> = Vec::new();
-    for v in &variants {
-        for w in &workloads {
-            let ss: Vec<&Sample> = of_kind(Kind::Warm)
+/// Warm latency per (variant, workload), with its p50's ratio to native's.
+fn warm(variants: &[String], workloads: &[String], samples: &[&Sample]) -> Vec<WarmRow> {
+    let mut rows: Vec<WarmRow> = Vec::new();
+    for v in variants {
+        for w in workloads {
+            let ss: Vec<&Sample> = of_kind(samples, Kind::Warm)
                 .filter(|s| &s.variant == v && s.workload.as_ref() == Some(w))
                 .collect();
             if ss.is_empty() {
@@ -402,7 +412,7 @@ pub fn analyse(info: RunInfo, samples: &[Sample]) -> Analysis {
             for s in &ss {
                 add_errors(&mut errors, &s.load.as_ref().expect("filtered").errors);
             }
-            warm.push(WarmRow {
+            rows.push(WarmRow {
                 variant: v.clone(),
                 workload: w.clone(),
                 n: ss.len(),
@@ -418,19 +428,22 @@ pub fn analyse(info: RunInfo, samples: &[Sample]) -> Analysis {
             });
         }
     }
+    rows
+}
 
-    // Open loop.
-    let mut ol_groups: BTreeMap<(usize, usize, u64), Vec<&Sample>> = BTreeMap::new();
-    for s in of_kind(Kind::OpenLoop) {
+/// One point per (variant, workload, offered load).
+fn open_loop(variants: &[String], workloads: &[String], samples: &[&Sample]) -> Vec<OpenLoopPoint> {
+    let mut groups: BTreeMap<(usize, usize, u64), Vec<&Sample>> = BTreeMap::new();
+    for s in of_kind(samples, Kind::OpenLoop) {
         let v = variants.iter().position(|x| *x == s.variant).unwrap_or(0);
         let w = workloads
             .iter()
             .position(|x| Some(x) == s.workload.as_ref())
             .unwrap_or(0);
         let f = (s.load_fraction.unwrap_or(0.0) * 1e6).round() as u64;
-        ol_groups.entry((v, w, f)).or_default().push(s);
+        groups.entry((v, w, f)).or_default().push(s);
     }
-    let open_loop = ol_groups
+    groups
         .iter()
         .map(|(&(v, w, f), ss)| {
             let ol: Vec<_> = ss
@@ -441,16 +454,17 @@ pub fn analyse(info: RunInfo, samples: &[Sample]) -> Analysis {
             for s in ss {
                 add_errors(&mut errors, &s.load.as_ref().expect("filtered").errors);
             }
+            let mean_of = |f: fn(&wasmlab_load::OpenLoop) -> f64| {
+                stats::mean(&ol.iter().map(f).collect::<Vec<_>>()).unwrap_or(0.0)
+            };
             OpenLoopPoint {
                 variant: variants[v].clone(),
                 workload: workloads[w].clone(),
                 fraction: f as f64 / 1e6,
                 n: ss.len(),
                 connections: ss[0].connections.unwrap_or(0),
-                offered_rps: stats::mean(&ol.iter().map(|o| o.target_rate).collect::<Vec<_>>())
-                    .unwrap_or(0.0),
-                achieved_rps: stats::mean(&ol.iter().map(|o| o.achieved_rate).collect::<Vec<_>>())
-                    .unwrap_or(0.0),
+                offered_rps: mean_of(|o| o.target_rate),
+                achieved_rps: mean_of(|o| o.achieved_rate),
                 corrected: LatencyMs::from_histogram(&merged(ss, false)),
                 uncorrected: LatencyMs::from_histogram(&merged(ss, true)),
                 intended: ol.iter().map(|o| o.intended).sum(),
@@ -460,25 +474,19 @@ pub fn analyse(info: RunInfo, samples: &[Sample]) -> Analysis {
                 errors,
             }
         })
-        .collect();
+        .collect()
+}
 
-    // Spectra: warm cells, and throughput at the reference concurrency.
-    let levels: BTreeSet<usize> = throughput.iter().map(|c| c.connections).collect();
-    let reference_connections = levels.iter().copied().min_by_key(|c| (c.abs_diff(100), *c));
+/// Latency spectra: the warm cells, and the throughput cells at the reference concurrency.
+fn spectra(
+    variants: &[String],
+    workloads: &[String],
+    samples: &[&Sample],
+    reference_connections: Option<usize>,
+) -> Vec<Spectrum> {
     let mut spectra = Vec::new();
-    for v in &variants {
-        for w in &workloads {
-            let pick = |k: Kind, conns: Option<usize>| -> Vec<&Sample> {
-                samples
-                    .iter()
-                    .filter(|s| {
-                        s.kind == k
-                            && &s.variant == v
-                            && s.workload.as_ref() == Some(w)
-                            && (conns.is_none() || s.connections == conns)
-                    })
-                    .collect()
-            };
+    for v in variants {
+        for w in workloads {
             for (kind, conns) in [
                 (Kind::Warm, None),
                 (Kind::Throughput, reference_connections),
@@ -486,7 +494,16 @@ pub fn analyse(info: RunInfo, samples: &[Sample]) -> Analysis {
                 if kind == Kind::Throughput && conns.is_none() {
                     continue;
                 }
-                let ss = pick(kind, conns);
+                let ss: Vec<&Sample> = samples
+                    .iter()
+                    .copied()
+                    .filter(|s| {
+                        s.kind == kind
+                            && &s.variant == v
+                            && s.workload.as_ref() == Some(w)
+                            && (conns.is_none() || s.connections == conns)
+                    })
+                    .collect();
                 if ss.is_empty() {
                     continue;
                 }
@@ -502,21 +519,10 @@ pub fn analyse(info: RunInfo, samples: &[Sample]) -> Analysis {
             }
         }
     }
-
-    Analysis {
-        info,
-        variants,
-        workloads,
-        throughput,
-        cold_start,
-        warm,
-        open_loop,
-        spectra,
-        reference_connections,
-    }
+    spectra
 }
 
-fn warm_runs(samples: &[Sample], variant: &str, workload: &str) -> Option<Vec<(u32, f64)>> {
+fn warm_runs(samples: &[&Sample], variant: &str, workload: &str) -> Option<Vec<(u32, f64)>> {
     let runs: Vec<(u32, f64)> = samples
         .iter()
         .filter(|s| {
@@ -525,36 +531,6 @@ fn warm_runs(samples: &[Sample], variant: &str, workload: &str) -> Option<Vec<(u
         .filter_map(|s| Some((s.repetition, s.load.as_ref()?.latency_ms.p50)))
         .collect();
     (!runs.is_empty()).then_some(runs)
-}
-
-/// Ratio of medians with a bootstrap CI, each side resampled on its own (launches are not paired).
-pub fn median_ratio(a: &[f64], b: &[f64]) -> Option<Estimate> {
-    let med = |v: &[f64]| stats::percentile(v, 0.5).unwrap_or(f64::NAN);
-    let value = med(a) / med(b);
-    if !value.is_finite() {
-        return None;
-    }
-    let mut rng = fastrand::Rng::with_seed(0x00c0_1d57);
-    let (mut ra, mut rb) = (vec![0.0; a.len()], vec![0.0; b.len()]);
-    let mut draws = Vec::with_capacity(stats::BOOTSTRAP_RESAMPLES);
-    for _ in 0..stats::BOOTSTRAP_RESAMPLES {
-        for x in ra.iter_mut() {
-            *x = a[rng.usize(..a.len())];
-        }
-        for y in rb.iter_mut() {
-            *y = b[rng.usize(..b.len())];
-        }
-        let r = med(&ra) / med(&rb);
-        if r.is_finite() {
-            draws.push(r);
-        }
-    }
-    Some(Estimate {
-        value,
-        lo: stats::percentile(&draws, 0.025)?,
-        hi: stats::percentile(&draws, 0.975)?,
-        n: a.len().min(b.len()),
-    })
 }
 
 fn throughput_cell(variant: &str, workload: &str, conns: usize, ss: &[&Sample]) -> ThroughputCell {
@@ -576,7 +552,7 @@ fn throughput_cell(variant: &str, workload: &str, conns: usize, ss: &[&Sample]) 
         saturated += usize::from(l.generator_saturated);
         busy += l.generator_busy;
     }
-    let with_res: Vec<(&crate::record::model::Resources, u64, f64)> = ss
+    let with_res: Vec<(&Resources, u64, f64)> = ss
         .iter()
         .filter_map(|s| {
             let l = s.load.as_ref()?;

@@ -138,11 +138,58 @@ pub fn ratio_of_means(a: &[f64], b: &[f64], paired: bool) -> Option<Estimate> {
     })
 }
 
-/// `items` in an order shuffled by `seed`: the same seed always gives the same order.
-pub fn shuffled<T: Clone>(items: &[T], seed: u64) -> Vec<T> {
-    let mut v = items.to_vec();
-    fastrand::Rng::with_seed(seed).shuffle(&mut v);
-    v
+/// Paired ratio of per-repetition values `a` over `b`, over the repetitions both have: runs
+/// resampled together, so drift of the machine between repetitions cancels.
+pub fn paired_ratio(a: &[(u32, f64)], b: &[(u32, f64)]) -> Option<Estimate> {
+    let (mut xa, mut xb) = (Vec::new(), Vec::new());
+    for (r, va) in a {
+        if let Some((_, vb)) = b.iter().find(|(rb, _)| rb == r) {
+            xa.push(*va);
+            xb.push(*vb);
+        }
+    }
+    ratio_of_means(&xa, &xb, true)
+}
+
+/// The mean with its bootstrap 95% interval; n = 0 (and no value) when there are no values.
+pub fn mean_ci(values: &[f64]) -> Estimate {
+    bootstrap(values, |v| mean(v).unwrap_or(0.0)).unwrap_or(Estimate {
+        value: 0.0,
+        lo: 0.0,
+        hi: 0.0,
+        n: 0,
+    })
+}
+
+/// Ratio of medians with a bootstrap CI, each side resampled on its own (launches are not
+/// paired).
+pub fn median_ratio(a: &[f64], b: &[f64]) -> Option<Estimate> {
+    let med = |v: &[f64]| percentile(v, 0.5).unwrap_or(f64::NAN);
+    let value = med(a) / med(b);
+    if !value.is_finite() {
+        return None;
+    }
+    let mut rng = fastrand::Rng::with_seed(0x00c0_1d57);
+    let (mut ra, mut rb) = (vec![0.0; a.len()], vec![0.0; b.len()]);
+    let mut draws = Vec::with_capacity(BOOTSTRAP_RESAMPLES);
+    for _ in 0..BOOTSTRAP_RESAMPLES {
+        for x in ra.iter_mut() {
+            *x = a[rng.usize(..a.len())];
+        }
+        for y in rb.iter_mut() {
+            *y = b[rng.usize(..b.len())];
+        }
+        let r = med(&ra) / med(&rb);
+        if r.is_finite() {
+            draws.push(r);
+        }
+    }
+    Some(Estimate {
+        value,
+        lo: percentile(&draws, 0.025)?,
+        hi: percentile(&draws, 0.975)?,
+        n: a.len().min(b.len()),
+    })
 }
 
 #[cfg(test)]
@@ -237,12 +284,11 @@ mod tests {
     }
 
     #[test]
-    fn shuffles_are_seeded() {
-        let items: Vec<u32> = (0..10).collect();
-        assert_eq!(shuffled(&items, 7), shuffled(&items, 7));
-        assert_ne!(shuffled(&items, 7), shuffled(&items, 8));
-        let mut s = shuffled(&items, 7);
-        s.sort();
-        assert_eq!(s, items);
+    fn paired_ratios_use_the_repetitions_both_sides_have() {
+        let a = [(0, 10.0), (1, 20.0), (2, 99.0)];
+        let b = [(1, 40.0), (0, 20.0)];
+        let r = paired_ratio(&a, &b).unwrap();
+        assert!((r.value - 0.5).abs() < 1e-12 && r.n == 2, "{r:?}");
+        assert!(paired_ratio(&a, &[]).is_none());
     }
 }

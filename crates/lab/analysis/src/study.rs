@@ -1,17 +1,15 @@
-//! A study's published figures beside a run's own: for each figure the study reported (req/s of
-//! a workload at a concurrency level, cold start, warm latency, memory), the study's value and
-//! ours for the same variant, each as a ratio to the study's native server (`native-close` here),
-//! and whether the study's ratio holds in this run. The figures live in `studies/*.toml`, with
-//! their source named.
+//! The studies' published figures beside a run's own. For a server run (the gateway study), each
+//! figure the study reported (req/s of a workload at a concurrency level, cold start, warm
+//! latency, memory): the study's value and ours for the same variant, each as a ratio to the
+//! study's native server (`native-close` here), and whether the study's ratio holds in this run.
+//! For a program run (the libsodium study), each runtime's published median beside ours. The
+//! figures live in `studies/*.toml`, with their source named.
 
-use std::collections::BTreeMap;
+use serde::Serialize;
+use wasmlab_model::study::{FigureKind, Study};
 
-use serde::{Deserialize, Serialize};
-
-use super::Analysis;
-
-/// The gateway study's figures (studies/gateway-study.toml).
-const GATEWAY_STUDY: &str = include_str!("../../../../studies/gateway-study.toml");
+use crate::programs::ProgramAnalysis;
+use crate::servers::ServerAnalysis;
 
 /// The study's native server, the baseline of its ratios: our `native-close` reproduces it.
 pub const STUDY_BASELINE: &str = "native-close";
@@ -25,40 +23,6 @@ pub const COLUMNS: [&str; 6] = [
     "this run × native-close",
     "the study's ratio here",
 ];
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct StudyFile {
-    pub name: String,
-    pub source: String,
-    pub machine: String,
-    pub method_differences: Vec<String>,
-    /// The study's systems, in its order, and the variants that reproduce them.
-    pub systems: Vec<System>,
-    pub figures: Vec<Figure>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct System {
-    /// The study's name for it.
-    pub study: String,
-    pub variant: String,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Figure {
-    /// throughput | cold_start_p50 | warm_p50 | rss
-    pub figure: String,
-    #[serde(default)]
-    pub workload: Option<String>,
-    #[serde(default)]
-    pub connections: Option<usize>,
-    pub unit: String,
-    /// The study's value per variant.
-    pub values: BTreeMap<String, f64>,
-}
 
 /// One figure, the study's and ours, per variant.
 #[derive(Debug, Clone, Serialize)]
@@ -83,10 +47,6 @@ pub struct ComparedRow {
     pub verdict: Option<String>,
 }
 
-pub fn gateway_study() -> StudyFile {
-    toml::from_str(GATEWAY_STUDY).expect("studies/gateway-study.toml parses (tested)")
-}
-
 /// The study's ratio "holds" when ours is within a factor of two of it either way; otherwise the
 /// gap is that many times smaller (or larger) here.
 pub fn verdict(study: f64, ours: f64, higher_is_better: bool) -> String {
@@ -103,10 +63,10 @@ pub fn verdict(study: f64, ours: f64, higher_is_better: bool) -> String {
     }
 }
 
-/// The study's figures beside this run's. Variants the run did not measure show the study's
-/// value alone; our own method's variants (`native`, `wasmtime-pooled`), when the run measured
-/// them, are added with ours alone.
-pub fn compare(a: &Analysis, study: &StudyFile) -> Vec<Comparison> {
+/// The gateway study's figures beside a server run's. Variants the run did not measure show the
+/// study's value alone; our own method's variants (`native`, `wasmtime-pooled`), when the run
+/// measured them, are added with ours alone.
+pub fn beside_servers(a: &ServerAnalysis, study: &Study) -> Vec<Comparison> {
     let ours_extra = ["native", "wasmtime-pooled"];
     let mut out = Vec::new();
     for f in &study.figures {
@@ -125,8 +85,8 @@ pub fn compare(a: &Analysis, study: &StudyFile) -> Vec<Comparison> {
                 .min_by_key(|c| c.abs_diff(want))
                 .unwrap_or(want)
         });
-        let (title, higher_is_better) = match f.figure.as_str() {
-            "throughput" => (
+        let (title, higher_is_better) = match f.figure {
+            FigureKind::Throughput => (
                 format!(
                     "{workload}, {} at {} connections",
                     f.unit,
@@ -134,43 +94,22 @@ pub fn compare(a: &Analysis, study: &StudyFile) -> Vec<Comparison> {
                 ),
                 true,
             ),
-            "cold_start_p50" => ("cold start, p50 ms (exec to first 200)".to_owned(), false),
-            "warm_p50" => (format!("{workload}, warm latency p50 ms"), false),
-            "rss" => (format!("{workload}, memory (RSS KiB)"), false),
-            other => (other.to_owned(), false),
-        };
-        let ours_of = |variant: &str| -> Option<f64> {
-            match f.figure.as_str() {
-                "throughput" => a
-                    .throughput_cell(variant, workload, conns?)
-                    .map(|c| c.rps.value),
-                "cold_start_p50" => a
-                    .cold_start
-                    .iter()
-                    .find(|r| r.variant == variant)
-                    .map(|r| r.first_200.p50),
-                "warm_p50" => a
-                    .warm
-                    .iter()
-                    .find(|r| r.variant == variant && r.workload == workload)
-                    .map(|r| r.p50.value),
-                "rss" => a
-                    .throughput
-                    .iter()
-                    .filter(|c| c.variant == variant && c.workload == workload)
-                    .min_by_key(|c| c.connections.abs_diff(100))
-                    .and_then(|c| c.resources)
-                    .map(|r| r.rss_mean_kib),
-                _ => None,
+            FigureKind::ColdStartP50 => {
+                ("cold start, p50 ms (exec to first 200)".to_owned(), false)
             }
+            FigureKind::WarmP50 => (format!("{workload}, warm latency p50 ms"), false),
+            FigureKind::Rss => (format!("{workload}, memory (RSS KiB)"), false),
+            // A program study's figure: nothing of a server run to set beside it.
+            FigureKind::MedianRatio => continue,
         };
-        let study_base = f.values.get(STUDY_BASELINE).copied();
+        let ours_of = |variant: &str| ours(a, f.figure, variant, workload, conns);
+        let study_base = study.value(f, STUDY_BASELINE);
         let ours_base = ours_of(STUDY_BASELINE);
         let mut variants: Vec<&str> = study
             .systems
             .iter()
-            .map(|s| s.variant.as_str())
-            .filter(|v| f.values.contains_key(*v))
+            .filter_map(|s| s.variant.as_deref())
+            .filter(|v| study.value(f, v).is_some())
             .collect();
         // Ours alone where this run measured them (a failed variant is in no table).
         variants.extend(
@@ -181,7 +120,7 @@ pub fn compare(a: &Analysis, study: &StudyFile) -> Vec<Comparison> {
         let rows = variants
             .into_iter()
             .map(|v| {
-                let study_value = f.values.get(v).copied();
+                let study_value = study.value(f, v);
                 let ours = ours_of(v);
                 let ratio = |x: Option<f64>, base: Option<f64>| match (x, base) {
                     (Some(x), Some(b)) if b > 0.0 && x > 0.0 => Some(x / b),
@@ -220,25 +159,86 @@ pub fn compare(a: &Analysis, study: &StudyFile) -> Vec<Comparison> {
     out
 }
 
+/// This run's figure of a kind for `variant`, in the study's cell (`conns`: the level measured
+/// closest to the study's).
+fn ours(
+    a: &ServerAnalysis,
+    figure: FigureKind,
+    variant: &str,
+    workload: &str,
+    conns: Option<usize>,
+) -> Option<f64> {
+    match figure {
+        FigureKind::Throughput => a
+            .throughput_cell(variant, workload, conns?)
+            .map(|c| c.rps.value),
+        FigureKind::ColdStartP50 => a
+            .cold_start
+            .iter()
+            .find(|r| r.variant == variant)
+            .map(|r| r.first_200.p50),
+        FigureKind::WarmP50 => a
+            .warm
+            .iter()
+            .find(|r| r.variant == variant && r.workload == workload)
+            .map(|r| r.p50.value),
+        FigureKind::Rss => a
+            .throughput
+            .iter()
+            .filter(|c| c.variant == variant && c.workload == workload)
+            .min_by_key(|c| c.connections.abs_diff(100))
+            .and_then(|c| c.resources)
+            .map(|r| r.rss_mean_kib),
+        FigureKind::MedianRatio => None,
+    }
+}
+
+/// A program study's runtime beside the engine of ours that stands for it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProgramComparison {
+    /// The study's name for the runtime.
+    pub study: String,
+    /// Its published median ratio to native.
+    pub published: f64,
+    /// The engine of ours that stands for it, if any.
+    pub engine: Option<String>,
+    /// Our median ratio over programs, whole process and body only; None when not measured.
+    pub median: Option<crate::stats::Estimate>,
+    pub body_median: Option<crate::stats::Estimate>,
+}
+
+/// Each runtime the study published a median for, in its order, beside ours.
+pub fn beside_programs(a: &ProgramAnalysis) -> Vec<ProgramComparison> {
+    let Some(study) = &a.study else {
+        return Vec::new();
+    };
+    let Some(figure) = study.figure(FigureKind::MedianRatio) else {
+        return Vec::new();
+    };
+    study
+        .systems
+        .iter()
+        .filter_map(|s| {
+            let published = *figure.values.get(&s.study)?;
+            let ours = s.variant.as_ref().and_then(|v| {
+                a.engines
+                    .iter()
+                    .find(|e| &e.engine == v && e.median.is_some())
+            });
+            Some(ProgramComparison {
+                study: s.study.clone(),
+                published,
+                engine: s.variant.clone(),
+                median: ours.and_then(|e| e.median),
+                body_median: ours.and_then(|e| e.body_median),
+            })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::variants::Catalog;
-
-    #[test]
-    fn the_study_file_parses_and_names_known_variants() {
-        let s = gateway_study();
-        let catalog = Catalog::builtin();
-        for sys in &s.systems {
-            catalog.find(&sys.variant).unwrap();
-        }
-        for f in &s.figures {
-            for v in f.values.keys() {
-                assert!(s.systems.iter().any(|x| &x.variant == v), "{v}");
-            }
-        }
-        assert!(s.figures.iter().any(|f| f.figure == "cold_start_p50"));
-    }
 
     #[test]
     fn verdicts() {

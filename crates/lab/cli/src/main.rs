@@ -1,21 +1,16 @@
-//! `wasmlab`: builds and starts every variant, verifies it, measures it and writes the results.
+//! `wasmlab`: the command line on top of the lab's phases. It parses the arguments into plain
+//! requests and runs the pipeline (plan → build → measure and record → analyse → report); every
+//! phase below it is a crate of its own that knows nothing of the command line.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-// The pipeline of `wasmlab run`, in the order data flows through it.
-mod analyze;
-mod launch;
-mod measure;
-mod plan;
-mod programs;
-mod record;
-mod report;
-
-mod cmd;
+mod load;
+mod results;
 mod run;
+mod signals;
+mod variants;
 
 #[derive(Parser)]
 #[command(
@@ -30,15 +25,16 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run a suite: build, start and verify each variant; measure cold start, throughput, warm and
-    /// open-loop latency and resources; write results/<run-id>/ with report.html.
+    /// open-loop latency and resources (or, for a program suite, run its programs in every
+    /// engine); write results/<run-id>/ with report.html.
     Run(run::RunArgs),
     /// Rebuild a results directory's CSVs, summary.md and report.html from its raw samples.
-    Report(cmd::report::ReportArgs),
+    Report(results::ReportArgs),
     /// Compare two results directories cell by cell, with confidence intervals.
-    Compare(cmd::report::CompareArgs),
+    Compare(results::CompareArgs),
     /// HTTP/1.1 keep-alive load against any URL: closed loop (like wrk, oha) or open loop at a
     /// constant rate with --rate (like wrk2).
-    Load(cmd::load::LoadArgs),
+    Load(load::LoadArgs),
     /// Serve the upstream echo server that /proxy forwards to (the lab starts it itself).
     Upstream {
         #[arg(long, default_value = "127.0.0.1")]
@@ -49,10 +45,10 @@ enum Command {
     },
     /// List every variant with its state here: ready, needs setup (the command, about how long),
     /// or unavailable (why).
-    Variants(cmd::variants::VariantsArgs),
+    Variants(variants::VariantsArgs),
     /// Install what variants need into the project's tools directory (the Wasmtime CLI from
     /// crates.io, ...), idempotently, with progress.
-    Setup(cmd::setup::SetupArgs),
+    Setup(variants::SetupArgs),
     /// Print a built-in suite's TOML (a starting point for your own --suite FILE.toml).
     ShowSuite { name: String },
 }
@@ -63,19 +59,23 @@ fn main() -> ExitCode {
     wasmlab_gateway::cli::raise_fd_limit();
     let result = match cli.command {
         Command::Run(args) => run::run(args),
-        Command::Report(args) => cmd::report::report(args),
-        Command::Compare(args) => cmd::report::compare(args),
-        Command::Load(args) => cmd::load::load(args),
+        Command::Report(args) => results::report(args),
+        Command::Compare(args) => results::compare(args),
+        Command::Load(args) => load::load(args),
         Command::Upstream { host, port } => serve_upstream(host, port),
-        Command::Variants(args) => cmd::variants::list(args),
-        Command::Setup(args) => cmd::setup::setup(args),
-        Command::ShowSuite { name } => plan::suite::builtin(&name).map(|text| print!("{text}")),
+        Command::Variants(args) => variants::list(args),
+        Command::Setup(args) => variants::setup(args),
+        Command::ShowSuite { name } => {
+            wasmlab_model::suite::builtin(&name).map(|text| print!("{text}"))
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("wasmlab: error: {e:#}");
-            let code = e.downcast_ref::<run::RunEnded>().map_or(2, |r| r.exit_code);
+            let code = e
+                .downcast_ref::<wasmlab_model::run::Ending>()
+                .map_or(2, |end| end.exit_code);
             ExitCode::from(code)
         }
     }
@@ -93,12 +93,4 @@ fn serve_upstream(host: std::net::IpAddr, port: u16) -> anyhow::Result<()> {
         wasmlab_upstream::serve(listener).await?;
         Ok(())
     })
-}
-
-/// Where the workspace is, when wasmlab runs from its source tree (used to build what it needs).
-fn workspace_dir() -> Option<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    dir.join("Cargo.toml")
-        .is_file()
-        .then(|| dir.canonicalize().unwrap_or(dir))
 }

@@ -1,10 +1,32 @@
 //! `wasmlab variants`: every variant, what it is, and whether it can run here: ready, needs setup
-//! (the command and about how long), or unavailable (why).
+//! (the command and about how long), or unavailable (why); and `wasmlab setup`, which installs
+//! what they need.
 
 use std::path::PathBuf;
 
-use crate::plan::tools::{self, State};
-use crate::plan::variants::Catalog;
+use wasmlab_model::variant::Catalog;
+use wasmlab_plan::setup::SetupRequest;
+use wasmlab_plan::tools::{self, State};
+
+#[derive(Debug, clap::Args)]
+pub struct SetupArgs {
+    /// Variants to set up (default: every variant that needs setup).
+    pub variants: Vec<String>,
+    /// A variant file of your own (repeatable), as for `wasmlab run`.
+    #[arg(long = "variant-file", value_name = "PATH")]
+    pub variant_files: Vec<PathBuf>,
+    /// Say what would be installed, and about how long it takes, without installing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+pub fn setup(args: SetupArgs) -> anyhow::Result<()> {
+    wasmlab_plan::setup::setup(&SetupRequest {
+        variants: args.variants,
+        variant_files: args.variant_files,
+        dry_run: args.dry_run,
+    })
+}
 
 #[derive(Debug, clap::Args)]
 pub struct VariantsArgs {
@@ -30,7 +52,7 @@ pub fn list(args: VariantsArgs) -> anyhow::Result<()> {
     t.set_content_arrangement(comfy_table::ContentArrangement::Dynamic);
     if t.width().is_none() {
         // Not a terminal: wrap for a reader all the same.
-        t.set_width(120);
+        t.set_width(wasmlab_report::terminal::COLUMNS);
     }
     t.set_header(["variant", "family", "here", "what it is"]);
     let mut details = Vec::new();

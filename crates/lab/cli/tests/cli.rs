@@ -636,7 +636,7 @@ fn run_with_your_own_guest() {
     // not "hello", so it is not measured.
     let wat = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../docs/examples/minimal-guest.wat"
+        "/../../../docs/examples/minimal-guest.wat"
     );
     let (out, results) = run_suite(tmp.path(), toml, &["--wasm", wat]);
     assert_eq!(
@@ -677,7 +677,7 @@ fn a_variant_refused_by_verification_is_in_no_table_and_listed_as_failed_in_ever
     let tmp = tempfile::tempdir().unwrap();
     let wat = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../docs/examples/minimal-guest.wat"
+        "/../../../docs/examples/minimal-guest.wat"
     );
     let (out, results) = run_suite(
         tmp.path(),

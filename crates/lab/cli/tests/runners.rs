@@ -10,7 +10,7 @@ use std::process::Command;
 mod support;
 
 fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../..")
 }
 
 /// A WASI command whose `_start` calls `proc_exit(status)`.

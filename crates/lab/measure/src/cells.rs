@@ -7,12 +7,13 @@ use std::time::Duration;
 
 use wasmlab_load::{LoadConfig, LoadReport};
 
+use wasmlab_model::sample::{Kind, Sample};
+use wasmlab_model::suite::ServerSuite;
+use wasmlab_record::{Recorder, Servers};
+
 use crate::launch::Running;
-use crate::measure::resources::Sampler;
-use crate::measure::verify::{self, WorkloadRequest};
-use crate::plan::suite::Suite;
-use crate::record::Recorder;
-use crate::record::model::{Kind, Sample};
+use crate::resources::Sampler;
+use crate::verify::{self, WorkloadRequest};
 
 /// The variant's process died while being measured.
 #[derive(Debug)]
@@ -48,8 +49,8 @@ pub struct Subject<'a> {
 
 /// Measures all of a variant's cells for its repetition. Returns early (Ok) when cancelled.
 pub fn measure_variant(
-    lab: &mut Recorder,
-    suite: &Suite,
+    lab: &mut Recorder<Servers>,
+    suite: &ServerSuite,
     sub: &mut Subject<'_>,
 ) -> anyhow::Result<()> {
     let mut best_rps: Vec<(String, f64)> = Vec::new();
@@ -130,8 +131,8 @@ pub fn measure_variant(
 
 /// Warms up, measures one cell and records it. None when cancelled (nothing recorded).
 fn measure_cell(
-    lab: &mut Recorder,
-    suite: &Suite,
+    lab: &mut Recorder<Servers>,
+    suite: &ServerSuite,
     sub: &mut Subject<'_>,
     cell: &Cell<'_>,
 ) -> anyhow::Result<Option<LoadReport>> {
@@ -144,7 +145,7 @@ fn measure_cell(
         (Kind::Warm, _) => "warm".into(),
         _ => format!("c={}", cell.connections),
     };
-    lab.pb.set_message(format!(
+    lab.progress.set_message(format!(
         "{} {} {what} (run {}/{})",
         name,
         cell.workload,
@@ -157,7 +158,7 @@ fn measure_cell(
     config.connections = cell.connections;
     config.threads = suite.load_threads.min(cell.connections);
     config.timeout = Duration::from_secs_f64(suite.timeout_secs);
-    config.cancel = Some(lab.cancel.clone());
+    config.cancel = Some(lab.cancel_flag());
     // A generator on CPUs of its own spins rather than sleeps while it waits, so no server pays
     // to wake it (docs/method.md, Throughput): in the open loop too, whose rates are fractions
     // of a maximum measured that way.
@@ -182,11 +183,24 @@ fn measure_cell(
         ))
         .into());
     }
-    let line = match &report.open_loop {
+    lab.say(cell_line(name, cell.workload, &what, &report));
+    let mut s = Sample::new(cell.kind, name, r);
+    s.workload = Some(cell.workload.to_owned());
+    s.load_fraction = cell.load_fraction;
+    s.resources = Some(resources);
+    let s = s.with_load(report.clone());
+    lab.record(s)?;
+    lab.progress.inc(1);
+    Ok(Some(report))
+}
+
+/// The terminal's line for a measured cell.
+fn cell_line(name: &str, workload: &str, what: &str, report: &LoadReport) -> String {
+    match &report.open_loop {
         Some(o) => format!(
             "{:<22} {:<8} {what:<16} {:>9.0} req/s offered, p50 {:.3} ms p99 {:.3} ms (uncorrected p99 {:.3}), dropped {}, errors {}",
             name,
-            cell.workload,
+            workload,
             o.target_rate,
             report.latency_ms.p50,
             report.latency_ms.p99,
@@ -197,7 +211,7 @@ fn measure_cell(
         None => format!(
             "{:<22} {:<8} {what:<16} {:>9.0} req/s  p50 {:.3} ms  p99 {:.3} ms  errors {}{}",
             name,
-            cell.workload,
+            workload,
             report.rps,
             report.latency_ms.p50,
             report.latency_ms.p99,
@@ -208,14 +222,5 @@ fn measure_cell(
                 ""
             }
         ),
-    };
-    lab.say(line);
-    let mut s = Sample::new(cell.kind, name, r);
-    s.workload = Some(cell.workload.to_owned());
-    s.load_fraction = cell.load_fraction;
-    s.resources = Some(resources);
-    let s = s.with_load(report.clone());
-    lab.record(s)?;
-    lab.pb.inc(1);
-    Ok(Some(report))
+    }
 }

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crate::record::model::Resources;
+use wasmlab_model::sample::Resources;
 
 /// How often RSS is sampled. Short enough to see a CLI-per-request child (which lives a few
 /// milliseconds only in aggregate), cheap enough (one /proc scan) not to load the machine.

@@ -1,179 +1,354 @@
-//! Measuring the variants, in the order `wasmlab run` does it: every variant verified before
-//! anything is measured; then cold starts, each launch in a shuffled order on an otherwise idle
-//! machine; then, for each repetition, each variant in a shuffled order: launch, verify, its load
-//! cells (closed loop, warm, open loop) with resources sampled, stop.
+//! A server suite's run, in the order it is measured: every variant prepared, then verified
+//! before anything is measured; then cold starts, each launch in a shuffled order on an otherwise
+//! idle machine; then, for each repetition, each variant in a shuffled order: launch, verify, its
+//! load cells (closed loop, warm, open loop) with resources sampled, stop.
 
-pub mod cells;
-pub mod resources;
-pub mod verify;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
 
-use crate::analyze::stats;
-use crate::launch::{LaunchContext, Launchable, Running};
-use crate::plan::suite::Suite;
-use crate::record::Recorder;
-use crate::record::model::{Kind, Sample};
+use wasmlab_model::run::{Run, RunState, ServerRunInfo};
+use wasmlab_model::sample::{Kind, Sample};
+use wasmlab_model::suite::ServerSuite;
+use wasmlab_plan::Plan;
+use wasmlab_plan::tools::State;
+use wasmlab_record::{Recorder, ResultsDir, Servers};
 
-/// The launch context of a variant in this run (its log file, the servers' CPUs).
-pub type ContextOf<'a> = dyn Fn(&str) -> LaunchContext<'a> + 'a;
+use crate::cells;
+use crate::launch::prepare;
+use crate::launch::{LaunchContext, Launchable, RunValues, Running};
+use crate::resources;
+use crate::verify;
 
-/// Launches `v` and verifies its answers; a variant that does not start or answers wrongly is
-/// marked failed (and `None` returned).
-fn launch_verified(
-    lab: &mut Recorder,
-    v: &Launchable,
-    ctx: &LaunchContext<'_>,
-    client: &verify::Client,
-    suite: &Suite,
-) -> anyhow::Result<Option<Running>> {
-    let running = match v.launch(ctx) {
-        Ok(running) => running,
-        Err(e) => {
-            lab.fail(v.name(), format!("{e:#}"))?;
-            return Ok(None);
-        }
+/// Measures a server suite's run, recorded into a new directory under `results`.
+pub(crate) fn run(
+    plan: &Plan,
+    suite: &ServerSuite,
+    results: &Path,
+    cancel: Arc<AtomicBool>,
+) -> anyhow::Result<(ResultsDir, Run)> {
+    let rec = start_recording(plan, suite, results, cancel)?;
+    let mut run = ServerRun {
+        plan,
+        suite,
+        rec,
+        client: verify::Client::new()?,
+        start_timeout: Duration::from_secs_f64(suite.start_timeout_secs),
     };
-    lab.pb.set_message(format!("{}: verifying", v.name()));
-    let checks = verify::verify(
-        client,
-        running.addr,
-        &suite.workloads,
-        suite.echo_body_bytes,
+    // The upstream echo server for /proxy, then every variant's preparation.
+    let upstream = run.start_upstream()?;
+    let variants = run.prepare_all(&format!("http://{}", upstream.addr))?;
+    let by_name = |names: &[String]| -> Vec<&Launchable> {
+        names
+            .iter()
+            .filter_map(|n| variants.iter().find(|v| v.name() == n))
+            .collect()
+    };
+    let everything: Vec<String> = plan.variants.iter().map(|p| p.name().to_owned()).collect();
+    run.verify_all(&by_name(&everything))?;
+    if let Some(c) = &suite.cold_start {
+        run.cold_starts(&by_name(&suite.cold_start_variants()), c.runs)?;
+    }
+    run.repetitions(&by_name(&suite.variants))?;
+    run.rec.progress.finish_and_clear();
+    upstream.stop();
+    for v in &variants {
+        prepare::finish(v, &run.rec.dir.file(&format!("{}.log", v.name())), &|m| {
+            run.rec.say(m)
+        });
+    }
+    run.rec.finish()
+}
+
+/// The results directory and run.json, every variant's outcome so far (those that cannot run
+/// here skipped, with the reason), and the progress line.
+fn start_recording(
+    plan: &Plan,
+    suite: &ServerSuite,
+    results: &Path,
+    cancel: Arc<AtomicBool>,
+) -> anyhow::Result<Recorder<Servers>> {
+    let dir = ResultsDir::create(results)?;
+    eprintln!(
+        "wasmlab: suite {}; results in {}; {}",
+        suite.name,
+        dir.path.display(),
+        plan.cpus.describe()
     );
-    let failed: Vec<String> = checks
-        .iter()
-        .filter(|c| !c.ok)
-        .map(|c| format!("{}: {}", c.what, c.detail))
-        .collect();
-    lab.outcome(v.name()).checks = checks;
-    if !failed.is_empty() {
-        running.stop();
-        lab.fail(
-            v.name(),
-            format!("verification failed ({})", failed.join("; ")),
-        )?;
-        return Ok(None);
+    let info = ServerRunInfo {
+        header: crate::header(plan, &dir.run_id),
+        core_guest: plan.core_guest.as_ref().map(|p| p.display().to_string()),
+        orders: Vec::new(),
+        cpus: plan.cpus.clone(),
+        suite: suite.clone(),
+        artifacts: Vec::new(),
+        variants: Vec::new(),
+        variant_specs: plan.variants.iter().map(|p| p.spec.clone()).collect(),
+        variant_tools: Vec::new(),
+        container_engine: None,
+    };
+    debug_assert_eq!(info.header.state, RunState::Running);
+    let progress = crate::progress_bar(planned_steps(plan, suite), "steps");
+    let mut rec = Recorder::start(dir, info, cancel, progress)?;
+    for p in &plan.variants {
+        rec.outcome(p.name());
+        if !matches!(p.state, State::Ready { .. }) {
+            rec.skip(p.name(), p.state.describe(p.name()))?;
+        }
     }
-    Ok(Some(running))
+    rec.save_info()?;
+    Ok(rec)
 }
 
-/// Verifies every variant once, before any measurement: one that answers wrongly is measured in
-/// no way at all, its cold starts included.
-pub fn verify_all(
-    lab: &mut Recorder,
-    variants: &[&Launchable],
-    ctx: &ContextOf<'_>,
-    client: &verify::Client,
-    suite: &Suite,
-) -> anyhow::Result<()> {
-    for v in variants {
-        if lab.cancelled() {
-            break;
-        }
-        lab.pb.inc(1);
-        if lab.out(v.name()) {
-            continue;
-        }
-        if let Some(running) = launch_verified(lab, v, &ctx(v.name()), client, suite)? {
-            running.stop();
-        }
-    }
-    lab.save_info()
-}
-
-/// `runs` launches of each variant, in a shuffled order each round: exec to the first complete 200.
-pub fn cold_starts(
-    lab: &mut Recorder,
-    variants: &[&Launchable],
-    runs: u32,
-    seed: u64,
-    ctx: &ContextOf<'_>,
-) -> anyhow::Result<()> {
-    for i in 0..runs {
-        for v in stats::shuffled(variants, seed ^ 0xc01d ^ u64::from(i)) {
-            if lab.cancelled() {
-                return Ok(());
-            }
-            lab.pb.inc(1);
-            if lab.out(v.name()) {
-                continue;
-            }
-            lab.pb
-                .set_message(format!("{}: cold start {}/{runs}", v.name(), i + 1));
-            match v.launch(&ctx(v.name())) {
-                Ok(mut running) => {
-                    let mut s = Sample::new(Kind::ColdStart, v.name(), i);
-                    let mut start = running.start;
-                    start.rss_kib = resources::rss_kib(&running.process_roots());
-                    s.start = Some(start);
-                    running.stop();
-                    lab.record(s)?;
-                }
-                Err(e) => lab.fail(v.name(), format!("{e:#}"))?,
-            }
-        }
-    }
-    Ok(())
-}
-
-/// The suite's repetitions: each variant launched, verified again and measured, in a shuffled
-/// order each time (recorded in run.json).
-pub fn repetitions(
-    lab: &mut Recorder,
-    variants: &[&Launchable],
-    suite: &Suite,
-    seed: u64,
-    ctx: &ContextOf<'_>,
-    client: &verify::Client,
-) -> anyhow::Result<()> {
-    let steps = variant_steps(suite);
-    for r in 0..suite.repetitions {
-        let order = stats::shuffled(variants, seed.wrapping_add(u64::from(r)));
-        lab.info
-            .orders
-            .push(order.iter().map(|v| v.name().to_owned()).collect());
-        lab.save_info()?;
-        for v in order {
-            if lab.cancelled() {
-                return Ok(());
-            }
-            let done_before = lab.pb.position();
-            if lab.out(v.name()) {
-                lab.pb.set_position(done_before + steps);
-                continue;
-            }
-            lab.pb
-                .set_message(format!("{}: starting (run {})", v.name(), r + 1));
-            let ctx = ctx(v.name());
-            // Each launch is verified again: it is a new process.
-            let Some(mut running) = launch_verified(lab, v, &ctx, client, suite)? else {
-                lab.pb.set_position(done_before + steps);
-                continue;
-            };
-            let mut subject = cells::Subject {
-                name: v.name(),
-                r,
-                running: &mut running,
-                log: &ctx.log_path,
-            };
-            match cells::measure_variant(lab, suite, &mut subject) {
-                Ok(()) => {}
-                Err(e) if e.is::<cells::VariantDied>() => {
-                    lab.fail(v.name(), format!("{e:#}"))?;
-                    lab.pb.set_position(done_before + steps);
-                }
-                Err(e) => return Err(e),
-            }
-            running.stop();
-            lab.save_info()?;
-        }
-    }
-    Ok(())
+/// Progress steps: verification of each variant, cold launches, then per repetition and variant
+/// its cells.
+fn planned_steps(plan: &Plan, suite: &ServerSuite) -> u64 {
+    let cold = suite
+        .cold_start
+        .as_ref()
+        .map_or(0, |c| c.runs as usize * suite.cold_start_variants().len());
+    (plan.variants.len() + cold) as u64
+        + u64::from(suite.repetitions) * suite.variants.len() as u64 * variant_steps(suite)
 }
 
 /// Progress steps of one variant in one repetition: its cells.
-pub fn variant_steps(suite: &Suite) -> u64 {
+fn variant_steps(suite: &ServerSuite) -> u64 {
     let fractions = suite.open_loop.as_ref().map_or(0, |o| o.fractions.len());
     (suite.workloads.len() * suite.connections.len()
         + suite.warm_workloads().len()
         + suite.open_loop_workloads().len() * fractions) as u64
+}
+
+/// A server suite's run in progress.
+struct ServerRun<'a> {
+    plan: &'a Plan,
+    suite: &'a ServerSuite,
+    rec: Recorder<Servers>,
+    /// Verifies each launch's answers.
+    client: verify::Client,
+    start_timeout: Duration,
+}
+
+impl<'a> ServerRun<'a> {
+    /// How `name` is launched in this run: on the servers' CPUs, its stderr in `NAME.log`.
+    fn ctx(&self, name: &str) -> LaunchContext<'a> {
+        LaunchContext {
+            cpus: &self.plan.cpus,
+            start_timeout: self.start_timeout,
+            log_path: self.rec.dir.file(&format!("{name}.log")),
+        }
+    }
+
+    /// The upstream echo server for /proxy: wasmlab itself, as a child process like the
+    /// variants.
+    fn start_upstream(&self) -> anyhow::Result<Running> {
+        let mut cmd = std::process::Command::new(std::env::current_exe()?);
+        cmd.args(["upstream", "--port", "0"]);
+        crate::launch::spawn_server("upstream", cmd, &self.ctx("upstream"), "/", None)
+    }
+
+    /// The runnable variants with this run's values, each prepared (a failed preparation fails
+    /// the variant), and the sizes of what they run recorded.
+    fn prepare_all(&mut self, upstream: &str) -> anyhow::Result<Vec<Launchable>> {
+        let plan = self.plan;
+        let host_triple = wasmlab_plan::machine::host_triple();
+        let results = self.rec.dir.path.clone();
+        let values = RunValues {
+            bin: &plan.bin_dir,
+            workspace: plan.workspace.as_deref(),
+            tools: &plan.tools,
+            results: &results,
+            core_guest: plan.core_guest.as_deref(),
+            upstream,
+            server_cpus: plan.cpus.server_list(),
+            run_id: &self.rec.dir.run_id.clone(),
+            host_triple: &host_triple,
+        };
+        let mut own = Vec::new();
+        let mut variants = Vec::new();
+        for p in plan.ready() {
+            let State::Ready { tools, container } = &p.state else {
+                continue;
+            };
+            let info = &mut self.rec.info;
+            for t in tools {
+                if !info.variant_tools.contains(t) {
+                    info.variant_tools.push(t.clone());
+                }
+            }
+            if container.is_some() {
+                info.container_engine = container.clone();
+            }
+            for b in p.spec.own_binaries() {
+                if !own.contains(&b) {
+                    own.push(b);
+                }
+            }
+            let v = Launchable::new(&p.spec, &values, tools, container.as_ref());
+            let log = self.rec.dir.file(&format!("{}.log", p.name()));
+            let rec = &self.rec;
+            match prepare::prepare(&v, &log, &|m| rec.say(m)) {
+                Ok(()) => self.rec.info.artifacts.extend(prepare::artifacts(&v)),
+                Err(e) => self.rec.fail(p.name(), format!("{e:#}"))?,
+            }
+            variants.push(v);
+        }
+        let info = &mut self.rec.info;
+        let mut artifacts = prepare::own_artifacts(&plan.bin_dir, &own, plan.core_guest.as_deref());
+        artifacts.append(&mut info.artifacts);
+        info.artifacts = artifacts;
+        self.rec.save_info()?;
+        Ok(variants)
+    }
+
+    /// Launches `v` and verifies its answers; a variant that does not start or answers wrongly
+    /// is marked failed (and `None` returned).
+    fn launch_verified(
+        &mut self,
+        v: &Launchable,
+        ctx: &LaunchContext<'_>,
+    ) -> anyhow::Result<Option<Running>> {
+        let running = match v.launch(ctx) {
+            Ok(running) => running,
+            Err(e) => {
+                self.rec.fail(v.name(), format!("{e:#}"))?;
+                return Ok(None);
+            }
+        };
+        self.rec
+            .progress
+            .set_message(format!("{}: verifying", v.name()));
+        let checks = verify::verify(
+            &self.client,
+            running.addr,
+            &self.suite.workloads,
+            self.suite.echo_body_bytes,
+        );
+        let failed: Vec<String> = checks
+            .iter()
+            .filter(|c| !c.ok)
+            .map(|c| format!("{}: {}", c.what, c.detail))
+            .collect();
+        self.rec.outcome(v.name()).checks = checks;
+        if !failed.is_empty() {
+            running.stop();
+            self.rec.fail(
+                v.name(),
+                format!("verification failed ({})", failed.join("; ")),
+            )?;
+            return Ok(None);
+        }
+        Ok(Some(running))
+    }
+
+    /// Verifies every variant once, before any measurement: one that answers wrongly is
+    /// measured in no way at all, its cold starts included.
+    fn verify_all(&mut self, variants: &[&Launchable]) -> anyhow::Result<()> {
+        for v in variants {
+            if self.rec.cancelled() {
+                break;
+            }
+            self.rec.progress.inc(1);
+            if self.rec.out(v.name()) {
+                continue;
+            }
+            if let Some(running) = self.launch_verified(v, &self.ctx(v.name()))? {
+                running.stop();
+            }
+        }
+        self.rec.save_info()
+    }
+
+    /// `runs` launches of each variant, in a shuffled order each round: exec to the first
+    /// complete 200.
+    fn cold_starts(&mut self, variants: &[&Launchable], runs: u32) -> anyhow::Result<()> {
+        for i in 0..runs {
+            for v in self.plan.cold_start_order(variants, i) {
+                if self.rec.cancelled() {
+                    return Ok(());
+                }
+                self.rec.progress.inc(1);
+                if self.rec.out(v.name()) {
+                    continue;
+                }
+                self.rec
+                    .progress
+                    .set_message(format!("{}: cold start {}/{runs}", v.name(), i + 1));
+                match v.launch(&self.ctx(v.name())) {
+                    Ok(mut running) => {
+                        let mut s = Sample::new(Kind::ColdStart, v.name(), i);
+                        let mut start = running.start;
+                        start.rss_kib = resources::rss_kib(&running.process_roots());
+                        s.start = Some(start);
+                        running.stop();
+                        self.rec.record(s)?;
+                    }
+                    Err(e) => self.rec.fail(v.name(), format!("{e:#}"))?,
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The suite's repetitions: each variant launched, verified again and measured, in a
+    /// shuffled order each time (recorded in run.json).
+    fn repetitions(&mut self, variants: &[&Launchable]) -> anyhow::Result<()> {
+        let steps = variant_steps(self.suite);
+        let (plan, count) = (self.plan, self.suite.repetitions);
+        crate::repetitions(
+            plan,
+            variants,
+            count,
+            self,
+            |run| run.rec.cancelled(),
+            |run, _, order| {
+                run.rec
+                    .info
+                    .orders
+                    .push(order.iter().map(|v| v.name().to_owned()).collect());
+                run.rec.save_info()
+            },
+            |run, v, r| {
+                let done_before = run.rec.progress.position();
+                if !run.measure_variant(v, r)? {
+                    run.rec.progress.set_position(done_before + steps);
+                }
+                Ok(())
+            },
+        )
+    }
+
+    /// Launches, verifies and measures one variant in repetition `r`. False when it was not
+    /// measured (out of the run, failed at start or died while measured).
+    fn measure_variant(&mut self, v: &Launchable, r: u32) -> anyhow::Result<bool> {
+        if self.rec.out(v.name()) {
+            return Ok(false);
+        }
+        self.rec
+            .progress
+            .set_message(format!("{}: starting (run {})", v.name(), r + 1));
+        let ctx = self.ctx(v.name());
+        // Each launch is verified again: it is a new process.
+        let Some(mut running) = self.launch_verified(v, &ctx)? else {
+            return Ok(false);
+        };
+        let mut subject = cells::Subject {
+            name: v.name(),
+            r,
+            running: &mut running,
+            log: &ctx.log_path,
+        };
+        let measured = match cells::measure_variant(&mut self.rec, self.suite, &mut subject) {
+            Ok(()) => true,
+            Err(e) if e.is::<cells::VariantDied>() => {
+                self.rec.fail(v.name(), format!("{e:#}"))?;
+                false
+            }
+            Err(e) => return Err(e),
+        };
+        running.stop();
+        self.rec.save_info()?;
+        Ok(measured)
+    }
 }

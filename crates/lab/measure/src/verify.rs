@@ -9,7 +9,7 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::Request;
 use hyper_util::rt::TokioIo;
-use serde::{Deserialize, Serialize};
+use wasmlab_model::run::Check;
 
 /// A small blocking HTTP client for readiness and verification (one connection per request).
 pub struct Client {
@@ -81,14 +81,6 @@ pub fn workload_request(workload: &str, echo_body_bytes: usize) -> anyhow::Resul
         target: route.path,
         body,
     })
-}
-
-/// One check of a verification.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Check {
-    pub what: String,
-    pub ok: bool,
-    pub detail: String,
 }
 
 /// Checks each workload and the 404/405 routes. Returns every check; the variant passes when all

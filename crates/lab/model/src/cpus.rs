@@ -8,8 +8,6 @@
 //! (and the upstream) to the others; a server's default worker count follows, since it counts the
 //! CPUs it may use.
 
-use std::process::Command;
-
 use serde::{Deserialize, Serialize};
 
 /// Which CPUs the generator and the servers ran on; `server` empty means shared (no partition).
@@ -85,64 +83,9 @@ impl CpuPlan {
     }
 
     /// Whether the generator and the servers have CPUs of their own.
-    fn apart(&self) -> bool {
+    pub fn apart(&self) -> bool {
         !self.server.is_empty()
     }
-
-    /// Confines the calling thread, and the threads it starts from now on, to the generator's
-    /// CPUs. Call before the lab starts its own threads.
-    pub fn pin_lab(&self) -> std::io::Result<()> {
-        if !self.apart() {
-            return Ok(());
-        }
-        set_affinity(&cpu_set(&self.load))
-    }
-
-    /// Makes `cmd`'s process run on the servers' CPUs only.
-    pub fn confine_server(&self, cmd: &mut Command) {
-        if !self.apart() {
-            return;
-        }
-        let set = cpu_set(&self.server);
-        use std::os::unix::process::CommandExt;
-        // SAFETY: sched_setaffinity is a plain syscall on a set built before the fork.
-        unsafe {
-            cmd.pre_exec(move || set_affinity(&set));
-        }
-    }
-}
-
-/// The CPUs this process may run on, in order.
-pub fn allowed() -> std::io::Result<Vec<usize>> {
-    // SAFETY: sched_getaffinity fills the set it is given; the CPU_* helpers only read it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok((0..libc::CPU_SETSIZE as usize)
-            .filter(|&c| libc::CPU_ISSET(c, &set))
-            .collect())
-    }
-}
-
-fn cpu_set(cpus: &[usize]) -> libc::cpu_set_t {
-    // SAFETY: a zeroed cpu_set_t is the empty set; CPU_SET writes within it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        for &c in cpus {
-            libc::CPU_SET(c, &mut set);
-        }
-        set
-    }
-}
-
-fn set_affinity(set: &libc::cpu_set_t) -> std::io::Result<()> {
-    // SAFETY: a plain syscall on the calling thread with a valid set.
-    if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
 }
 
 fn list(cpus: &[usize]) -> String {
@@ -181,32 +124,5 @@ mod tests {
             assert!(p.server.is_empty() && p.shared_because.is_some(), "{p:?}");
             assert!(p.describe().contains("share"), "{}", p.describe());
         }
-    }
-
-    #[test]
-    fn a_confined_child_sees_only_the_server_cpus() {
-        let allowed = allowed().unwrap();
-        let plan = CpuPlan::new(&allowed, 1, true);
-        if !plan.apart() {
-            eprintln!("skipped: {}", plan.describe());
-            return;
-        }
-        let mut cmd = Command::new("grep");
-        cmd.args(["Cpus_allowed_list", "/proc/self/status"]);
-        plan.confine_server(&mut cmd);
-        let out = String::from_utf8(cmd.output().unwrap().stdout).unwrap();
-        // The kernel prints ranges (1-3) where the plan lists each CPU.
-        let seen: Vec<usize> = out
-            .split(':')
-            .nth(1)
-            .unwrap()
-            .trim()
-            .split(',')
-            .flat_map(|part| match part.split_once('-') {
-                Some((a, b)) => (a.parse().unwrap()..=b.parse().unwrap()).collect(),
-                None => vec![part.parse().unwrap()],
-            })
-            .collect();
-        assert_eq!(seen, plan.server);
     }
 }

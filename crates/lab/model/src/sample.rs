@@ -1,15 +1,10 @@
-//! What a results directory holds: the lines of `samples.jsonl` and `run.json`. The writer
-//! (`wasmlab run`) and the readers (`wasmlab report`, `wasmlab compare`) share these types, so the
-//! raw data alone rebuilds every table and plot.
-
-use std::path::Path;
+//! The lines of `samples.jsonl`: a server suite's measured cells and launches ([`Sample`]), a
+//! program suite's program runs ([`ProgramSample`]). The writer (`wasmlab run`) and the readers
+//! (`wasmlab report`, `wasmlab compare`) share these types, so the raw data alone rebuilds every
+//! table and plot.
 
 use serde::{Deserialize, Serialize};
 use wasmlab_load::LoadReport;
-
-use crate::measure::verify::Check;
-use crate::plan::machine::Machine;
-use crate::plan::suite::Suite;
 
 /// Version of the samples.jsonl line format and of run.json.
 pub const SAMPLES_SCHEMA: u32 = 2;
@@ -130,122 +125,62 @@ impl Sample {
     }
 }
 
-/// How a variant fared in the run.
+/// One timed run of one program in one engine.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct VariantOutcome {
-    pub name: String,
-    /// measured | failed | interrupted | skipped (could not run here: the reason says why and
-    /// what would enable it)
-    pub status: String,
-    pub reason: Option<String>,
-    pub checks: Vec<Check>,
-}
-
-/// A file whose size the report shows (binaries, guests, precompiled modules).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Artifact {
-    pub name: String,
-    pub path: String,
-    pub bytes: u64,
-}
-
-/// run.json.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct RunInfo {
+pub struct ProgramSample {
+    /// The line format's version (absent in lines written before it was recorded: those are
+    /// this version's too).
+    #[serde(default = "schema_now")]
     pub schema: u32,
-    pub run_id: String,
-    pub command: Vec<String>,
-    pub started_utc: String,
-    pub finished_utc: Option<String>,
-    /// running | complete | interrupted
-    pub state: String,
-    pub git_sha: Option<String>,
-    /// The core-module guest given with --wasm, if any (else the built-in one ran).
-    pub core_guest: Option<String>,
-    /// Seed of the shuffled variant order (each repetition r uses seed + r).
-    pub seed: u64,
-    /// The variant order of each repetition, as run.
+    pub engine: String,
+    pub program: String,
+    pub repetition: u32,
+    /// Exec to exit, as the 2023 study timed; NaN (null in the file) when it did not run.
+    #[serde(deserialize_with = "number_or_nan")]
+    pub wall_ms: f64,
+    /// From the engine's runner (docs/engines.md); none for a native program.
     #[serde(default)]
-    pub orders: Vec<Vec<String>>,
-    pub machine: Machine,
-    /// Which CPUs the load generator and the servers ran on.
+    pub phases: Option<Phases>,
+    /// The time the program itself measured around its test body, per iteration (libsodium's
+    /// benchmark mode prints it), in microseconds: the code's speed without start-up.
     #[serde(default)]
-    pub cpus: crate::plan::cpus::CpuPlan,
-    pub suite: Suite,
+    pub body_us: Option<f64>,
+    /// Empty when the run succeeded; else what went wrong (its time does not count).
     #[serde(default)]
-    pub artifacts: Vec<Artifact>,
-    pub variants: Vec<VariantOutcome>,
-    /// The variant files the run used, as they were (built-in, the user's, the suite's).
-    #[serde(default)]
-    pub variant_specs: Vec<crate::plan::variants::VariantSpec>,
-    /// The tools the variants ran, with the versions they printed.
-    #[serde(default)]
-    pub variant_tools: Vec<crate::plan::tools::FoundTool>,
-    /// The container engine and settings used, if a variant needed one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub container_engine: Option<crate::plan::containers::Engine>,
+    pub error: String,
 }
 
-impl RunInfo {
-    /// Whether `variant` failed in this run (see [`crate::analyze::tabled`]).
-    pub fn failed(&self, variant: &str) -> bool {
-        self.variants
-            .iter()
-            .any(|o| o.name == variant && o.status == "failed")
+fn schema_now() -> u32 {
+    SAMPLES_SCHEMA
+}
+
+/// A number, or NaN for the `null` serde_json writes for one.
+fn number_or_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
+/// A runner's phase times (docs/engines.md), in milliseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Phases {
+    pub compile_ms: f64,
+    pub instantiate_ms: f64,
+    pub execute_ms: f64,
+}
+
+/// A line of samples.jsonl, whichever kind: what the one reader checks.
+pub trait SampleLine: serde::de::DeserializeOwned {
+    /// The line's format version.
+    fn schema(&self) -> u32;
+}
+
+impl SampleLine for Sample {
+    fn schema(&self) -> u32 {
+        self.schema
     }
 }
 
-/// Reads samples.jsonl. A last line cut short (a run killed mid-write) is skipped with a warning;
-/// any other bad line is an error naming it.
-pub fn read_samples(path: &Path) -> anyhow::Result<Vec<Sample>> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| anyhow::anyhow!("read {}: {e}", path.display()))?;
-    let lines: Vec<&str> = text.lines().collect();
-    let mut out = Vec::with_capacity(lines.len());
-    for (i, line) in lines.iter().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        match serde_json::from_str::<Sample>(line) {
-            Ok(s) => {
-                anyhow::ensure!(
-                    s.schema == SAMPLES_SCHEMA,
-                    "{}:{}: schema {} (this wasmlab reads schema {SAMPLES_SCHEMA})",
-                    path.display(),
-                    i + 1,
-                    s.schema
-                );
-                out.push(s);
-            }
-            Err(e) if i + 1 == lines.len() && !text.ends_with('\n') => {
-                eprintln!(
-                    "wasmlab: {}:{}: skipping a line cut short ({e})",
-                    path.display(),
-                    i + 1
-                );
-            }
-            Err(e) => anyhow::bail!("{}:{}: {e}", path.display(), i + 1),
-        }
+impl SampleLine for ProgramSample {
+    fn schema(&self) -> u32 {
+        self.schema
     }
-    Ok(out)
-}
-
-pub fn read_run_info(dir: &Path) -> anyhow::Result<RunInfo> {
-    let path = dir.join("run.json");
-    let text = std::fs::read_to_string(&path).map_err(|e| {
-        anyhow::anyhow!(
-            "{} is not a wasmlab results directory: read {}: {e}",
-            dir.display(),
-            path.display()
-        )
-    })?;
-    let info: RunInfo =
-        serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-    anyhow::ensure!(
-        info.schema == SAMPLES_SCHEMA,
-        "{}: schema {} (this wasmlab reads schema {SAMPLES_SCHEMA})",
-        path.display(),
-        info.schema
-    );
-    Ok(info)
 }

@@ -11,35 +11,9 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+use wasmlab_model::tools::ContainerEngine as Engine;
 
-use crate::plan::tools::{on_path, run_with_timeout};
-
-/// An engine and the settings that work here.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Engine {
-    /// `docker` or `podman`, with its global flags: what `{container}` expands to.
-    pub command: Vec<String>,
-    /// Environment every command of it needs (podman's CONTAINERS_CONF).
-    pub env: Vec<(String, String)>,
-    /// What `--version` printed.
-    pub version: String,
-}
-
-impl Engine {
-    pub fn describe(&self) -> String {
-        let settings: Vec<String> = self.command[1..]
-            .iter()
-            .cloned()
-            .chain(self.env.iter().map(|(k, v)| format!("{k}={v}")))
-            .collect();
-        if settings.is_empty() {
-            self.version.clone()
-        } else {
-            format!("{} with {}", self.version, settings.join(" "))
-        }
-    }
-}
+use crate::tools::{on_path, run_with_timeout};
 
 /// Podman's global flags, tried in order, each with and without the containers.conf that clears
 /// the default ulimits. (No storage flags: a store keeps the driver it was created with, and
@@ -128,7 +102,7 @@ fn runs_a_container(engine: &Engine) -> Result<(), String> {
 
 /// A containers.conf that sets no default ulimits (some VMs refuse podman's default nofile).
 fn containers_conf() -> std::io::Result<PathBuf> {
-    let path = crate::plan::tools::tools_dir().join("containers.conf");
+    let path = crate::tools::tools_dir().join("containers.conf");
     std::fs::create_dir_all(path.parent().expect("a file in the tools directory"))?;
     std::fs::write(&path, "[containers]\ndefault_ulimits = []\n")?;
     Ok(path)

@@ -1,106 +1,285 @@
-//! Planning a run: the suite, the variants it names (built-in, the user's files, the suite's
-//! own) and whether each can run here, how the machine's CPUs are split between the load
-//! generator and the servers, and what the machine is.
+//! Planning a run, the lab's first phase: from a plain request (a suite, the command line's
+//! overrides, the user's files) to what the run will do. The suite with its overrides, the
+//! variants it names (built-in, the user's files, the suite's own) and whether each can run here,
+//! what the machine is, how its CPUs are shared between the load generator and what is measured,
+//! and the seed of every shuffled order. Nothing is built, started or measured yet.
 
 pub mod containers;
 pub mod cpus;
 pub mod machine;
-pub mod suite;
+pub mod setup;
 pub mod tools;
-pub mod variants;
 
 use std::path::{Path, PathBuf};
 
-use crate::run::RunArgs;
-use suite::Suite;
-use variants::Catalog;
+use wasmlab_model::cpus::CpuPlan;
+use wasmlab_model::machine::Machine;
+use wasmlab_model::suite::{ProgramSuite, ServerSuite, Suite};
+use wasmlab_model::variant::{Catalog, VariantSpec};
+
+use tools::State;
+
+/// What the user asked of a run, from the command line or any other front end.
+#[derive(Debug, Clone, Default)]
+pub struct RunRequest {
+    /// A built-in suite's name or a suite file's path.
+    pub suite: String,
+    /// Measure only these variants (default: the suite's).
+    pub variants: Vec<String>,
+    /// The suite's concurrency levels, replaced.
+    pub connections: Vec<usize>,
+    /// The suite's measured seconds per cell, replaced.
+    pub duration_secs: Option<f64>,
+    pub repetitions: Option<u32>,
+    /// Seed of the shuffled orders (default: the suite's, else the clock).
+    pub seed: Option<u64>,
+    /// A core-module guest to run instead of the built-in one.
+    pub wasm: Option<PathBuf>,
+    /// Variant files of the user's.
+    pub variant_files: Vec<PathBuf>,
+    /// Set up, before planning, what a variant needs when that takes a minute at most.
+    pub quick_setup: bool,
+    /// Where wasmlab's own binaries are (default: beside this executable).
+    pub bin_dir: Option<PathBuf>,
+}
+
+/// A variant the run names, and whether it can run here.
+#[derive(Debug, Clone)]
+pub struct Planned {
+    pub spec: VariantSpec,
+    pub state: State,
+}
+
+impl Planned {
+    pub fn name(&self) -> &str {
+        &self.spec.name
+    }
+}
 
 /// What a run will do, before it does anything.
 pub struct Plan {
+    /// The suite, with the request's overrides.
     pub suite: Suite,
     pub catalog: Catalog,
-    /// Every variant the run names: the measured ones, then those only cold-started.
-    pub names: Vec<String>,
+    /// Every variant the run names, in order: a server suite's measured variants, then those
+    /// only cold-started; a program suite's engines.
+    pub variants: Vec<Planned>,
     /// `--wasm`: the core guest to run instead of the built-in one.
     pub core_guest: Option<PathBuf>,
     /// Where wasmlab's own binaries are.
     pub bin_dir: PathBuf,
+    /// The wasmlab source tree, when wasmlab runs from it (it builds what it needs there).
     pub workspace: Option<PathBuf>,
+    /// The project's tools directory (`wasmlab setup` installs there).
     pub tools: PathBuf,
+    pub cpus: CpuPlan,
+    /// Described before the lab pins itself: pinned, it would count only the generator's CPUs.
+    pub machine: Machine,
+    /// Seed of every shuffled order, recorded in run.json.
+    pub seed: u64,
 }
 
 impl Plan {
-    /// The suite with the command line's overrides, and the variants it names.
-    pub fn new(args: &RunArgs) -> anyhow::Result<Self> {
-        let mut suite = suite::load(&args.suite)?;
-        if !args.variants.is_empty() {
-            suite.variants = args.variants.clone();
-            if let Some(c) = &mut suite.cold_start {
-                c.variants.retain(|v| args.variants.contains(v));
-                if c.variants.is_empty() {
-                    c.variants = args.variants.clone();
-                }
-            }
-        }
-        if !args.connections.is_empty() {
-            suite.connections = args.connections.clone();
-        }
-        if let Some(d) = args.duration {
-            suite.duration_secs = d.as_secs_f64();
-        }
-        if let Some(r) = args.repetitions {
-            suite.repetitions = r;
-        }
-        suite.validate()?;
-        let catalog = suite.catalog(&args.variant_files)?;
-        suite.check_variants(&catalog)?;
-        let core_guest = match &args.wasm {
-            Some(p) => {
-                anyhow::ensure!(p.is_file(), "--wasm {}: no such file", p.display());
-                Some(p.canonicalize()?)
-            }
-            None => None,
-        };
-        let mut names = suite.variants.clone();
-        for v in suite.cold_start_variants() {
-            if !names.contains(&v) {
-                names.push(v);
-            }
-        }
-        if let Some(g) = &core_guest {
-            anyhow::ensure!(
-                names
-                    .iter()
-                    .any(|n| catalog.find(n).is_ok_and(|s| s.runs_core_guest())),
-                "--wasm {}: none of the variants run a core-module guest (wasmtime-pooled does)",
-                g.display()
-            );
-        }
-        let bin_dir = match &args.bin_dir {
-            Some(d) => d.clone(),
-            None => std::env::current_exe()?
-                .parent()
-                .map(Path::to_path_buf)
-                .ok_or_else(|| anyhow::anyhow!("cannot tell where wasmlab's executable is"))?,
-        };
-        Ok(Self {
-            suite,
-            catalog,
-            names,
-            core_guest,
-            bin_dir,
-            workspace: crate::workspace_dir(),
-            tools: tools::tools_dir(),
-        })
+    /// The variants that can run here.
+    pub fn ready(&self) -> impl Iterator<Item = &Planned> {
+        self.variants
+            .iter()
+            .filter(|p| matches!(p.state, State::Ready { .. }))
+    }
+
+    /// The order of repetition `r`: `items` shuffled by the run's seed, so every run with the
+    /// same seed measures in the same order and drift of the machine favours no variant.
+    pub fn order<T: Clone>(&self, items: &[T], r: u32) -> Vec<T> {
+        shuffled(items, self.seed.wrapping_add(u64::from(r)))
+    }
+
+    /// The order of cold-start round `i` (a seed of its own, apart from the repetitions').
+    pub fn cold_start_order<T: Clone>(&self, items: &[T], i: u32) -> Vec<T> {
+        shuffled(items, self.seed ^ 0xc01d ^ u64::from(i))
     }
 }
 
-/// The host's Rust target triple (for builds of a variant's own), from rustc when it is there.
-pub fn host_triple() -> String {
-    machine::command_line("rustc", &["-vV"])
-        .and_then(|out| {
-            out.lines()
-                .find_map(|l| l.strip_prefix("host: ").map(str::to_owned))
-        })
-        .unwrap_or_else(|| format!("{}-unknown-linux-gnu", std::env::consts::ARCH))
+/// `items` in an order shuffled by `seed`: the same seed always gives the same order.
+pub fn shuffled<T: Clone>(items: &[T], seed: u64) -> Vec<T> {
+    let mut v = items.to_vec();
+    fastrand::Rng::with_seed(seed).shuffle(&mut v);
+    v
+}
+
+/// Plans the run `req` asks for.
+pub fn plan(req: &RunRequest) -> anyhow::Result<Plan> {
+    let workspace = workspace_dir();
+    let tools = tools::tools_dir();
+    let (suite, catalog, names, core_guest) = match Suite::read(&req.suite)? {
+        Suite::Servers(s) => {
+            let (s, catalog, names, core_guest) = servers(req, s)?;
+            (Suite::Servers(s), catalog, names, core_guest)
+        }
+        Suite::Programs(p) => {
+            let (p, catalog) = programs(req, p)?;
+            let names = p.variants.clone();
+            (Suite::Programs(p), catalog, names, None)
+        }
+    };
+    let mut variants = Vec::new();
+    for name in &names {
+        let spec = catalog.find(name)?.clone();
+        let state = setup::assess_with_quick_setup(&spec, &tools, req.quick_setup)?;
+        variants.push(Planned { spec, state });
+    }
+    let bin_dir = match &req.bin_dir {
+        Some(d) => d.clone(),
+        None => std::env::current_exe()?
+            .parent()
+            .map(Path::to_path_buf)
+            .ok_or_else(|| anyhow::anyhow!("cannot tell where wasmlab's executable is"))?,
+    };
+    let allowed = cpus::allowed()
+        .map_err(|e| anyhow::anyhow!("cannot read this process's CPU affinity: {e}"))?;
+    let cpus = match &suite {
+        Suite::Servers(s) => CpuPlan::new(&allowed, s.load_threads, s.cpu_partition),
+        // Programs run one at a time, on the CPUs a server would have.
+        Suite::Programs(_) => CpuPlan::new(&allowed, 1, true),
+    };
+    let suite_seed = match &suite {
+        Suite::Servers(s) => s.seed,
+        Suite::Programs(p) => p.seed,
+    };
+    let seed = req.seed.or(suite_seed).unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs())
+    });
+    Ok(Plan {
+        machine: machine::describe(workspace.as_deref()),
+        suite,
+        catalog,
+        variants,
+        core_guest,
+        bin_dir,
+        workspace,
+        tools,
+        cpus,
+        seed,
+    })
+}
+
+/// A server suite with the request's overrides, its catalog, every variant it names (measured,
+/// then cold-started only) and the core guest to run.
+fn servers(
+    req: &RunRequest,
+    mut suite: ServerSuite,
+) -> anyhow::Result<(ServerSuite, Catalog, Vec<String>, Option<PathBuf>)> {
+    if !req.variants.is_empty() {
+        suite.variants = req.variants.clone();
+        if let Some(c) = &mut suite.cold_start {
+            c.variants.retain(|v| req.variants.contains(v));
+            if c.variants.is_empty() {
+                c.variants = req.variants.clone();
+            }
+        }
+    }
+    if !req.connections.is_empty() {
+        suite.connections = req.connections.clone();
+    }
+    if let Some(d) = req.duration_secs {
+        suite.duration_secs = d;
+    }
+    if let Some(r) = req.repetitions {
+        suite.repetitions = r;
+    }
+    suite.validate()?;
+    let catalog = suite.catalog(&req.variant_files)?;
+    suite.check_variants(&catalog)?;
+    let core_guest = match &req.wasm {
+        Some(p) => {
+            anyhow::ensure!(p.is_file(), "--wasm {}: no such file", p.display());
+            Some(p.canonicalize()?)
+        }
+        None => None,
+    };
+    let mut names = suite.variants.clone();
+    for v in suite.cold_start_variants() {
+        if !names.contains(&v) {
+            names.push(v);
+        }
+    }
+    if let Some(g) = &core_guest {
+        anyhow::ensure!(
+            names
+                .iter()
+                .any(|n| catalog.find(n).is_ok_and(|s| s.runs_core_guest())),
+            "--wasm {}: none of the variants run a core-module guest (wasmtime-pooled does)",
+            g.display()
+        );
+    }
+    Ok((suite, catalog, names, core_guest))
+}
+
+/// A program suite with the request's overrides, and its catalog; every variant it names must
+/// be an engine.
+fn programs(req: &RunRequest, mut suite: ProgramSuite) -> anyhow::Result<(ProgramSuite, Catalog)> {
+    anyhow::ensure!(
+        req.connections.is_empty() && req.duration_secs.is_none() && req.wasm.is_none(),
+        "--connections, --duration and --wasm are for HTTP suites; {} is a program suite",
+        suite.name
+    );
+    if !req.variants.is_empty() {
+        suite.variants = req.variants.clone();
+        if !suite.variants.contains(&suite.baseline) {
+            suite.variants.insert(0, suite.baseline.clone());
+        }
+    }
+    if let Some(r) = req.repetitions {
+        anyhow::ensure!(r >= 1, "--repetitions must be at least 1");
+        suite.repetitions = r;
+    }
+    let mut catalog = Catalog::builtin();
+    for f in &req.variant_files {
+        catalog.add_file(f)?;
+    }
+    for name in &suite.variants {
+        let spec = catalog.find(name)?;
+        anyhow::ensure!(
+            spec.is_engine(),
+            "{name} is a server variant; a program suite runs engines ([program] variants): {}",
+            catalog
+                .all()
+                .filter(|s| s.is_engine())
+                .map(|s| s.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    Ok((suite, catalog))
+}
+
+/// Where the workspace is, when wasmlab runs from its source tree (it builds what it needs
+/// there).
+pub fn workspace_dir() -> Option<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../..");
+    dir.join("Cargo.toml")
+        .is_file()
+        .then(|| dir.canonicalize().unwrap_or(dir))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shuffles_are_seeded() {
+        let items: Vec<u32> = (0..10).collect();
+        assert_eq!(shuffled(&items, 7), shuffled(&items, 7));
+        assert_ne!(shuffled(&items, 7), shuffled(&items, 8));
+        let mut s = shuffled(&items, 7);
+        s.sort();
+        assert_eq!(s, items);
+    }
+
+    #[test]
+    fn the_workspace_is_found_from_a_phase_crate() {
+        let ws = workspace_dir().expect("the tests run in the source tree");
+        assert!(ws.join("crates/lab/plan/Cargo.toml").is_file(), "{ws:?}");
+    }
 }

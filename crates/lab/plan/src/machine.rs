@@ -1,36 +1,9 @@
-//! What machine and software a run measured: recorded in run.json so a figure can be traced.
+//! Describing the machine a run measures (run.json's `machine`), and the commands that tell
+//! versions: the git commit, rustc's host triple.
 
 use std::process::Command;
 
-use serde::{Deserialize, Serialize};
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Machine {
-    pub cpu_model: String,
-    pub cores: usize,
-    pub memory_kib: Option<u64>,
-    pub kernel: String,
-    /// Whether the CPU has SHA extensions. The handlers are built with sha2's portable code
-    /// (`force-soft`) natively and in Wasm, so `/compute` never uses them.
-    pub cpu_sha_extensions: bool,
-    pub compute_sha256: String,
-    /// What native code was compiled for: the instruction-set extensions rustc could use in this
-    /// build (the gateways are built with wasmlab, with the same flags). `.cargo/config.toml` asks
-    /// for this CPU's, as Cranelift compiles the guests for it; a `RUSTFLAGS` of the user's may
-    /// not. Empty in runs recorded before it was.
-    #[serde(default)]
-    pub native_code: String,
-    pub tools: Tools,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Tools {
-    pub wasmlab: String,
-    pub rustc: Option<String>,
-    pub wasmtime: Option<String>,
-    pub hyper: Option<String>,
-    pub tokio: Option<String>,
-}
+use wasmlab_model::machine::{Machine, Tools};
 
 pub fn describe(workspace: Option<&std::path::Path>) -> Machine {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
@@ -117,6 +90,16 @@ pub fn git_sha(workspace: Option<&std::path::Path>) -> Option<String> {
     let dirty =
         command_line("git", &["-C", dir, "status", "--porcelain"]).is_some_and(|s| !s.is_empty());
     Some(if dirty { format!("{sha}-dirty") } else { sha })
+}
+
+/// The host's Rust target triple (for builds of a variant's own), from rustc when it is there.
+pub fn host_triple() -> String {
+    command_line("rustc", &["-vV"])
+        .and_then(|out| {
+            out.lines()
+                .find_map(|l| l.strip_prefix("host: ").map(str::to_owned))
+        })
+        .unwrap_or_else(|| format!("{}-unknown-linux-gnu", std::env::consts::ARCH))
 }
 
 #[cfg(test)]

@@ -1,39 +1,42 @@
-//! `wasmlab setup [VARIANT...]`: installs what the variants need and the package registries can
-//! provide (the Wasmtime CLI from crates.io, programs from npm or the Go proxy) into the
-//! project's tools directory, idempotently, with progress. What no registry provides is reported
-//! with how to get it.
+//! Setting up what variants need: `wasmlab setup [VARIANT...]` installs what the package
+//! registries can provide (the Wasmtime CLI from crates.io, programs from npm or the Go proxy,
+//! the engine runners of this repository) into the project's tools directory, idempotently, with
+//! progress; a run sets up a variant itself when that takes a minute at most. What no registry
+//! provides is reported with how to get it.
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
+use wasmlab_model::tools::FoundTool;
+use wasmlab_model::variant::{Catalog, Install, Requirement, VariantSpec};
 
-use crate::plan::tools::{self, FoundTool, duration_words};
-use crate::plan::variants::{Catalog, Install, Requirement, VariantSpec};
+use crate::tools::{self, State, duration_words};
 
-#[derive(Debug, clap::Args)]
-pub struct SetupArgs {
+/// What `wasmlab setup` was asked.
+#[derive(Debug, Clone, Default)]
+pub struct SetupRequest {
     /// Variants to set up (default: every variant that needs setup).
     pub variants: Vec<String>,
-    /// A variant file of your own (repeatable), as for `wasmlab run`.
-    #[arg(long = "variant-file", value_name = "PATH")]
+    /// Variant files of the user's.
     pub variant_files: Vec<PathBuf>,
     /// Say what would be installed, and about how long it takes, without installing.
-    #[arg(long)]
     pub dry_run: bool,
 }
 
-pub fn setup(args: SetupArgs) -> anyhow::Result<()> {
+/// Sets up every requirement of the variants asked for; one that no registry provides is listed
+/// at the end, and is an error when the user named its variant.
+pub fn setup(req: &SetupRequest) -> anyhow::Result<()> {
     let mut catalog = Catalog::builtin();
-    for f in &args.variant_files {
+    for f in &req.variant_files {
         catalog.add_file(f)?;
     }
-    let specs: Vec<&VariantSpec> = if args.variants.is_empty() {
+    let specs: Vec<&VariantSpec> = if req.variants.is_empty() {
         catalog.all().collect()
     } else {
-        args.variants
+        req.variants
             .iter()
             .map(|v| catalog.find(v))
             .collect::<anyhow::Result<_>>()?
@@ -45,7 +48,7 @@ pub fn setup(args: SetupArgs) -> anyhow::Result<()> {
     for spec in specs {
         for r in &spec.requires {
             if r.container_engine {
-                match crate::plan::containers::detect() {
+                match crate::containers::detect() {
                     Ok(e) => println!("{}: container engine {}", spec.name, e.describe()),
                     Err(why) => cannot.push(format!("{}: {why}", spec.name)),
                 }
@@ -55,34 +58,8 @@ pub fn setup(args: SetupArgs) -> anyhow::Result<()> {
             if done.contains(&name) {
                 continue;
             }
-            match tools::probe(r, &tools) {
-                Ok(t) => println!(
-                    "{}: {} is installed ({}, {})",
-                    spec.name, t.name, t.version, t.path
-                ),
-                Err(why) => match &r.install {
-                    Some(install) if args.dry_run => println!(
-                        "{}: would install {name}: {} ({})",
-                        spec.name,
-                        install.describe(),
-                        duration_words(install.minutes())
-                    ),
-                    Some(_) => {
-                        let t = install_tool(r, &tools, &|m| println!("{}: {m}", spec.name))?;
-                        println!(
-                            "{}: {} {} installed at {}",
-                            spec.name, t.name, t.version, t.path
-                        );
-                    }
-                    None => cannot.push(format!(
-                        "{}: {why}{}",
-                        spec.name,
-                        r.hint
-                            .as_deref()
-                            .map(|h| format!("; {h}"))
-                            .unwrap_or_default()
-                    )),
-                },
+            if let Some(why) = set_up_tool(spec, r, &tools, req.dry_run)? {
+                cannot.push(why);
             }
             done.push(name);
         }
@@ -95,11 +72,77 @@ pub fn setup(args: SetupArgs) -> anyhow::Result<()> {
     }
     // Only an error when the user named the variants: the default is "whatever can be".
     anyhow::ensure!(
-        args.variants.is_empty(),
+        req.variants.is_empty(),
         "{} requirement(s) cannot be installed by wasmlab (see above)",
         cannot.len()
     );
     Ok(())
+}
+
+/// One tool of `spec`: found, installed (or, dry, what would be), or why it cannot be.
+fn set_up_tool(
+    spec: &VariantSpec,
+    r: &Requirement,
+    tools: &Path,
+    dry_run: bool,
+) -> anyhow::Result<Option<String>> {
+    let name = r.tool.as_deref().unwrap_or_default();
+    match tools::probe(r, tools) {
+        Ok(t) => println!(
+            "{}: {} is installed ({}, {})",
+            spec.name, t.name, t.version, t.path
+        ),
+        Err(why) => match &r.install {
+            Some(install) if dry_run => println!(
+                "{}: would install {name}: {} ({})",
+                spec.name,
+                install.describe(),
+                duration_words(install.minutes())
+            ),
+            Some(_) => {
+                let t = install_tool(r, tools, &|m| println!("{}: {m}", spec.name))?;
+                println!(
+                    "{}: {} {} installed at {}",
+                    spec.name, t.name, t.version, t.path
+                );
+            }
+            None => {
+                return Ok(Some(format!(
+                    "{}: {why}{}",
+                    spec.name,
+                    r.hint
+                        .as_deref()
+                        .map(|h| format!("; {h}"))
+                        .unwrap_or_default()
+                )));
+            }
+        },
+    }
+    Ok(None)
+}
+
+/// A variant's state here, after its setup when that takes a minute at most and `quick` allows
+/// it (the terminal says so).
+pub fn assess_with_quick_setup(
+    spec: &VariantSpec,
+    tools: &Path,
+    quick: bool,
+) -> anyhow::Result<State> {
+    let name = &spec.name;
+    let mut state = tools::assess(spec, tools);
+    if let State::NeedsSetup { minutes, .. } = &state
+        && quick
+        && *minutes <= 1.0
+    {
+        eprintln!("wasmlab: {name} needs a quick setup; running it (`wasmlab setup {name}`)");
+        for r in spec.requires.iter().filter(|r| r.install.is_some()) {
+            if tools::probe(r, tools).is_err() {
+                install_tool(r, tools, &|m| eprintln!("wasmlab: {m}"))?;
+            }
+        }
+        state = tools::assess(spec, tools);
+    }
+    Ok(state)
 }
 
 /// Installs one tool with its recipe, showing the installer's progress, and checks the result.
@@ -122,35 +165,46 @@ pub fn install_tool(
         log_path.display()
     ));
     let mut cmd = tools::install_command(install, name, tools);
+    // Cargo draws its own progress ("Building [===>  ] 120/456: crate, ...") even into a pipe
+    // when asked: the lines the progress below reads.
+    cmd.env("CARGO_TERM_PROGRESS_WHEN", "always")
+        .env("CARGO_TERM_PROGRESS_WIDTH", "100");
     let mut child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .stdin(Stdio::null())
         .spawn()
         .map_err(|e| anyhow::anyhow!("cannot run {:?}: {e}", cmd.get_program()))?;
-    let pb = ProgressBar::new_spinner();
-    pb.set_style(
-        ProgressStyle::with_template("{elapsed_precise} {spinner} {msg}").expect("valid template"),
-    );
-    pb.enable_steady_tick(Duration::from_millis(200));
     let (tx, rx) = std::sync::mpsc::channel::<String>();
     let readers: Vec<_> = [
         child
             .stdout
             .take()
-            .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
         child
             .stderr
             .take()
-            .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
     ]
     .into_iter()
     .flatten()
     .map(|r| {
         let tx = tx.clone();
         std::thread::spawn(move || {
-            for line in BufReader::new(r).lines().map_while(Result::ok) {
-                let _ = tx.send(line);
+            // Cargo's progress lines end in '\r', the others in '\n'.
+            let mut reader = BufReader::new(r);
+            let mut line = Vec::new();
+            loop {
+                line.clear();
+                match read_until_either(&mut reader, &mut line) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {
+                        let text = String::from_utf8_lossy(&line).trim().to_owned();
+                        if !text.is_empty() && tx.send(text).is_err() {
+                            break;
+                        }
+                    }
+                }
             }
         })
     })
@@ -158,16 +212,15 @@ pub fn install_tool(
     drop(tx);
     let mut log = std::fs::File::create(&log_path)?;
     let t = Instant::now();
+    let mut progress = InstallProgress::new(name);
     for line in rx {
-        use std::io::Write;
-        let _ = writeln!(log, "{line}");
-        pb.set_message(line.trim().chars().take(100).collect::<String>());
+        progress.line(&line, &mut log);
     }
     for r in readers {
         let _ = r.join();
     }
     let status = child.wait()?;
-    pb.finish_and_clear();
+    progress.finish();
     anyhow::ensure!(
         status.success(),
         "installing {name} failed ({status}) after {:.0} s; see {}",
@@ -182,4 +235,155 @@ pub fn install_tool(
         t.elapsed().as_secs_f64()
     ));
     tools::probe(r, tools).map_err(|e| anyhow::anyhow!("{name} was installed but {e}"))
+}
+
+/// Reads up to and including the next '\n' or '\r'; the count read (0 at the end).
+fn read_until_either(r: &mut impl BufRead, out: &mut Vec<u8>) -> std::io::Result<usize> {
+    let mut n = 0;
+    loop {
+        let buf = r.fill_buf()?;
+        if buf.is_empty() {
+            return Ok(n);
+        }
+        match buf.iter().position(|&b| b == b'\n' || b == b'\r') {
+            Some(i) => {
+                out.extend_from_slice(&buf[..=i]);
+                r.consume(i + 1);
+                return Ok(n + i + 1);
+            }
+            None => {
+                let len = buf.len();
+                out.extend_from_slice(buf);
+                r.consume(len);
+                n += len;
+            }
+        }
+    }
+}
+
+/// How often a progress line is printed when there is no terminal to draw a bar on.
+const LOG_EVERY: Duration = Duration::from_secs(30);
+
+/// An installer's progress: a bar over the crates cargo builds (it says how many), else a
+/// spinner with the installer's current step. Without a terminal, a line every [`LOG_EVERY`].
+struct InstallProgress {
+    tool: String,
+    pb: ProgressBar,
+    /// Crates built and to build, from cargo's last progress line.
+    crates: Option<(u64, u64)>,
+    /// The step the installer is at.
+    step: String,
+    started: Instant,
+    logged: Instant,
+}
+
+impl InstallProgress {
+    fn new(tool: &str) -> Self {
+        let pb = ProgressBar::new_spinner();
+        pb.set_style(
+            ProgressStyle::with_template("{elapsed_precise} {spinner} {msg}")
+                .expect("valid template"),
+        );
+        pb.enable_steady_tick(Duration::from_millis(200));
+        Self {
+            tool: tool.to_owned(),
+            pb,
+            crates: None,
+            step: String::new(),
+            started: Instant::now(),
+            logged: Instant::now(),
+        }
+    }
+
+    /// One line of the installer's output: logged, and the progress it tells shown.
+    fn line(&mut self, line: &str, log: &mut std::fs::File) {
+        use std::io::Write;
+        match cargo_progress(line) {
+            Some((done, total, current)) => {
+                if self.crates.is_none() {
+                    self.pb.set_style(
+                        ProgressStyle::with_template(
+                            "{elapsed_precise} [{bar:30}] {pos}/{len} crates  {msg}",
+                        )
+                        .expect("valid template")
+                        .progress_chars("=> "),
+                    );
+                }
+                self.crates = Some((done, total));
+                self.pb.set_length(total);
+                self.pb.set_position(done);
+                self.step = current.to_owned();
+            }
+            None => {
+                let _ = writeln!(log, "{line}");
+                self.step = line.chars().take(100).collect();
+            }
+        }
+        self.pb.set_message(self.step.clone());
+        if self.pb.is_hidden() && self.logged.elapsed() >= LOG_EVERY {
+            self.logged = Instant::now();
+            eprintln!("wasmlab: {}", self.describe());
+        }
+    }
+
+    /// Where the installer is, in a line.
+    fn describe(&self) -> String {
+        let at = match self.crates {
+            Some((done, total)) => format!("{done}/{total} crates built, now {}", self.step),
+            None => self.step.clone(),
+        };
+        format!(
+            "installing {}: {:.0} min so far; {at}",
+            self.tool,
+            self.started.elapsed().as_secs_f64() / 60.0
+        )
+    }
+
+    fn finish(&self) {
+        self.pb.finish_and_clear();
+    }
+}
+
+/// Cargo's progress line `Building [=====>   ] 120/456: crate-a, crate-b...`: (built, to
+/// build, what it is building).
+fn cargo_progress(line: &str) -> Option<(u64, u64, &str)> {
+    let rest = line.trim_start().strip_prefix("Building [")?;
+    let (_, rest) = rest.split_once("] ")?;
+    let (counts, current) = rest.split_once(':').unwrap_or((rest, ""));
+    let (done, total) = counts.trim().split_once('/')?;
+    Some((
+        done.trim().parse().ok()?,
+        total.trim().parse().ok()?,
+        current.trim(),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cargo_progress_lines_are_read() {
+        assert_eq!(
+            cargo_progress("    Building [=======>     ] 120/456: cranelift-codegen, wasmtime"),
+            Some((120, 456, "cranelift-codegen, wasmtime"))
+        );
+        assert_eq!(cargo_progress("Building [=> ] 3/9"), Some((3, 9, "")));
+        assert_eq!(cargo_progress("   Compiling serde v1.0.0"), None);
+        assert_eq!(cargo_progress("Building [==> ] a/b: x"), None);
+    }
+
+    #[test]
+    fn lines_end_at_either_return_or_newline() {
+        let mut r = BufReader::new(&b"one\rtwo\nthree"[..]);
+        let mut lines = Vec::new();
+        loop {
+            let mut line = Vec::new();
+            if read_until_either(&mut r, &mut line).unwrap() == 0 {
+                break;
+            }
+            lines.push(String::from_utf8(line).unwrap());
+        }
+        assert_eq!(lines, ["one\r", "two\n", "three"]);
+    }
 }

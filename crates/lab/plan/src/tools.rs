@@ -6,10 +6,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+use wasmlab_model::tools::{ContainerEngine, FoundTool};
+use wasmlab_model::variant::{Install, Requirement, VariantSpec};
 
-use crate::plan::containers::{self, Engine};
-use crate::plan::variants::{Install, Requirement, VariantSpec};
+use crate::containers;
 
 /// The project's tools directory: `WASMLAB_TOOLS` if set, else `tools/` in the source tree
 /// (git-ignored), else `~/.local/share/wasmlab/tools`.
@@ -24,20 +24,12 @@ pub fn tools_dir() -> PathBuf {
     home.join(".local/share/wasmlab/tools")
 }
 
-/// A tool that was found, and the version it printed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FoundTool {
-    pub name: String,
-    pub path: String,
-    pub version: String,
-}
-
 /// Whether a variant can run here.
 #[derive(Debug, Clone)]
 pub enum State {
     Ready {
         tools: Vec<FoundTool>,
-        container: Option<Engine>,
+        container: Option<ContainerEngine>,
     },
     /// Every missing piece can be installed by `wasmlab setup`.
     NeedsSetup {
@@ -287,7 +279,7 @@ pub fn link_npm_program(tools: &Path, tool: &str) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::variants::VariantSpec;
+    use wasmlab_model::variant::VariantSpec;
 
     fn spec(requires: &str) -> VariantSpec {
         VariantSpec::parse(

@@ -1,7 +1,9 @@
-//! The CSV files: one row per measured run, from the raw samples.
+//! The CSV files: one row per measured cell or program run, from the raw samples.
 
-use crate::record::model::{Kind, RunInfo, Sample};
-use crate::record::results::ResultsDir;
+use wasmlab_model::run::ServerRunInfo;
+use wasmlab_model::sample::{Kind, ProgramSample, Sample};
+
+use crate::dir::ResultsDir;
 
 /// The columns of every load cell's row (throughput.csv and warm.csv; open_loop.csv adds
 /// [`OPEN_LOOP_EXTRA`]). `throughput.csv` starts with the gateway study's columns.
@@ -91,11 +93,14 @@ fn load_values(s: &Sample) -> Vec<String> {
     ]
 }
 
-/// Writes throughput.csv, warm.csv, open_loop.csv and cold_start.csv from the samples.
-/// Writes the CSVs from the samples of the variants that did not fail (see
-/// [`crate::analyze::tabled`]).
-pub fn write_csvs(dir: &ResultsDir, info: &RunInfo, samples: &[Sample]) -> anyhow::Result<()> {
-    let samples = crate::analyze::tabled(info, samples);
+/// Writes throughput.csv, warm.csv, open_loop.csv and cold_start.csv from the samples of the
+/// variants that did not fail (see [`ServerRunInfo::tabled`]).
+pub fn write_server_csvs(
+    dir: &ResultsDir,
+    info: &ServerRunInfo,
+    samples: &[Sample],
+) -> anyhow::Result<()> {
+    let samples = info.tabled(samples);
     let of = |k: Kind| {
         samples
             .iter()
@@ -148,4 +153,39 @@ pub fn write_csvs(dir: &ResultsDir, info: &RunInfo, samples: &[Sample]) -> anyho
         .collect();
     dir.write_csv("cold_start.csv", COLD_START_HEADER, &cold)?;
     Ok(())
+}
+
+/// The columns of programs.csv.
+const PROGRAMS_HEADER: &[&str] = &[
+    "engine",
+    "program",
+    "repetition",
+    "wall_ms",
+    "compile_ms",
+    "instantiate_ms",
+    "execute_ms",
+    "body_us_per_iteration",
+    "error",
+];
+
+/// Writes programs.csv: one row per program run (repetitions counted from 1).
+pub fn write_programs_csv(dir: &ResultsDir, samples: &[ProgramSample]) -> anyhow::Result<()> {
+    let f = |v: Option<f64>| v.map_or_else(String::new, |v| format!("{v:.4}"));
+    let rows: Vec<Vec<String>> = samples
+        .iter()
+        .map(|s| {
+            vec![
+                s.engine.clone(),
+                s.program.clone(),
+                (s.repetition + 1).to_string(),
+                f(Some(s.wall_ms).filter(|v| v.is_finite())),
+                f(s.phases.map(|p| p.compile_ms)),
+                f(s.phases.map(|p| p.instantiate_ms)),
+                f(s.phases.map(|p| p.execute_ms)),
+                f(s.body_us),
+                s.error.clone(),
+            ]
+        })
+        .collect();
+    dir.write_csv("programs.csv", PROGRAMS_HEADER, &rows)
 }

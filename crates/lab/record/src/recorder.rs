@@ -1,69 +1,205 @@
-//! Recording what was measured: the data model (run.json, samples.jsonl), the results directory,
-//! the CSVs, and the [`Recorder`] a run writes through as it goes.
-
-pub mod csv;
-pub mod model;
-pub mod results;
+//! A run in progress: the [`Recorder`] a run writes through as it goes. Every sample is appended
+//! to samples.jsonl as it is measured and the CSVs rewritten; run.json is rewritten whenever an
+//! outcome changes; the run's state and end time are written when it finishes. One recorder
+//! serves both kinds of suite ([`RunKind`]): only what they record differs.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use indicatif::ProgressBar;
+use serde::Serialize;
+use wasmlab_model::run::{
+    EngineOutcome, ProgramRunInfo, Run, RunHeader, RunState, ServerRunInfo, Status, VariantOutcome,
+};
+use wasmlab_model::sample::{ProgramSample, Sample};
 
-use model::{RunInfo, Sample, VariantOutcome};
-use results::ResultsDir;
+use crate::dir::{ResultsDir, utc_stamp};
 
-/// A run in progress: where it writes, what it has measured so far, its progress line, and
-/// whether it was asked to stop. Every sample is appended as it is measured and the CSVs
-/// rewritten; run.json is rewritten whenever an outcome changes.
-pub struct Recorder {
-    pub dir: ResultsDir,
-    pub info: RunInfo,
-    pub samples: Vec<Sample>,
-    pub cancel: Arc<AtomicBool>,
-    pub pb: ProgressBar,
+/// What a run of one suite's kind records: its run.json and its lines of samples.jsonl.
+pub trait RunKind {
+    type Info: Serialize;
+    type Sample: Serialize;
+    fn header(info: &mut Self::Info) -> &mut RunHeader;
+    /// Rewrites the kind's CSV files from the samples.
+    fn write_csvs(
+        dir: &ResultsDir,
+        info: &Self::Info,
+        samples: &[Self::Sample],
+    ) -> anyhow::Result<()>;
+    /// Marks what was being measured as interrupted.
+    fn interrupt(info: &mut Self::Info);
+    fn into_run(info: Self::Info, samples: Vec<Self::Sample>) -> Run;
 }
 
-impl Recorder {
-    /// A line above the progress bar (or on stderr when there is none).
-    pub fn say(&self, msg: String) {
-        if self.pb.is_hidden() {
-            eprintln!("{msg}");
-        } else {
-            self.pb.println(msg);
+/// A server suite's run: throughput.csv, warm.csv, open_loop.csv and cold_start.csv.
+pub enum Servers {}
+
+impl RunKind for Servers {
+    type Info = ServerRunInfo;
+    type Sample = Sample;
+
+    fn header(info: &mut ServerRunInfo) -> &mut RunHeader {
+        &mut info.header
+    }
+
+    fn write_csvs(
+        dir: &ResultsDir,
+        info: &ServerRunInfo,
+        samples: &[Sample],
+    ) -> anyhow::Result<()> {
+        crate::csv::write_server_csvs(dir, info, samples)
+    }
+
+    fn interrupt(info: &mut ServerRunInfo) {
+        for o in &mut info.variants {
+            if o.status == Status::Measured {
+                o.status = Status::Interrupted;
+            }
         }
     }
 
+    fn into_run(info: ServerRunInfo, samples: Vec<Sample>) -> Run {
+        Run::Servers {
+            info: Box::new(info),
+            samples,
+        }
+    }
+}
+
+/// A program suite's run: programs.csv.
+pub enum Programs {}
+
+impl RunKind for Programs {
+    type Info = ProgramRunInfo;
+    type Sample = ProgramSample;
+
+    fn header(info: &mut ProgramRunInfo) -> &mut RunHeader {
+        &mut info.header
+    }
+
+    fn write_csvs(
+        dir: &ResultsDir,
+        _info: &ProgramRunInfo,
+        samples: &[ProgramSample],
+    ) -> anyhow::Result<()> {
+        crate::csv::write_programs_csv(dir, samples)
+    }
+
+    fn interrupt(info: &mut ProgramRunInfo) {
+        for o in &mut info.engines {
+            if o.status == Status::Measured {
+                o.status = Status::Interrupted;
+            }
+        }
+    }
+
+    fn into_run(info: ProgramRunInfo, samples: Vec<ProgramSample>) -> Run {
+        Run::Programs {
+            info: Box::new(info),
+            samples,
+        }
+    }
+}
+
+/// A run in progress: where it writes, what it has measured so far, its progress line, and
+/// whether it was asked to stop.
+pub struct Recorder<K: RunKind> {
+    pub dir: ResultsDir,
+    pub info: K::Info,
+    pub samples: Vec<K::Sample>,
+    /// The progress line (hidden when stderr is not a terminal).
+    pub progress: ProgressBar,
+    cancel: Arc<AtomicBool>,
+}
+
+impl<K: RunKind> Recorder<K> {
+    /// Starts recording into `dir`: run.json and the CSVs are written at once, so even a run
+    /// stopped before its first sample leaves a complete directory.
+    pub fn start(
+        dir: ResultsDir,
+        info: K::Info,
+        cancel: Arc<AtomicBool>,
+        progress: ProgressBar,
+    ) -> anyhow::Result<Self> {
+        let rec = Self {
+            dir,
+            info,
+            samples: Vec::new(),
+            progress,
+            cancel,
+        };
+        rec.save_info()?;
+        K::write_csvs(&rec.dir, &rec.info, &rec.samples)?;
+        Ok(rec)
+    }
+
+    /// A line above the progress bar (or on stderr when there is none).
+    pub fn say(&self, msg: String) {
+        if self.progress.is_hidden() {
+            eprintln!("{msg}");
+        } else {
+            self.progress.println(msg);
+        }
+    }
+
+    /// Whether the run was asked to stop (SIGINT, SIGTERM).
     pub fn cancelled(&self) -> bool {
         self.cancel.load(Ordering::SeqCst)
     }
 
+    /// The flag that says the run was asked to stop, for what polls it itself.
+    pub fn cancel_flag(&self) -> Arc<AtomicBool> {
+        self.cancel.clone()
+    }
+
     /// Appends a sample to samples.jsonl and rewrites the CSVs.
-    pub fn record(&mut self, sample: Sample) -> anyhow::Result<()> {
+    pub fn record(&mut self, sample: K::Sample) -> anyhow::Result<()> {
         self.dir.append_sample(&sample)?;
         self.samples.push(sample);
-        csv::write_csvs(&self.dir, &self.info, &self.samples)
+        K::write_csvs(&self.dir, &self.info, &self.samples)
     }
 
     pub fn save_info(&self) -> anyhow::Result<()> {
         self.dir.write_json("run.json", &self.info)
     }
 
+    /// Ends the run's bookkeeping: its state (interrupted when it was asked to stop, else
+    /// complete) and end time in run.json. Returns the run as recorded.
+    pub fn finish(mut self) -> anyhow::Result<(ResultsDir, Run)> {
+        self.progress.finish_and_clear();
+        let interrupted = self.cancelled();
+        if interrupted {
+            K::interrupt(&mut self.info);
+        }
+        let header = K::header(&mut self.info);
+        header.state = if interrupted {
+            RunState::Interrupted
+        } else {
+            RunState::Complete
+        };
+        header.finished_utc = Some(utc_stamp());
+        self.save_info()?;
+        Ok((self.dir, K::into_run(self.info, self.samples)))
+    }
+}
+
+impl Recorder<Servers> {
     /// The outcome of `name`, created as `measured` the first time.
     pub fn outcome(&mut self, name: &str) -> &mut VariantOutcome {
-        let i = match self.info.variants.iter().position(|o| o.name == name) {
+        let variants = &mut self.info.variants;
+        let i = match variants.iter().position(|o| o.name == name) {
             Some(i) => i,
             None => {
-                self.info.variants.push(VariantOutcome {
+                variants.push(VariantOutcome {
                     name: name.to_owned(),
-                    status: "measured".into(),
+                    status: Status::Measured,
                     reason: None,
                     checks: Vec::new(),
                 });
-                self.info.variants.len() - 1
+                variants.len() - 1
             }
         };
-        &mut self.info.variants[i]
+        &mut variants[i]
     }
 
     /// Whether `name` is out of the run: failed, or skipped.
@@ -71,7 +207,7 @@ impl Recorder {
         self.info
             .variants
             .iter()
-            .any(|o| o.name == name && (o.status == "failed" || o.status == "skipped"))
+            .any(|o| o.name == name && o.status.is_out())
     }
 
     /// Marks a variant failed: it is measured no further and left out of every table (its rows
@@ -79,18 +215,25 @@ impl Recorder {
     pub fn fail(&mut self, name: &str, reason: String) -> anyhow::Result<()> {
         self.say(format!("{name}: FAILED: {reason}"));
         let o = self.outcome(name);
-        o.status = "failed".into();
+        o.status = Status::Failed;
         o.reason = Some(reason);
         self.save_info()?;
-        csv::write_csvs(&self.dir, &self.info, &self.samples)
+        Servers::write_csvs(&self.dir, &self.info, &self.samples)
     }
 
     /// Marks a variant skipped: it cannot run here; `reason` says why and what would enable it.
     pub fn skip(&mut self, name: &str, reason: String) -> anyhow::Result<()> {
         self.say(format!("{name}: skipped: {reason}"));
         let o = self.outcome(name);
-        o.status = "skipped".into();
+        o.status = Status::Skipped;
         o.reason = Some(reason);
         self.save_info()
+    }
+}
+
+impl Recorder<Programs> {
+    /// The outcome of engine `name`.
+    pub fn engine(&mut self, name: &str) -> Option<&mut EngineOutcome> {
+        self.info.engines.iter_mut().find(|o| o.engine == name)
     }
 }

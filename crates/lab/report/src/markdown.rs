@@ -1,11 +1,14 @@
-//! summary.md: the headline tables in Markdown.
+//! summary.md: the headline tables in Markdown, laid out from the report's sections.
 
 use std::fmt::Write;
 
-use super::{
-    fmt_errors, fmt_ms, fmt_ratio_est, fmt_rps, mib, saturation_flag, saturation_note, thousands,
-};
-use crate::analyze::{Analysis, BASELINE};
+use wasmlab_analysis::servers::BASELINE;
+use wasmlab_analysis::{ProgramAnalysis, ServerAnalysis};
+use wasmlab_model::run::{RunState, Status};
+
+use crate::format::{grouped, saturation_note};
+use crate::programs::{iteration_counts, ms, ratio, state, study};
+use crate::sections;
 
 macro_rules! w {
     ($dst:expr, $($arg:tt)*) => {{
@@ -38,40 +41,46 @@ fn table(md: &mut String, head: &[&str], rows: &[Vec<String>], left: usize) {
     md.push('\n');
 }
 
-fn ratio_or_baseline(variant: &str, e: Option<&crate::analyze::stats::Estimate>) -> String {
-    if variant == BASELINE {
-        "1 (baseline)".into()
-    } else {
-        fmt_ratio_est(e)
-    }
+/// summary.md of a server suite's run.
+pub fn servers(a: &ServerAnalysis) -> String {
+    let mut md = String::with_capacity(16 * 1024);
+    header(&mut md, a);
+    throughput(&mut md, a);
+    cold_start(&mut md, a);
+    warm(&mut md, a);
+    open_loop(&mut md, a);
+    resources(&mut md, a);
+    study_beside(&mut md, a);
+    environment(&mut md, a);
+    md
 }
 
-pub fn render(a: &Analysis) -> String {
+fn header(md: &mut String, a: &ServerAnalysis) {
     let info = &a.info;
-    let mut md = String::with_capacity(16 * 1024);
+    let h = &info.header;
     w!(
         md,
         "# wasmlab run {}: {}\n",
-        cell(&info.run_id),
+        cell(&h.run_id),
         cell(&info.suite.name)
     );
     if !info.suite.description.is_empty() {
         w!(md, "{}\n", cell(&info.suite.description));
     }
-    if info.state != "complete" {
+    if h.state != RunState::Complete {
         w!(
             md,
             "> ⚠ **This run is {}, not complete**: the figures hold only what was measured \
              before it stopped.\n",
-            info.state
+            h.state
         );
     }
     w!(
         md,
         "- State: {}; started {} UTC, finished {}",
-        info.state,
-        info.started_utc,
-        info.finished_utc
+        h.state,
+        h.started_utc,
+        h.finished_utc
             .as_deref()
             .map_or_else(|| "—".into(), |f| format!("{f} UTC"))
     );
@@ -79,21 +88,20 @@ pub fn render(a: &Analysis) -> String {
         md,
         "- Repetitions: {}; seed {}; git {}",
         info.suite.repetitions,
-        info.seed,
-        info.git_sha.as_deref().unwrap_or("unknown")
+        h.seed,
+        h.git_sha.as_deref().unwrap_or("unknown")
     );
-    w!(
-        md,
-        "- Command: `{}`",
-        info.command.join(" ").replace('`', "'")
-    );
-    for v in info.variants.iter().filter(|v| v.status != "measured") {
+    w!(md, "- Command: `{}`", h.command.join(" ").replace('`', "'"));
+    for o in sections::outcomes(a)
+        .iter()
+        .filter(|o| o.status != Status::Measured)
+    {
         w!(
             md,
             "- ⚠ Variant **{}** {}: {}",
-            cell(&v.name),
-            cell(&v.status),
-            cell(v.reason.as_deref().unwrap_or("no reason recorded"))
+            cell(&o.name),
+            o.status,
+            cell(o.why())
         );
     }
     md.push('\n');
@@ -101,190 +109,193 @@ pub fn render(a: &Analysis) -> String {
         md,
         "Figures over several runs: mean [95% bootstrap CI] n. Ratios are to `{BASELINE}`.\n"
     );
+}
 
-    // Throughput at the reference concurrency.
-    match a.reference_connections {
-        None => {
-            w!(md, "## Throughput\n\n{NOT_MEASURED}\n");
-        }
-        Some(conns) => {
-            w!(md, "## Throughput at {conns} connections\n");
-            let mut any_flag = false;
-            for wl in &a.workloads {
-                let rows: Vec<Vec<String>> = a
-                    .variants
-                    .iter()
-                    .filter_map(|v| a.throughput_cell(v, wl, conns))
-                    .map(|c| {
-                        let flag = saturation_flag(c).unwrap_or_default();
-                        any_flag |= !flag.is_empty();
-                        vec![
-                            cell(&c.variant),
-                            c.rps.show(fmt_rps),
-                            ratio_or_baseline(&c.variant, c.capacity_ratio.as_ref()),
-                            ratio_or_baseline(&c.variant, c.ratio_to_native.as_ref()),
-                            fmt_ms(c.latency.p50),
-                            fmt_ms(c.latency.p99),
-                            fmt_errors(&c.errors),
-                            flag,
-                        ]
-                    })
-                    .collect();
-                if rows.is_empty() {
-                    continue;
-                }
-                w!(md, "### {}\n", cell(wl));
-                table(
-                    &mut md,
-                    &[
-                        "variant",
-                        "req/s (mean [95% CI] n)",
-                        "× native per CPU [95% CI]",
-                        "× native req/s [95% CI]",
-                        "p50 ms",
-                        "p99 ms",
-                        "errors",
-                        "flags",
-                    ],
-                    &rows,
-                    1,
-                );
-            }
-            if any_flag {
-                w!(md, "{}\n", saturation_note());
-            }
-        }
-    }
-
-    // Cold start.
-    w!(md, "## Cold start (spawn → first 200, ms)\n");
-    if a.cold_start.is_empty() {
-        w!(md, "{NOT_MEASURED}\n");
-    } else {
-        let rows: Vec<Vec<String>> = a
-            .cold_start
+/// Throughput at the reference concurrency, a table per workload.
+fn throughput(md: &mut String, a: &ServerAnalysis) {
+    let Some(conns) = a.reference_connections else {
+        w!(md, "## Throughput\n\n{NOT_MEASURED}\n");
+        return;
+    };
+    w!(md, "## Throughput at {conns} connections\n");
+    let rows = sections::throughput(a);
+    let mut any_flag = false;
+    for wl in &a.workloads {
+        let rows: Vec<Vec<String>> = rows
             .iter()
+            .filter(|r| &r.workload == wl && r.connections == conns)
             .map(|r| {
+                let flag = r.saturation.map(|s| s.text()).unwrap_or_default();
+                any_flag |= !flag.is_empty();
                 vec![
                     cell(&r.variant),
-                    r.n.to_string(),
-                    fmt_ms(r.first_200.p50),
-                    fmt_ms(r.first_200.p90),
-                    fmt_ms(r.first_200.p99),
-                    ratio_or_baseline(&r.variant, r.ratio_to_native.as_ref()),
-                    super::fmt_rss_after(r),
+                    r.rps.clone(),
+                    r.capacity.text.clone(),
+                    r.ratio.text.clone(),
+                    r.p50.clone(),
+                    r.p99.clone(),
+                    r.errors.clone(),
+                    flag,
                 ]
             })
             .collect();
+        if rows.is_empty() {
+            continue;
+        }
+        w!(md, "### {}\n", cell(wl));
         table(
-            &mut md,
+            md,
             &[
                 "variant",
-                "n",
-                "p50",
-                "p90",
-                "p99",
-                "× native p50 [95% CI]",
-                "RSS after, MiB",
+                "req/s (mean [95% CI] n)",
+                "× native per CPU [95% CI]",
+                "× native req/s [95% CI]",
+                "p50 ms",
+                "p99 ms",
+                "errors",
+                "flags",
             ],
             &rows,
             1,
         );
     }
+    if any_flag {
+        w!(md, "{}\n", saturation_note());
+    }
+}
 
-    // Warm.
+fn cold_start(md: &mut String, a: &ServerAnalysis) {
+    w!(md, "## Cold start (spawn → first 200, ms)\n");
+    let rows: Vec<Vec<String>> = sections::cold_starts(a)
+        .into_iter()
+        .map(|r| {
+            vec![
+                cell(&r.variant),
+                r.n.to_string(),
+                r.p50,
+                r.p90,
+                r.p99,
+                r.ratio.text,
+                r.rss_after,
+            ]
+        })
+        .collect();
+    if rows.is_empty() {
+        w!(md, "{NOT_MEASURED}\n");
+        return;
+    }
+    table(
+        md,
+        &[
+            "variant",
+            "n",
+            "p50",
+            "p90",
+            "p99",
+            "× native p50 [95% CI]",
+            "RSS after, MiB",
+        ],
+        &rows,
+        1,
+    );
+}
+
+fn warm(md: &mut String, a: &ServerAnalysis) {
     w!(md, "## Warm latency (one connection, ms)\n");
-    if a.warm.is_empty() {
+    let rows: Vec<Vec<String>> = sections::warm(a)
+        .into_iter()
+        .map(|r| {
+            vec![
+                cell(&r.variant),
+                cell(&r.workload),
+                r.n.to_string(),
+                r.p50,
+                r.p99,
+                r.ratio.text,
+            ]
+        })
+        .collect();
+    if rows.is_empty() {
         w!(md, "{NOT_MEASURED}\n");
-    } else {
-        let rows: Vec<Vec<String>> = a
-            .warm
-            .iter()
-            .map(|r| {
-                vec![
-                    cell(&r.variant),
-                    cell(&r.workload),
-                    r.n.to_string(),
-                    fmt_ms(r.latency.p50),
-                    fmt_ms(r.latency.p99),
-                    ratio_or_baseline(&r.variant, r.ratio_to_native.as_ref()),
-                ]
-            })
-            .collect();
-        table(
-            &mut md,
-            &[
-                "variant",
-                "workload",
-                "n",
-                "p50",
-                "p99",
-                "× native p50 [95% CI]",
-            ],
-            &rows,
-            2,
-        );
+        return;
     }
+    table(
+        md,
+        &[
+            "variant",
+            "workload",
+            "n",
+            "p50",
+            "p99",
+            "× native p50 [95% CI]",
+        ],
+        &rows,
+        2,
+    );
+}
 
-    // Open loop.
+fn open_loop(md: &mut String, a: &ServerAnalysis) {
     w!(md, "## Open loop (latency ms vs offered load)\n");
-    if a.open_loop.is_empty() {
+    let rows: Vec<Vec<String>> = sections::open_loop(a)
+        .into_iter()
+        .map(|o| {
+            vec![
+                cell(&o.variant),
+                cell(&o.workload),
+                o.load,
+                o.n.to_string(),
+                o.offered,
+                o.achieved,
+                o.p50,
+                o.p99,
+                o.uncorrected_p99,
+                o.dropped,
+                o.errors,
+            ]
+        })
+        .collect();
+    if rows.is_empty() {
         w!(md, "{NOT_MEASURED}\n");
-    } else {
-        let rows: Vec<Vec<String>> = a
-            .open_loop
-            .iter()
-            .map(|o| {
-                vec![
-                    cell(&o.variant),
-                    cell(&o.workload),
-                    super::percent(o.fraction),
-                    o.n.to_string(),
-                    fmt_rps(o.offered_rps),
-                    fmt_rps(o.achieved_rps),
-                    fmt_ms(o.corrected.p50),
-                    fmt_ms(o.corrected.p99),
-                    fmt_ms(o.uncorrected.p99),
-                    thousands(o.dropped as f64),
-                    fmt_errors(&o.errors),
-                ]
-            })
-            .collect();
-        table(
-            &mut md,
-            &[
-                "variant",
-                "workload",
-                "load",
-                "n",
-                "offered req/s",
-                "achieved req/s",
-                "corrected p50",
-                "corrected p99",
-                "uncorrected p99",
-                "dropped",
-                "errors",
-            ],
-            &rows,
-            2,
-        );
+        return;
     }
+    table(
+        md,
+        &[
+            "variant",
+            "workload",
+            "load",
+            "n",
+            "offered req/s",
+            "achieved req/s",
+            "corrected p50",
+            "corrected p99",
+            "uncorrected p99",
+            "dropped",
+            "errors",
+        ],
+        &rows,
+        2,
+    );
+}
 
-    // Resources at the reference concurrency.
+/// Resources at the reference concurrency.
+fn resources(md: &mut String, a: &ServerAnalysis) {
     let mut rows = Vec::new();
     if let Some(conns) = a.reference_connections {
         for wl in &a.workloads {
             for v in &a.variants {
-                let Some(c) = a.throughput_cell(v, wl, conns) else {
+                let Some(r) = a
+                    .throughput_cell(v, wl, conns)
+                    .and_then(sections::resources)
+                else {
                     continue;
                 };
-                let Some(r) = &c.resources else { continue };
                 rows.push(vec![
                     cell(v),
                     cell(wl),
-                    mib(r.rss_peak_kib as f64),
-                    r.cpu_secs_per_1k.show(|x| format!("{x:.4}")),
-                    r.rps_per_core.show(fmt_rps),
+                    r.rss_peak,
+                    r.cpu_per_1k,
+                    r.per_core,
                 ]);
             }
         }
@@ -295,78 +306,75 @@ pub fn render(a: &Analysis) -> String {
     }
     if rows.is_empty() {
         w!(md, "{NOT_MEASURED}\n");
-    } else {
-        table(
-            &mut md,
-            &[
-                "variant",
-                "workload",
-                "RSS peak MiB",
-                "CPU-s / 1k req [95% CI] n",
-                "req/s per core [95% CI] n",
-            ],
-            &rows,
-            2,
-        );
+        return;
+    }
+    table(
+        md,
+        &[
+            "variant",
+            "workload",
+            "RSS peak MiB",
+            "CPU-s / 1k req [95% CI] n",
+            "req/s per core [95% CI] n",
+        ],
+        &rows,
+        2,
+    );
+    w!(
+        md,
+        "req/s per core = responses / CPU-seconds of the variant's process tree: cores needed \
+         = target req/s ÷ this.\n"
+    );
+}
+
+/// The gateway study beside this run, when it measured any of its variants and cells.
+fn study_beside(md: &mut String, a: &ServerAnalysis) {
+    if !sections::study_measured(a) {
+        return;
+    }
+    w!(md, "## The gateway study beside this run\n");
+    w!(
+        md,
+        "Its published figures ({}), each also as a ratio to its own native server (`native-close` here); \
+         a ratio *holds* when ours is within a factor of two of it.\n",
+        a.study.machine
+    );
+    for f in sections::study(a) {
         w!(
             md,
-            "req/s per core = responses / CPU-seconds of the variant's process tree: cores needed \
-             = target req/s ÷ this.\n"
+            "### {}{}\n",
+            f.title,
+            f.ours_at
+                .as_deref()
+                .map(|at| format!(" ({at})"))
+                .unwrap_or_default()
         );
+        let rows: Vec<Vec<String>> = f
+            .rows
+            .into_iter()
+            .map(|r| {
+                vec![
+                    cell(&r.variant),
+                    r.study,
+                    r.ours,
+                    r.study_ratio,
+                    r.ours_ratio,
+                    r.verdict,
+                ]
+            })
+            .collect();
+        table(md, &wasmlab_analysis::study::COLUMNS, &rows, 1);
     }
-
-    // The gateway study beside this run.
-    let study = crate::analyze::study::gateway_study();
-    let comparisons = crate::analyze::study::compare(a, &study);
-    if comparisons
-        .iter()
-        .any(|c| c.rows.iter().any(|r| r.ours.is_some()))
-    {
-        w!(md, "## The gateway study beside this run\n");
-        w!(
-            md,
-            "Its published figures ({}), each also as a ratio to its own native server (`native-close` here); \
-             a ratio *holds* when ours is within a factor of two of it.\n",
-            study.machine
-        );
-        let opt = |v: Option<f64>, f: fn(f64) -> String| v.map_or_else(|| "–".into(), f);
-        for c in &comparisons {
-            let ms = c.title.contains(" ms");
-            let value = if ms { fmt_ms } else { super::thousands };
-            w!(
-                md,
-                "### {}{}\n",
-                c.title,
-                c.ours_at
-                    .as_deref()
-                    .map(|at| format!(" ({at})"))
-                    .unwrap_or_default()
-            );
-            let rows: Vec<Vec<String>> = c
-                .rows
-                .iter()
-                .map(|r| {
-                    vec![
-                        cell(&r.variant),
-                        opt(r.study, value),
-                        opt(r.ours, value),
-                        opt(r.study_ratio, |v| format!("{v:.3}")),
-                        opt(r.ours_ratio, |v| format!("{v:.3}")),
-                        r.verdict.clone().unwrap_or_else(|| "–".into()),
-                    ]
-                })
-                .collect();
-            table(&mut md, &crate::analyze::study::COLUMNS, &rows, 1);
-        }
-        w!(md, "How the study's method differs:\n");
-        for d in &study.method_differences {
-            w!(md, "- {d}");
-        }
-        md.push('\n');
+    w!(md, "How the study's method differs:\n");
+    for d in &a.study.method_differences {
+        w!(md, "- {d}");
     }
+    md.push('\n');
+}
 
-    // Environment.
-    let m = &info.machine;
+fn environment(md: &mut String, a: &ServerAnalysis) {
+    let info = &a.info;
+    let m = &info.header.machine;
     let s = &info.suite;
     w!(md, "## Environment\n");
     w!(
@@ -376,7 +384,7 @@ pub fn render(a: &Analysis) -> String {
         m.cores,
         m.memory_kib.map_or_else(
             || "unknown".into(),
-            |k| format!("{} GiB", super::grouped(k as f64 / 1024.0 / 1024.0, 1))
+            |k| format!("{} GiB", grouped(k as f64 / 1024.0 / 1024.0, 1))
         ),
         m.kernel
     );
@@ -413,5 +421,43 @@ pub fn render(a: &Analysis) -> String {
             .join(", "),
         s.repetitions
     );
+}
+
+/// summary.md of a program suite's run.
+pub fn programs(a: &ProgramAnalysis) -> String {
+    let mut md = format!(
+        "# {}: engines on libsodium's test programs\n\nRun `{}`, {} programs, {} repetitions in a shuffled order, on {} ({}). Times are relative to `{}`: the whole process (exec to exit, the study's measure) and the programs' own timing of their test body (start-up and compilation excluded). Intervals are bootstrap 95% over programs.\n\n",
+        a.suite,
+        a.run_id,
+        a.programs.len(),
+        a.repetitions,
+        a.machine,
+        a.cpus,
+        a.baseline
+    );
+    if let Some((here, study)) = iteration_counts(a).filter(|(h, s)| h != s) {
+        md += &format!(
+            "**Not the study's iteration count:** this run's benchmark builds ran their test body {here} times, the study's {study}: compare the study's medians with the body-only ratios, which the count does not change.\n\n"
+        );
+    }
+    md += "| engine | × native, geomean | median | body only, geomean | compile (median) | study 2023 | state |\n|---|---|---|---|---|---|---|\n";
+    for e in &a.engines {
+        md += &format!(
+            "| {} | {} | {} | {} | {} | {} | {} |\n",
+            e.engine,
+            ratio(&e.geomean),
+            ratio(&e.median),
+            ratio(&e.body_geomean),
+            ms(e.compile_ms),
+            study(e),
+            state(e).replace('|', "/")
+        );
+    }
+    for e in &a.engines {
+        for (p, why) in &e.failed_programs {
+            md += &format!("\n- `{}` `{p}`: {}", e.engine, why.replace('\n', " "));
+        }
+    }
+    md.push('\n');
     md
 }

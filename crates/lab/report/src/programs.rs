@@ -1,35 +1,37 @@
-//! A program suite's outputs: samples.csv, summary.md, report.html (a minijinja template, escaped
-//! by the engine) and the terminal table.
+//! The sections of a program suite's report as data: each engine's figures formatted once, the
+//! program × engine table, and the charts of each engine's median ratio over programs.
 
-use comfy_table::Table;
+use serde::Serialize;
+use wasmlab_analysis::ProgramAnalysis as Analysis;
+use wasmlab_analysis::programs::{Cell, EngineSummary};
+use wasmlab_analysis::stats::Estimate;
+use wasmlab_model::run::Status;
 
-use super::analyze::{Analysis, Cell, EngineSummary};
-use super::{ProgramRunInfo, ProgramSample};
-use crate::analyze::stats::Estimate;
-use crate::record::results::ResultsDir;
-use crate::report::plot::{Axis, Bar, LegendEntry, Plot, Scale, Stroke, Whisker};
+use crate::plot::{Axis, Bar, LegendEntry, Plot, Scale, Stroke, Whisker};
 
-const TEMPLATE: &str = include_str!("report.html.j2");
-
-fn ratio(e: &Option<Estimate>) -> String {
+/// An engine's ratio over programs: `1.64× [1.48×–1.93×] n=82`.
+pub fn ratio(e: &Option<Estimate>) -> String {
     e.as_ref()
         .map_or_else(|| "–".into(), |e| e.show(|v| format!("{v:.2}×")))
 }
 
-fn ms(v: Option<f64>) -> String {
+/// A phase's median time.
+pub fn ms(v: Option<f64>) -> String {
     v.map_or_else(|| "–".into(), |v| format!("{v:.1} ms"))
 }
 
-fn study(e: &EngineSummary) -> String {
+/// The study's published median for the runtime the engine stands for.
+pub fn study(e: &EngineSummary) -> String {
     e.study
         .as_ref()
         .map_or_else(|| "–".into(), |(s, r)| format!("{r:.2}× ({s})"))
 }
 
-fn state(e: &EngineSummary) -> String {
-    match e.status.as_str() {
-        "measured" if e.failed_programs.is_empty() => format!("{} programs", e.programs),
-        "measured" => format!(
+/// What became of the engine: the programs it ran, or why it ran none.
+pub fn state(e: &EngineSummary) -> String {
+    match e.status {
+        Status::Measured if e.failed_programs.is_empty() => format!("{} programs", e.programs),
+        Status::Measured => format!(
             "{} programs; {} failed their check",
             e.programs,
             e.failed_programs.len()
@@ -38,97 +40,25 @@ fn state(e: &EngineSummary) -> String {
     }
 }
 
-/// [`state`], without the details a terminal row has no room for (they are in run.json and
-/// report.html).
-fn short_state(e: &EngineSummary) -> String {
-    let s = state(e);
-    match s.find(" (") {
-        Some(i) if e.status == "skipped" => s[..i].to_owned(),
-        _ if s.chars().count() > 90 => format!("{}…", s.chars().take(89).collect::<String>()),
-        _ => s,
+/// [`state`] in a few words, for a terminal's column: the details follow the table.
+pub fn short_state(e: &EngineSummary) -> String {
+    match e.status {
+        Status::Measured if e.failed_programs.is_empty() => format!("{} programs", e.programs),
+        Status::Measured => format!("{} ok, {} failed", e.programs, e.failed_programs.len()),
+        other => other.to_string(),
     }
-}
-
-pub fn terminal(a: &Analysis) -> String {
-    let mut t = Table::new();
-    t.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED);
-    t.set_header([
-        "engine",
-        "× native: geomean [95% CI]",
-        "median",
-        "body only: geomean",
-        "compile (median)",
-        "study 2023 (median)",
-        "state",
-    ]);
-    for e in &a.engines {
-        t.add_row([
-            e.engine.clone(),
-            ratio(&e.geomean),
-            ratio(&e.median),
-            ratio(&e.body_geomean),
-            ms(e.compile_ms),
-            study(e),
-            short_state(e),
-        ]);
-    }
-    format!(
-        "{} ({} programs, {} repetitions; time relative to {}, whole process; body only: the programs' own timing of their test body)\n{t}",
-        a.suite,
-        a.programs.len(),
-        a.repetitions,
-        a.baseline
-    )
 }
 
 /// This run's and the study's iterations per benchmark run, when both are known.
-fn iteration_counts(a: &Analysis) -> Option<(u64, u64)> {
+pub fn iteration_counts(a: &Analysis) -> Option<(u64, u64)> {
     let here = a.program_set.get("iterations")?.as_u64()?;
     Some((here, u64::from(a.study.as_ref()?.iterations?)))
-}
-
-fn markdown(a: &Analysis) -> String {
-    let mut md = format!(
-        "# {}: engines on libsodium's test programs\n\nRun `{}`, {} programs, {} repetitions in a shuffled order, on {} ({}). Times are relative to `{}`: the whole process (exec to exit, the study's measure) and the programs' own timing of their test body (start-up and compilation excluded). Intervals are bootstrap 95% over programs.\n\n",
-        a.suite,
-        a.run_id,
-        a.programs.len(),
-        a.repetitions,
-        a.machine,
-        a.cpus,
-        a.baseline
-    );
-    if let Some((here, study)) = iteration_counts(a).filter(|(h, s)| h != s) {
-        md += &format!(
-            "**Not the study's iteration count:** this run's benchmark builds ran their test body {here} times, the study's {study}: compare the study's medians with the body-only ratios, which the count does not change.\n\n"
-        );
-    }
-    md += "| engine | × native, geomean | median | body only, geomean | compile (median) | study 2023 | state |\n|---|---|---|---|---|---|---|\n";
-    for e in &a.engines {
-        md += &format!(
-            "| {} | {} | {} | {} | {} | {} | {} |\n",
-            e.engine,
-            ratio(&e.geomean),
-            ratio(&e.median),
-            ratio(&e.body_geomean),
-            ms(e.compile_ms),
-            study(e),
-            state(e).replace('|', "/")
-        );
-    }
-    for e in &a.engines {
-        for (p, why) in &e.failed_programs {
-            md += &format!("\n- `{}` `{p}`: {}", e.engine, why.replace('\n', " "));
-        }
-    }
-    md.push('\n');
-    md
 }
 
 /// Bars of each engine's median ratio over programs as `pick` takes it (log scale, from 1 = the
 /// baseline), with its interval, and with `study` the study's published median (the same
 /// statistic) as a grey bar beneath.
-fn chart(
+pub fn chart(
     a: &Analysis,
     pick: fn(&EngineSummary) -> Option<Estimate>,
     study: bool,
@@ -144,17 +74,19 @@ fn chart(
     let mut row = 0.0f64;
     let mut right = 1.0f64;
     let mut legend = Vec::new();
-    for (i, e) in a.engines.iter().enumerate() {
+    for e in &a.engines {
         let Some(g) = pick(e) else { continue };
+        let i = engine_colour(a, &e.engine);
         let y = -row;
+        // From 1 (the baseline) to the value, leftwards for an engine faster than the baseline.
         p.bars.push(Bar {
             colour: Some(i),
-            x0: 1.0,
-            x1: g.value.max(1.0001),
+            x0: g.value.min(1.0),
+            x1: g.value.max(1.0),
             y0: y - 0.3,
             y1: y + 0.3,
         });
-        let mut end = g.value;
+        let mut end = g.value.max(1.0);
         if g.n > 1 && g.hi > g.lo {
             p.whiskers.push(Whisker {
                 colour: None,
@@ -207,21 +139,32 @@ fn chart(
     p.svg().ok().flatten()
 }
 
-/// A program × engine table row.
-#[derive(serde::Serialize)]
-struct ProgramRow {
-    program: String,
-    cells: Vec<String>,
+/// An engine's palette index: its place among the engines the run measured, so no two of them
+/// share a colour and an engine has the same colour in every chart and table.
+pub fn engine_colour(a: &Analysis, engine: &str) -> usize {
+    measured(a)
+        .position(|e| e.engine == engine)
+        .unwrap_or(a.engines.len())
 }
 
-fn program_rows(a: &Analysis) -> Vec<ProgramRow> {
+/// The engines the run measured (not skipped), in the suite's order.
+pub fn measured(a: &Analysis) -> impl Iterator<Item = &EngineSummary> {
+    a.engines.iter().filter(|e| e.status != Status::Skipped)
+}
+
+/// A program × engine table row.
+#[derive(Serialize)]
+pub struct ProgramRow {
+    pub program: String,
+    pub cells: Vec<String>,
+}
+
+pub fn program_rows(a: &Analysis) -> Vec<ProgramRow> {
     a.programs
         .iter()
         .map(|p| ProgramRow {
             program: p.clone(),
-            cells: a
-                .engines
-                .iter()
+            cells: measured(a)
                 .map(|e| {
                     let c: Option<&Cell> = a
                         .cells
@@ -242,123 +185,4 @@ fn program_rows(a: &Analysis) -> Vec<ProgramRow> {
                 .collect(),
         })
         .collect()
-}
-
-pub fn html(a: &Analysis) -> anyhow::Result<String> {
-    let mut env = minijinja::Environment::new();
-    env.add_template("report.html", TEMPLATE)?;
-    let engines: Vec<serde_json::Value> = a
-        .engines
-        .iter()
-        .map(|e| {
-            serde_json::json!({
-                "engine": e.engine,
-                "about": e.about,
-                "version": e.version,
-                "geomean": ratio(&e.geomean),
-                "median": ratio(&e.median),
-                "body_geomean": ratio(&e.body_geomean),
-                "body_median": ratio(&e.body_median),
-                "compile": ms(e.compile_ms),
-                "instantiate": ms(e.instantiate_ms),
-                "study": study(e),
-                "state": state(e),
-                "failed": e.failed_programs,
-            })
-        })
-        .collect();
-    let tmpl = env.get_template("report.html")?;
-    Ok(tmpl.render(minijinja::context! {
-        a => a,
-        engines => engines,
-        chart => chart(a, |e| e.median, true).map(minijinja::Value::from_safe_string),
-        body_chart => chart(a, |e| e.body_median, false).map(minijinja::Value::from_safe_string),
-        rows => program_rows(a),
-        min_body_us => super::analyze::MIN_BODY_US,
-    })?)
-}
-
-fn csv_rows(samples: &[ProgramSample]) -> Vec<Vec<String>> {
-    let f = |v: Option<f64>| v.map_or_else(String::new, |v| format!("{v:.4}"));
-    samples
-        .iter()
-        .map(|s| {
-            vec![
-                s.engine.clone(),
-                s.program.clone(),
-                (s.repetition + 1).to_string(),
-                f(Some(s.wall_ms).filter(|v| v.is_finite())),
-                f(s.phases.map(|p| p.compile_ms)),
-                f(s.phases.map(|p| p.instantiate_ms)),
-                f(s.phases.map(|p| p.execute_ms)),
-                f(s.body_us),
-                s.error.clone(),
-            ]
-        })
-        .collect()
-}
-
-pub fn write_all(
-    dir: &ResultsDir,
-    _info: &ProgramRunInfo,
-    samples: &[ProgramSample],
-    a: &Analysis,
-) -> anyhow::Result<()> {
-    dir.write_csv(
-        "programs.csv",
-        &[
-            "engine",
-            "program",
-            "repetition",
-            "wall_ms",
-            "compile_ms",
-            "instantiate_ms",
-            "execute_ms",
-            "body_us_per_iteration",
-            "error",
-        ],
-        &csv_rows(samples),
-    )?;
-    dir.write_json("analysis.json", a)?;
-    crate::record::results::write_atomic(&dir.file("summary.md"), markdown(a).as_bytes())?;
-    crate::record::results::write_atomic(&dir.file("report.html"), html(a)?.as_bytes())?;
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::programs::analyze::Study;
-
-    fn analysis(iterations: u32) -> Analysis {
-        Analysis {
-            run_id: "r".into(),
-            suite: "s".into(),
-            description: String::new(),
-            baseline: "native-portable".into(),
-            repetitions: 1,
-            programs: vec!["kdf".into()],
-            program_set: serde_json::json!({ "iterations": iterations }),
-            machine: "m".into(),
-            cpus: "c".into(),
-            engines: Vec::new(),
-            cells: Vec::new(),
-            study: Some(Study::load("libsodium").unwrap()),
-            state: "complete".into(),
-        }
-    }
-
-    #[test]
-    fn another_iteration_count_than_the_studys_is_said_beside_it() {
-        let other = analysis(10);
-        assert!(markdown(&other).contains("Not the study's iteration count"));
-        assert!(
-            html(&other)
-                .unwrap()
-                .contains("Not the study's iteration count")
-        );
-        let same = analysis(200);
-        assert!(!markdown(&same).contains("Not the study's iteration count"));
-        assert!(!html(&same).unwrap().contains("iteration count"));
-    }
 }

@@ -1,183 +1,366 @@
-//! The terminal tables, from the analysis.
+//! The terminal's tables, laid out from the report's sections. By default each fits 120
+//! columns: the figures a reader compares first, the rest in the CSVs, summary.md and
+//! report.html, or here with `wide` (`--wide`).
 
-use crate::analyze::stats::Estimate;
-use crate::analyze::{Analysis, BASELINE};
+use comfy_table::{ContentArrangement, Table};
+use wasmlab_analysis::compare::{Change, Verdict};
+use wasmlab_analysis::{ProgramAnalysis, ServerAnalysis, stats};
+use wasmlab_model::run::Status;
 
-/// `0.652 [0.611–0.690] n=3` with `decimals` decimals (see [`Estimate::show`]).
-pub fn with_ci(e: &Estimate, decimals: usize) -> String {
-    e.show(|v| format!("{v:.decimals$}"))
-}
+use crate::format::{saturation_note, with_ci};
+use crate::programs::{measured, ms, ratio, short_state, state, study};
+use crate::sections;
 
-fn table() -> comfy_table::Table {
-    let mut t = comfy_table::Table::new();
+/// The width a default table keeps within.
+pub const COLUMNS: u16 = 120;
+
+fn table(head: &[&str]) -> Table {
+    let mut t = Table::new();
     t.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED);
+    t.set_header(head.to_vec());
     t
 }
 
-/// The terminal tables: throughput (with each ratio to native and its CI), warm latency, cold
-/// start and open loop, whichever the run measured.
-pub fn terminal(a: &Analysis) -> String {
+/// Keeps the header's columns of `head` where `keep` (one flag per column) holds.
+fn pick<T: Clone>(all: &[T], keep: &[bool]) -> Vec<T> {
+    all.iter()
+        .zip(keep)
+        .filter(|(_, k)| **k)
+        .map(|(v, _)| v.clone())
+        .collect()
+}
+
+/// A server suite's tables: throughput (with each ratio to native and its CI), cold start, warm
+/// latency and open loop, whichever the run measured, then what was not measured and why.
+pub fn servers(a: &ServerAnalysis, wide: bool) -> String {
     let mut out = String::new();
-    if !a.throughput.is_empty() {
-        let mut t = table();
-        t.set_header([
-            "variant",
-            "workload",
-            "conns",
-            "req/s mean [95% CI] n",
-            "× native per CPU [95% CI]",
-            "× native req/s [95% CI]",
-            "p50 ms",
-            "p99 ms",
-            "errors",
-            "flags",
-        ]);
-        for c in &a.throughput {
-            let ratio = |r: &Option<Estimate>| match (r, c.variant == BASELINE) {
-                (_, true) => "1".into(),
-                (Some(r), false) => with_ci(r, 3),
-                (None, false) => "–".into(),
-            };
-            t.add_row([
-                c.variant.clone(),
-                c.workload.clone(),
-                c.connections.to_string(),
-                with_ci(&c.rps, 0),
-                ratio(&c.capacity_ratio),
-                ratio(&c.ratio_to_native),
-                format!("{:.3}", c.latency.p50),
-                format!("{:.3}", c.latency.p99),
-                c.errors.total().to_string(),
-                if c.generator_saturated_runs > 0 {
-                    format!(
-                        "generator saturated {}/{}",
-                        c.generator_saturated_runs, c.rps.n
-                    )
-                } else {
-                    String::new()
-                },
-            ]);
-        }
-        out += &format!("throughput (closed loop)\n{t}\n");
+    throughput(&mut out, a, wide);
+    cold_start(&mut out, a, wide);
+    warm(&mut out, a, wide);
+    open_loop(&mut out, a, wide);
+    not_measured(&mut out, a);
+    out
+}
+
+fn throughput(out: &mut String, a: &ServerAnalysis, wide: bool) {
+    let rows = sections::throughput(a);
+    if rows.is_empty() {
+        return;
     }
-    if !a.cold_start.is_empty() {
-        let mut t = table();
-        t.set_header([
-            "variant",
-            "n",
-            "first 200 p50 ms",
-            "p90 ms",
-            "p99 ms",
-            "listening p50 ms",
-            "× native p50 [95% CI]",
-            "RSS after p50 MiB",
-        ]);
-        for r in &a.cold_start {
-            t.add_row([
-                r.variant.clone(),
-                r.n.to_string(),
-                format!("{:.2}", r.first_200.p50),
-                format!("{:.2}", r.first_200.p90),
-                format!("{:.2}", r.first_200.p99),
-                r.listening
-                    .map_or_else(|| "–".to_owned(), |l| format!("{:.2}", l.p50)),
-                r.ratio_to_native
-                    .as_ref()
-                    .map_or("–".into(), |e| with_ci(e, 2)),
-                super::fmt_rss_after(r),
-            ]);
-        }
-        out += &format!("cold start (exec to first complete 200)\n{t}\n");
+    let head = [
+        "variant",
+        "workload",
+        "conns",
+        if wide {
+            "req/s mean [95% CI] n"
+        } else {
+            "req/s"
+        },
+        "× native per CPU [95% CI]",
+        "× native req/s [95% CI]",
+        "p50 ms",
+        "p99 ms",
+        "errors",
+        "flags",
+    ];
+    let keep = [true, true, true, true, true, wide, true, true, true, wide];
+    let mut t = table(&pick(&head, &keep));
+    let mut saturated = false;
+    for r in &rows {
+        saturated |= r.saturation.is_some();
+        let rps = if wide {
+            r.rps.clone()
+        } else {
+            // The mean alone; a saturated generator marked, the note below.
+            let mean = r.rps.split(' ').next().unwrap_or("–").to_owned();
+            if r.saturation.is_some() {
+                format!("{mean} ⚠")
+            } else {
+                mean
+            }
+        };
+        let errors = if wide {
+            r.errors.clone()
+        } else {
+            r.errors.split(' ').next().unwrap_or("0").to_owned()
+        };
+        let all = [
+            r.variant.clone(),
+            r.workload.clone(),
+            r.connections.to_string(),
+            rps,
+            r.capacity.text.clone(),
+            r.ratio.text.clone(),
+            r.p50.clone(),
+            r.p99.clone(),
+            errors,
+            r.saturation.map(|s| s.text()).unwrap_or_default(),
+        ];
+        t.add_row(pick(&all, &keep));
     }
-    if !a.warm.is_empty() {
-        let mut t = table();
-        t.set_header([
-            "variant",
-            "workload",
-            "runs",
-            "requests",
-            "p50 ms",
-            "p99 ms",
-            "p99.9 ms",
-            "× native p50 [95% CI]",
-        ]);
-        for r in &a.warm {
-            t.add_row([
-                r.variant.clone(),
-                r.workload.clone(),
-                r.n.to_string(),
-                r.requests.to_string(),
-                format!("{:.4}", r.latency.p50),
-                format!("{:.4}", r.latency.p99),
-                format!("{:.4}", r.latency.p99_9),
-                r.ratio_to_native
-                    .as_ref()
-                    .map_or("–".into(), |e| with_ci(e, 3)),
-            ]);
-        }
-        out += &format!("warm latency (one connection)\n{t}\n");
+    *out += &format!("throughput (closed loop)\n{t}\n");
+    if saturated {
+        *out += &format!("{}\n", saturation_note());
     }
-    if !a.open_loop.is_empty() {
-        let late = format!("late (> {:?})", wasmlab_load::LATE_AFTER);
-        let mut t = table();
-        t.set_header([
-            "variant",
-            "workload",
-            "load",
-            "offered req/s",
-            "p50 ms",
-            "p99 ms",
-            "p99 uncorrected ms",
-            "dropped",
-            late.as_str(),
-        ]);
-        for p in &a.open_loop {
-            t.add_row([
-                p.variant.clone(),
-                p.workload.clone(),
-                format!("{:.0}%", p.fraction * 100.0),
-                format!("{:.0}", p.offered_rps),
-                format!("{:.3}", p.corrected.p50),
-                format!("{:.3}", p.corrected.p99),
-                format!("{:.3}", p.uncorrected.p99),
-                p.dropped.to_string(),
-                p.late.to_string(),
-            ]);
-        }
-        out += &format!("open loop (latency from the intended send time)\n{t}\n");
+}
+
+fn cold_start(out: &mut String, a: &ServerAnalysis, wide: bool) {
+    let rows = sections::cold_starts(a);
+    if rows.is_empty() {
+        return;
     }
-    let not_measured: Vec<_> = a
-        .info
-        .variants
-        .iter()
-        .filter(|o| o.status == "failed" || o.status == "skipped")
+    let head = [
+        "variant",
+        "n",
+        "first 200 p50 ms",
+        "p90 ms",
+        "p99 ms",
+        "min ms",
+        "max ms",
+        "listening p50 ms",
+        "connected p50 ms",
+        "first byte p50 ms",
+        "× native p50 [95% CI]",
+        "RSS after p50 MiB",
+    ];
+    let keep = [
+        true, true, true, true, true, wide, wide, wide, wide, wide, true, true,
+    ];
+    let mut t = table(&pick(&head, &keep));
+    for r in rows {
+        let all = [
+            r.variant,
+            r.n.to_string(),
+            r.p50,
+            r.p90,
+            r.p99,
+            r.min,
+            r.max,
+            r.listening,
+            r.connected,
+            r.first_byte,
+            r.ratio.text,
+            r.rss_after,
+        ];
+        t.add_row(pick(&all, &keep));
+    }
+    *out += &format!("cold start (exec to first complete 200)\n{t}\n");
+}
+
+fn warm(out: &mut String, a: &ServerAnalysis, wide: bool) {
+    let rows = sections::warm(a);
+    if rows.is_empty() {
+        return;
+    }
+    let head = [
+        "variant",
+        "workload",
+        "runs",
+        "requests",
+        "p50 ms",
+        "p90 ms",
+        "p99 ms",
+        "p99.9 ms",
+        "max ms",
+        "× native p50 [95% CI]",
+        "errors",
+    ];
+    let keep = [
+        true, true, true, wide, true, wide, true, true, wide, true, wide,
+    ];
+    let mut t = table(&pick(&head, &keep));
+    for r in rows {
+        let all = [
+            r.variant,
+            r.workload,
+            r.n.to_string(),
+            r.requests,
+            r.p50,
+            r.p90,
+            r.p99,
+            r.p99_9,
+            r.max,
+            r.ratio.text,
+            r.errors,
+        ];
+        t.add_row(pick(&all, &keep));
+    }
+    *out += &format!("warm latency (one connection)\n{t}\n");
+}
+
+fn open_loop(out: &mut String, a: &ServerAnalysis, wide: bool) {
+    let rows = sections::open_loop(a);
+    if rows.is_empty() {
+        return;
+    }
+    let late = format!("late (> {:?})", wasmlab_load::LATE_AFTER);
+    let head = [
+        "variant",
+        "workload",
+        "load",
+        "offered req/s",
+        "achieved req/s",
+        "p50 ms",
+        "p99 ms",
+        "max ms",
+        "p99 uncorrected ms",
+        "dropped",
+        late.as_str(),
+        "errors",
+    ];
+    let keep = [
+        true, true, true, true, wide, true, true, wide, true, true, true, wide,
+    ];
+    let mut t = table(&pick(&head, &keep));
+    for o in rows {
+        let all = [
+            o.variant,
+            o.workload,
+            o.load,
+            o.offered,
+            o.achieved,
+            o.p50,
+            o.p99,
+            o.max,
+            o.uncorrected_p99,
+            o.dropped,
+            o.late,
+            o.errors,
+        ];
+        t.add_row(pick(&all, &keep));
+    }
+    *out += &format!("open loop (latency from the intended send time)\n{t}\n");
+}
+
+/// The variants not measured, with why and what would enable them: a table, then one line each,
+/// whole, for grep and logs.
+fn not_measured(out: &mut String, a: &ServerAnalysis) {
+    let rows: Vec<sections::Outcome> = sections::outcomes(a)
+        .into_iter()
+        .filter(|o| o.status.is_out())
         .collect();
-    if !not_measured.is_empty() {
-        let mut t = table();
-        t.set_content_arrangement(comfy_table::ContentArrangement::Dynamic);
-        if t.width().is_none() {
-            t.set_width(120);
-        }
-        t.set_header(["variant", "status", "why (and what would enable it)"]);
-        for o in &not_measured {
-            t.add_row([
-                o.name.clone(),
-                o.status.clone(),
-                o.reason
-                    .clone()
-                    .unwrap_or_else(|| "no reason recorded".into()),
-            ]);
-        }
-        out += &format!("not measured (in no table above)\n{t}\n");
-        // One line each too, whole, for grep and logs.
-        for o in not_measured {
-            out += &format!(
-                "{}: not measured ({}): {}\n",
-                o.name,
-                o.status,
-                o.reason.as_deref().unwrap_or("no reason recorded")
-            );
+    if rows.is_empty() {
+        return;
+    }
+    let mut t = table(&["variant", "status", "why (and what would enable it)"]);
+    t.set_content_arrangement(ContentArrangement::Dynamic);
+    if t.width().is_none() {
+        t.set_width(COLUMNS);
+    }
+    for o in &rows {
+        t.add_row([o.name.clone(), o.status.to_string(), o.why().to_owned()]);
+    }
+    *out += &format!("not measured (in no table above)\n{t}\n");
+    for o in &rows {
+        *out += &format!("{}: not measured ({}): {}\n", o.name, o.status, o.why());
+    }
+}
+
+/// A program suite's table: each engine's time relative to the baseline, then the engines not
+/// measured and the programs that failed their check, one line each.
+pub fn programs(a: &ProgramAnalysis, wide: bool) -> String {
+    let head = [
+        "engine",
+        "× native, median [95% CI]",
+        "geomean",
+        "body only, median",
+        "body only, geomean",
+        "compile (median)",
+        "study 2023 (median)",
+        "state",
+    ];
+    let keep = [true, true, true, true, wide, true, true, true];
+    let mut t = table(&pick(&head, &keep));
+    let point = |e: &Option<stats::Estimate>| {
+        e.as_ref()
+            .map_or_else(|| "–".into(), |e| format!("{:.2}×", e.value))
+    };
+    for e in &a.engines {
+        let all = [
+            e.engine.clone(),
+            ratio(&e.median),
+            if wide {
+                ratio(&e.geomean)
+            } else {
+                point(&e.geomean)
+            },
+            if wide {
+                ratio(&e.body_median)
+            } else {
+                point(&e.body_median)
+            },
+            ratio(&e.body_geomean),
+            ms(e.compile_ms),
+            if wide {
+                study(e)
+            } else {
+                e.study
+                    .as_ref()
+                    .map_or_else(|| "–".into(), |(_, r)| format!("{r:.2}×"))
+            },
+            if wide { state(e) } else { short_state(e) },
+        ];
+        t.add_row(pick(&all, &keep));
+    }
+    let mut out = format!(
+        "{} ({} programs, {} repetitions; time relative to {}, whole process; body only: the programs' own timing of their test body)\n{t}\n",
+        a.suite,
+        a.programs.len(),
+        a.repetitions,
+        a.baseline
+    );
+    for e in a.engines.iter().filter(|e| e.status != Status::Measured) {
+        out += &format!("{}: not measured ({}): {}\n", e.engine, e.status, e.reason);
+    }
+    for e in measured(a) {
+        for (p, why) in &e.failed_programs {
+            out += &format!("{} {p}: {}\n", e.engine, why.replace('\n', " "));
         }
     }
     out
+}
+
+/// `wasmlab compare`'s table: each figure's change B/A with its interval, and a count of the
+/// significant ones.
+pub fn compare(changes: &[Change]) -> String {
+    let mut t = table(&[
+        "figure",
+        "A mean",
+        "n",
+        "B mean",
+        "n",
+        "B / A [95% CI]",
+        "significant",
+    ]);
+    let count = |v: Verdict| changes.iter().filter(|c| c.verdict == v).count();
+    for c in changes {
+        let f = &c.figure;
+        let mean =
+            |v: &[f64]| stats::mean(v).map_or("–".into(), |m| format!("{m:.3} {}", f.unit));
+        t.add_row([
+            f.what.clone(),
+            mean(&f.a),
+            f.a.len().to_string(),
+            mean(&f.b),
+            f.b.len().to_string(),
+            c.ratio
+                .as_ref()
+                .map_or_else(|| "–".into(), |e| with_ci(e, 3)),
+            match c.verdict {
+                Verdict::Better => "yes: better",
+                Verdict::Worse => "yes: worse",
+                Verdict::NotSignificant => "no",
+                Verdict::TooFewRuns => "n < 2: cannot tell",
+                Verdict::OnlyInOne => "only in one run",
+            }
+            .to_owned(),
+        ]);
+    }
+    format!(
+        "{t}\n{} figures compared: {} significantly better in B, {} significantly worse, {} in one run only\n",
+        changes.len(),
+        count(Verdict::Better),
+        count(Verdict::Worse),
+        count(Verdict::OnlyInOne)
+    )
 }

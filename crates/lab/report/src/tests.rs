@@ -1,13 +1,22 @@
+//! The reports of a run made up here: every section, escaping, sizes and degenerate figures.
+
+use wasmlab_analysis::servers::{BASELINE, Spectrum, analyse};
+use wasmlab_analysis::stats::Estimate;
+use wasmlab_analysis::{ProgramAnalysis, ServerAnalysis};
 use wasmlab_load::{ErrorCounts, LatencyMs, LoadReport, OpenLoop};
+use wasmlab_model::cpus::CpuPlan;
+use wasmlab_model::machine::{Machine, Tools};
+use wasmlab_model::run::{Artifact, RunHeader, RunState, ServerRunInfo, Status, VariantOutcome};
+use wasmlab_model::sample::{Kind, Resources, SAMPLES_SCHEMA, Sample, StartTimes};
+use wasmlab_model::study::Study;
+use wasmlab_model::suite::ServerSuite;
 
-use super::*;
-use crate::analyze::{self, Spectrum};
-use crate::plan::machine::{Machine, Tools};
-use crate::record::model::{
-    Artifact, Kind, Resources, RunInfo, Sample, StartTimes, VariantOutcome,
-};
+use crate::format::{fmt_bytes, fmt_errors, fmt_ms, fmt_ratio_est, thousands};
+use crate::html::servers as render_html;
+use crate::markdown::servers as render_summary_md;
 
-const SECTION_IDS: [&str; 10] = [
+const SECTION_IDS: [&str; 11] = [
+    "answer",
     "summary",
     "ratios",
     "throughput",
@@ -43,73 +52,81 @@ connections = 10
 workloads = ["hello"]
 "#;
 
-pub(super) fn info(state: &str) -> RunInfo {
-    RunInfo {
-        schema: crate::record::model::SAMPLES_SCHEMA,
-        run_id: "20250101T000000Z-t".into(),
-        command: vec!["wasmlab".into(), "run".into(), "--suite".into(), "t".into()],
-        started_utc: "2025-01-01T00:00:00Z".into(),
-        finished_utc: Some("2025-01-01T00:05:00Z".into()),
-        state: state.into(),
-        git_sha: Some("0123456789abcdef".into()),
+pub(crate) fn info(state: RunState) -> ServerRunInfo {
+    ServerRunInfo {
+        header: RunHeader {
+            schema: SAMPLES_SCHEMA,
+            run_id: "20250101T000000Z-t".into(),
+            command: vec!["wasmlab".into(), "run".into(), "--suite".into(), "t".into()],
+            started_utc: "2025-01-01T00:00:00Z".into(),
+            finished_utc: Some("2025-01-01T00:05:00Z".into()),
+            state,
+            git_sha: Some("0123456789abcdef".into()),
+            seed: 42,
+            machine: machine(),
+        },
         core_guest: None,
-        seed: 42,
         orders: vec![
             vec!["native".into(), "wasmtime-pooled".into()],
             vec!["wasmtime-pooled".into(), "native".into()],
         ],
-        machine: Machine {
-            cpu_model: "Test CPU <3GHz>".into(),
-            cores: 2,
-            memory_kib: Some(8 * 1024 * 1024),
-            kernel: "6.1.0".into(),
-            cpu_sha_extensions: false,
-            compute_sha256: "portable".into(),
-            native_code: "x86_64 with avx2 <bmi2>".into(),
-            tools: Tools {
-                wasmlab: "0.1.0".into(),
-                rustc: Some("rustc 1.95.0".into()),
-                wasmtime: Some("48.0.8".into()),
-                hyper: None,
-                tokio: Some("1.45.0".into()),
-            },
-        },
-        cpus: crate::plan::cpus::CpuPlan::new(&[0, 1], 1, true),
-        suite: crate::plan::suite::parse(SUITE).expect("test suite parses"),
+        cpus: CpuPlan::new(&[0, 1], 1, true),
+        suite: ServerSuite::parse(SUITE).expect("test suite parses"),
         artifacts: vec![Artifact {
             name: "guest.wasm".into(),
             path: "target/guests/guest.wasm".into(),
             bytes: 3 * 1024 * 1024 + 17,
         }],
         variants: vec![
-            VariantOutcome {
-                name: "native".into(),
-                status: "measured".into(),
-                reason: None,
-                checks: Vec::new(),
-            },
-            VariantOutcome {
-                name: "wasmtime-pooled".into(),
-                status: "measured".into(),
-                reason: None,
-                checks: Vec::new(),
-            },
-            VariantOutcome {
-                name: "wasmtime-naive".into(),
-                status: "failed".into(),
-                reason: Some("build failed: <linker> & such".into()),
-                checks: Vec::new(),
-            },
-            VariantOutcome {
-                name: "wasmedge-cli".into(),
-                status: "skipped".into(),
-                reason: Some("unavailable here: `wasmedge` is not installed".into()),
-                checks: Vec::new(),
-            },
+            outcome("native", Status::Measured, None),
+            outcome("wasmtime-pooled", Status::Measured, None),
+            outcome(
+                "wasmtime-naive",
+                Status::Failed,
+                Some("build failed: <linker> & such"),
+            ),
+            outcome(
+                "wasmedge-cli",
+                Status::Skipped,
+                Some("unavailable here: `wasmedge` is not installed"),
+            ),
         ],
         variant_specs: Vec::new(),
         variant_tools: Vec::new(),
         container_engine: None,
+    }
+}
+
+fn outcome(name: &str, status: Status, reason: Option<&str>) -> VariantOutcome {
+    VariantOutcome {
+        name: name.into(),
+        status,
+        reason: reason.map(str::to_owned),
+        checks: Vec::new(),
+    }
+}
+
+/// The analysis of the run made up here.
+pub(crate) fn analysis() -> ServerAnalysis {
+    analyse(&info(RunState::Complete), &samples())
+}
+
+fn machine() -> Machine {
+    Machine {
+        cpu_model: "Test CPU <3GHz>".into(),
+        cores: 2,
+        memory_kib: Some(8 * 1024 * 1024),
+        kernel: "6.1.0".into(),
+        cpu_sha_extensions: false,
+        compute_sha256: "portable".into(),
+        native_code: "x86_64 with avx2 <bmi2>".into(),
+        tools: Tools {
+            wasmlab: "0.1.0".into(),
+            rustc: Some("rustc 1.95.0".into()),
+            wasmtime: Some("48.0.8".into()),
+            hyper: None,
+            tokio: Some("1.45.0".into()),
+        },
     }
 }
 
@@ -246,7 +263,7 @@ fn assert_offline(html: &str) {
 
 #[test]
 fn report_full_run() {
-    let a = analyze::analyse(info("complete"), &samples());
+    let a = analysis();
     assert_eq!(a.reference_connections, Some(100));
     let html = render_html(&a).unwrap();
     for id in SECTION_IDS {
@@ -329,11 +346,11 @@ fn report_full_run() {
 
 #[test]
 fn report_without_samples() {
-    let mut i = info("interrupted");
-    i.finished_utc = None;
+    let mut i = info(RunState::Interrupted);
+    i.header.finished_utc = None;
     i.orders.clear();
     i.artifacts.clear();
-    let a = analyze::analyse(i, &[]);
+    let a = analyse(&i, &[]);
     let html = render_html(&a).unwrap();
     for id in SECTION_IDS {
         assert!(
@@ -351,7 +368,7 @@ fn report_without_samples() {
 
 #[test]
 fn report_survives_degenerate_figures() {
-    let mut a = analyze::analyse(info("complete"), &samples());
+    let mut a = analysis();
     // One point per series, NaN and zero figures, empty spectra, a missing baseline cell.
     a.throughput.retain(|c| c.connections == 100);
     for c in &mut a.throughput {
@@ -413,7 +430,7 @@ fn report_survives_degenerate_figures() {
 #[test]
 fn report_of_a_gateway_sized_study_stays_small() {
     // 5 variants × 4 workloads × 7 levels, by copying the cells of a small analysis.
-    let base = analyze::analyse(info("complete"), &samples());
+    let base = analysis();
     let mut a = base.clone();
     let variants: Vec<String> = (0..5).map(|i| format!("variant-{i}")).collect();
     let workloads: Vec<String> = ["hello", "compute", "proxy", "state"]
@@ -537,12 +554,12 @@ fn assert_rows_match_headers(html: &str) {
 
 #[test]
 fn report_rows_have_as_many_cells_as_headers() {
-    let full = analyze::analyse(info("complete"), &samples());
-    let mut i = info("interrupted");
-    i.finished_utc = None;
+    let full = analysis();
+    let mut i = info(RunState::Interrupted);
+    i.header.finished_utc = None;
     i.orders.clear();
     i.artifacts.clear();
-    let empty = analyze::analyse(i, &[]);
+    let empty = analyse(&i, &[]);
     let mut no_baseline = full.clone();
     no_baseline.variants.retain(|v| v != BASELINE);
     no_baseline.throughput.retain(|c| c.variant != BASELINE);
@@ -555,7 +572,7 @@ fn report_rows_have_as_many_cells_as_headers() {
 fn report_escapes_hostile_names() {
     const EVIL: &str = "<script>&\"'";
     const ESCAPED: &str = "&lt;script&gt;&amp;&quot;&#x27;";
-    let mut i = info("complete");
+    let mut i = info(RunState::Complete);
     i.suite.description = format!("described {EVIL}");
     i.variants[2].reason = Some(format!("failed {EVIL}"));
     // The measured variant's name everywhere it is shown: tables, legends, orders, the suite.
@@ -572,7 +589,7 @@ fn report_escapes_hostile_names() {
             *v = format!("pooled{EVIL}");
         }
     }
-    let a = analyze::analyse(i, &s);
+    let a = analyse(&i, &s);
     assert!(
         a.variants.iter().any(|v| v.contains(EVIL)),
         "{:?}",
@@ -589,4 +606,41 @@ fn report_escapes_hostile_names() {
         assert!(html.contains(&shown), "{shown} missing");
     }
     assert_rows_match_headers(&html);
+}
+
+fn program_analysis(iterations: u32) -> ProgramAnalysis {
+    ProgramAnalysis {
+        run_id: "r".into(),
+        suite: "s".into(),
+        description: String::new(),
+        baseline: "native-portable".into(),
+        repetitions: 1,
+        programs: vec!["kdf".into()],
+        program_set: serde_json::json!({ "iterations": iterations }),
+        machine: "m".into(),
+        cpus: "c".into(),
+        engines: Vec::new(),
+        cells: Vec::new(),
+        study: Some(Study::load("libsodium").unwrap()),
+        beside_study: Vec::new(),
+        state: RunState::Complete,
+    }
+}
+
+#[test]
+fn another_iteration_count_than_the_studys_is_said_beside_it() {
+    let other = program_analysis(10);
+    assert!(crate::markdown::programs(&other).contains("Not the study's iteration count"));
+    assert!(
+        crate::html::programs(&other)
+            .unwrap()
+            .contains("Not the study's iteration count")
+    );
+    let same = program_analysis(200);
+    assert!(!crate::markdown::programs(&same).contains("Not the study's iteration count"));
+    assert!(
+        !crate::html::programs(&same)
+            .unwrap()
+            .contains("iteration count")
+    );
 }

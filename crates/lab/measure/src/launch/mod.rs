@@ -2,7 +2,7 @@
 //! downstream (verification, measurement, results) only sees a [`Running`] server.
 
 pub mod prepare;
-pub mod template;
+pub mod vars;
 
 use std::fs::File;
 use std::io::{BufRead, BufReader};
@@ -14,9 +14,12 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use crate::plan::variants::{Address, VariantSpec};
-use crate::record::model::StartTimes;
-use template::Vars;
+use vars::Vars;
+use wasmlab_model::cpus::CpuPlan;
+use wasmlab_model::sample::StartTimes;
+use wasmlab_model::tools::{ContainerEngine, FoundTool};
+use wasmlab_model::variant::{Address, VariantSpec};
+use wasmlab_plan::tools::run_with_timeout;
 
 /// A variant ready to launch: its spec and this run's values for its templates.
 #[derive(Debug, Clone)]
@@ -25,7 +28,7 @@ pub struct Launchable {
     pub vars: Vars,
 }
 
-/// The values every variant of a run shares (see `plan::variants::PLACEHOLDERS`).
+/// The values every variant of a run shares (see `wasmlab_model::variant::PLACEHOLDERS`).
 pub struct RunValues<'a> {
     pub bin: &'a Path,
     pub workspace: Option<&'a Path>,
@@ -44,8 +47,8 @@ impl Launchable {
     pub fn new(
         spec: &VariantSpec,
         run: &RunValues<'_>,
-        tools: &[crate::plan::tools::FoundTool],
-        engine: Option<&crate::plan::containers::Engine>,
+        tools: &[FoundTool],
+        engine: Option<&ContainerEngine>,
     ) -> Self {
         let mut vars = Vars::default();
         let path = |p: &Path| p.display().to_string();
@@ -86,7 +89,7 @@ impl Launchable {
 /// What every launch needs to know.
 pub struct LaunchContext<'a> {
     /// The CPUs servers run on.
-    pub cpus: &'a crate::plan::cpus::CpuPlan,
+    pub cpus: &'a CpuPlan,
     pub start_timeout: Duration,
     /// The server's stderr (and, when it does not print its address, its stdout) goes here.
     pub log_path: PathBuf,
@@ -178,7 +181,7 @@ pub fn spawn_server(
         None => Stdio::piped(),
     };
     cmd.stdin(Stdio::null()).stdout(stdout).stderr(log);
-    ctx.cpus.confine_server(&mut cmd);
+    wasmlab_plan::cpus::confine_server(ctx.cpus, &mut cmd);
     // SAFETY: prctl is async-signal-safe; the child dies with wasmlab, so none outlives it.
     unsafe {
         cmd.pre_exec(|| {
@@ -343,7 +346,7 @@ impl Running {
         }
         let mut roots = vec![self.child.id()];
         if let Some(cmd) = self.processes_command.as_mut()
-            && let Ok(out) = crate::plan::tools::run_with_timeout(cmd, Duration::from_secs(10))
+            && let Ok(out) = run_with_timeout(cmd, Duration::from_secs(10))
         {
             for pid in out.split_whitespace().filter_map(|p| p.parse::<u32>().ok()) {
                 if pid > 1 && !roots.contains(&pid) {
@@ -362,7 +365,7 @@ impl Running {
 
     fn terminate(&mut self) {
         if let Some(mut cmd) = self.stop_command.take() {
-            let _ = crate::plan::tools::run_with_timeout(&mut cmd, Duration::from_secs(15));
+            let _ = run_with_timeout(&mut cmd, Duration::from_secs(15));
         }
         if self.exited().is_some() {
             return;

@@ -8,10 +8,12 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Instant;
 
+use wasmlab_model::run::Artifact;
+use wasmlab_model::variant::Step;
+use wasmlab_plan::tools::run_with_timeout;
+
 use super::Launchable;
-use super::template::Vars;
-use crate::plan::variants::Step;
-use crate::record::model::Artifact;
+use super::vars::Vars;
 
 /// Runs `cargo build` for wasmlab's own binaries when wasmlab runs from its source tree, with the
 /// profile of the directory they are expected in.
@@ -142,7 +144,7 @@ pub fn artifacts(v: &Launchable) -> Vec<Artifact> {
         } else if let Some(c) = &a.size_command {
             let shown = v.vars.show(c);
             let bytes = v.vars.command(c).ok().and_then(|mut cmd| {
-                crate::plan::tools::run_with_timeout(&mut cmd, std::time::Duration::from_secs(30))
+                run_with_timeout(&mut cmd, std::time::Duration::from_secs(30))
                     .ok()?
                     .trim()
                     .parse()

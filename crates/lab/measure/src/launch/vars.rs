@@ -1,11 +1,11 @@
 //! Filling a variant's templates: `{name}` placeholders replaced by this run's values (see
-//! `plan::variants::PLACEHOLDERS`), `{tool:NAME}` by the tool's path, `{container}` by the
+//! `wasmlab_model::variant::PLACEHOLDERS`), `{tool:NAME}` by the tool's path, `{container}` by the
 //! container engine and its flags.
 
 use std::collections::BTreeMap;
 use std::process::Command;
 
-use crate::plan::variants::{Piece, parse_template};
+use wasmlab_model::variant::{Piece, parse_template};
 
 /// The values of one variant in one run.
 #[derive(Debug, Clone, Default)]

@@ -5,20 +5,12 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
+use wasmlab_model::cpus::CpuPlan;
+use wasmlab_model::sample::{Phases, ProgramSample, SAMPLES_SCHEMA};
 
-use super::ProgramSample;
 use super::set::ProgramSet;
 use crate::launch::Launchable;
-use crate::plan::cpus::CpuPlan;
-
-/// A runner's phase times (docs/engines.md), in milliseconds.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct Phases {
-    pub compile_ms: f64,
-    pub instantiate_ms: f64,
-    pub execute_ms: f64,
-}
 
 /// The runner's file: integer nanoseconds.
 #[derive(Deserialize)]
@@ -116,7 +108,7 @@ impl Engine {
             .stdin(Stdio::null())
             .stdout(std::fs::File::create(&out_path)?)
             .stderr(std::fs::File::create(&err_path)?);
-        self.cpus.confine_server(&mut cmd);
+        wasmlab_plan::cpus::confine_server(&self.cpus, &mut cmd);
         let t0 = Instant::now();
         let mut child = cmd
             .spawn()
@@ -209,6 +201,7 @@ impl Engine {
     /// One timed run of the program's timed build.
     pub fn time(&self, program: &str, repetition: u32, scratch: &Path) -> ProgramSample {
         let mut sample = ProgramSample {
+            schema: SAMPLES_SCHEMA,
             engine: self.name().to_owned(),
             program: program.to_owned(),
             repetition,

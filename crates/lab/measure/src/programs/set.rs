@@ -31,7 +31,7 @@ impl ProgramSet {
     /// their test body `iterations` times; else a directory path.
     pub fn obtain(spec: &str, iterations: u32, workspace: Option<&Path>) -> anyhow::Result<Self> {
         if spec == "libsodium" {
-            let root = super::default_set_dir(workspace);
+            let root = default_set_dir(workspace);
             let dir = root.join(format!("iterations-{iterations}"));
             let script = workspace
                 .map(|w| w.join("scripts/build-libsodium.sh"))
@@ -73,7 +73,7 @@ impl ProgramSet {
         let list = dir.join("programs.txt");
         let text = std::fs::read_to_string(&list).map_err(|e| {
             anyhow::anyhow!(
-                "{} is not a program set ({}: {e}); see crates/lab/src/programs/set.rs",
+                "{} is not a program set ({}: {e}); see crates/lab/measure/src/programs/set.rs",
                 dir.display(),
                 list.display()
             )
@@ -156,4 +156,12 @@ impl ProgramSet {
         }
         Ok(text)
     }
+}
+
+/// Where a program set is, or is built.
+fn default_set_dir(workspace: Option<&Path>) -> PathBuf {
+    workspace.map_or_else(
+        || PathBuf::from("target/libsodium"),
+        |w| w.join("target/libsodium"),
+    )
 }

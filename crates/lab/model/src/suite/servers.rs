@@ -1,38 +1,13 @@
-//! Suites: which variants, workloads and concurrency levels a run measures, and for how long.
-
-use std::path::Path;
+//! A server suite: which server variants, workloads and concurrency levels a run measures, and
+//! for how long.
 
 use serde::{Deserialize, Serialize};
 
-use crate::plan::variants::Catalog;
-
-const BUILTIN: &[(&str, &str)] = &[
-    ("quick", include_str!("../../../../suites/quick.toml")),
-    (
-        "gateway-study",
-        include_str!("../../../../suites/gateway-study.toml"),
-    ),
-    (
-        "isolation",
-        include_str!("../../../../suites/isolation.toml"),
-    ),
-    (
-        "libsodium",
-        include_str!("../../../../suites/libsodium.toml"),
-    ),
-    (
-        "libsodium-compilers",
-        include_str!("../../../../suites/libsodium-compilers.toml"),
-    ),
-    (
-        "libsodium-quick",
-        include_str!("../../../../suites/libsodium-quick.toml"),
-    ),
-];
+use crate::variant::Catalog;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Suite {
+pub struct ServerSuite {
     pub name: String,
     #[serde(default)]
     pub description: String,
@@ -71,7 +46,7 @@ pub struct Suite {
     pub open_loop: Option<OpenLoop>,
     /// Variants defined in the suite itself (`[[variant]]` tables, the variant file's shape).
     #[serde(default, rename = "variant", skip_serializing_if = "Vec::is_empty")]
-    pub inline_variants: Vec<crate::plan::variants::VariantSpec>,
+    pub inline_variants: Vec<crate::variant::VariantSpec>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -128,65 +103,14 @@ fn default_repetitions() -> u32 {
     1
 }
 
-/// The TOML text of a built-in suite.
-pub fn builtin(name: &str) -> anyhow::Result<&'static str> {
-    BUILTIN
-        .iter()
-        .find(|(n, _)| *n == name)
-        .map(|(_, text)| *text)
-        .ok_or_else(|| {
-            anyhow::anyhow!(
-                "unknown suite {name:?}: use one of {} or a path to a .toml file",
-                builtin_names()
-            )
-        })
-}
-
-fn builtin_names() -> String {
-    BUILTIN
-        .iter()
-        .map(|(n, _)| *n)
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// A suite's text and where it came from: a built-in suite's name, or a path to a TOML file.
-pub fn text(spec: &str) -> anyhow::Result<(String, String)> {
-    let path = Path::new(spec);
-    if path.is_file() {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| anyhow::anyhow!("cannot read suite file {spec}: {e}"))?;
-        Ok((text, format!("suite file {spec}")))
-    } else if spec.ends_with(".toml") || spec.contains('/') {
-        anyhow::bail!("suite file {spec} does not exist");
-    } else {
-        Ok((builtin(spec)?.to_owned(), format!("built-in suite {spec}")))
+impl ServerSuite {
+    /// Parses and checks a server suite's TOML text.
+    pub fn parse(text: &str) -> anyhow::Result<Self> {
+        let suite: ServerSuite = toml::from_str(text)?;
+        suite.validate()?;
+        Ok(suite)
     }
-}
 
-/// The suite's `kind` (`programs` for a program suite; HTTP suites have none).
-pub fn kind(text: &str) -> Option<String> {
-    let value: toml::Table = toml::from_str(text).ok()?;
-    value.get("kind")?.as_str().map(str::to_owned)
-}
-
-/// Loads `spec` as an HTTP suite: a built-in suite's name, or a path to a TOML file.
-pub fn load(spec: &str) -> anyhow::Result<Suite> {
-    let (text, origin) = text(spec)?;
-    anyhow::ensure!(
-        kind(&text).is_none(),
-        "{origin} is a program suite; run it with `wasmlab run --suite {spec}`"
-    );
-    parse(&text).map_err(|e| anyhow::anyhow!("{origin}: {e:#}"))
-}
-
-pub fn parse(text: &str) -> anyhow::Result<Suite> {
-    let suite: Suite = toml::from_str(text)?;
-    suite.validate()?;
-    Ok(suite)
-}
-
-impl Suite {
     /// The variants launched for cold starts.
     pub fn cold_start_variants(&self) -> Vec<String> {
         match &self.cold_start {
@@ -313,22 +237,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn builtins_parse() {
-        for (name, text) in BUILTIN {
-            if kind(text).as_deref() == Some("programs") {
-                let s = crate::programs::ProgramSuite::parse(text, name).unwrap();
-                assert_eq!(&s.name, name);
-                continue;
-            }
-            let s = parse(text).unwrap_or_else(|e| panic!("{name}: {e:#}"));
-            assert_eq!(&s.name, name);
-        }
-        let study = load("gateway-study").unwrap();
-        assert_eq!(study.connections, [10, 50, 100, 200, 400, 800, 1200]);
-        assert_eq!(study.workloads, ["hello", "compute", "proxy", "state"]);
-    }
-
-    #[test]
     fn bad_suites_say_why() {
         let base = r#"name = "t"
 variants = ["native"]
@@ -336,9 +244,10 @@ workloads = ["hello"]
 connections = [1]
 duration_secs = 1.0
 "#;
-        assert!(parse(base).is_ok());
+        assert!(ServerSuite::parse(base).is_ok());
         let err = |text: String| {
-            let checked = parse(&text).and_then(|s| s.check_variants(&s.catalog(&[])?));
+            let checked =
+                ServerSuite::parse(&text).and_then(|s| s.check_variants(&s.catalog(&[])?));
             format!("{:#}", checked.unwrap_err())
         };
         assert!(err(base.replace("\"native\"", "\"nope\"")).contains("unknown variant \"nope\""));
@@ -366,8 +275,5 @@ duration_secs = 1.0
             ))
             .contains("\"z\"")
         );
-        let e = format!("{:#}", load("no-such-suite").unwrap_err());
-        assert!(e.contains("unknown suite") && e.contains("quick"), "{e}");
-        assert!(format!("{:#}", load("missing.toml").unwrap_err()).contains("does not exist"));
     }
 }

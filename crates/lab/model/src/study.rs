@@ -1,0 +1,198 @@
+//! A published study's figures, to set beside a run's own: its systems (and the variant of ours
+//! that stands for each), and for each figure the study's value per system. The built-in studies
+//! are the files in `studies/`, with their source named; a program suite may name a file of its
+//! own of the same shape.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// The built-in studies: (name, file text).
+const BUILTIN: &[(&str, &str)] = &[
+    (
+        "gateway-study",
+        include_str!("../../../../studies/gateway-study.toml"),
+    ),
+    (
+        "libsodium",
+        include_str!("../../../../studies/libsodium-study.toml"),
+    ),
+];
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Study {
+    pub name: String,
+    pub source: String,
+    /// Where and how it was measured, in a few words.
+    #[serde(default)]
+    pub machine: String,
+    /// How many times each benchmark build ran its test body (a program study): a run with
+    /// another count weighs start-up and the body otherwise in its whole-process ratios.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iterations: Option<u32>,
+    /// How the study's method differs from wasmlab's.
+    #[serde(default)]
+    pub method_differences: Vec<String>,
+    /// The study's systems, in its order.
+    pub systems: Vec<System>,
+    pub figures: Vec<Figure>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct System {
+    /// The study's name for it.
+    pub study: String,
+    /// The wasmlab variant that reproduces it; none when wasmlab has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
+}
+
+/// What a figure measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FigureKind {
+    /// req/s of a workload at a concurrency level.
+    Throughput,
+    /// Median cold start, ms.
+    ColdStartP50,
+    /// Median warm latency of a workload, ms.
+    WarmP50,
+    /// Memory of a workload's server, KiB.
+    Rss,
+    /// The median over programs of each runtime's whole-process time relative to native.
+    MedianRatio,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Figure {
+    pub figure: FigureKind,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connections: Option<usize>,
+    pub unit: String,
+    /// What the figure is, in words, where its kind does not say it all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub about: Option<String>,
+    /// The study's value per system (by the study's name for it).
+    pub values: BTreeMap<String, f64>,
+}
+
+impl Study {
+    /// A built-in study (`gateway-study`, `libsodium`), or a study file's path.
+    pub fn load(name: &str) -> anyhow::Result<Self> {
+        let text = match BUILTIN.iter().find(|(n, _)| *n == name) {
+            Some((_, text)) => (*text).to_owned(),
+            // The name the libsodium study had in program suites before it was one of two.
+            None if name == "libsodium-study" => BUILTIN[1].1.to_owned(),
+            None => std::fs::read_to_string(name).map_err(|e| {
+                anyhow::anyhow!(
+                    "study {name}: {e} (built-in: {})",
+                    BUILTIN
+                        .iter()
+                        .map(|(n, _)| *n)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            })?,
+        };
+        let study: Study =
+            toml::from_str(&text).map_err(|e| anyhow::anyhow!("study {name}: {e}"))?;
+        study
+            .validate()
+            .map_err(|e| anyhow::anyhow!("study {name}: {e}"))?;
+        Ok(study)
+    }
+
+    /// Every figure's values name one of the study's systems, and a system names at most one
+    /// variant.
+    fn validate(&self) -> anyhow::Result<()> {
+        for f in &self.figures {
+            for system in f.values.keys() {
+                anyhow::ensure!(
+                    self.systems.iter().any(|s| &s.study == system),
+                    "a {:?} figure has a value for {system:?}, which is not one of its systems",
+                    f.figure
+                );
+            }
+        }
+        for (i, s) in self.systems.iter().enumerate() {
+            if let Some(v) = &s.variant {
+                anyhow::ensure!(
+                    !self.systems[..i]
+                        .iter()
+                        .any(|o| o.variant.as_ref() == Some(v)),
+                    "two systems stand for the variant {v:?}"
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// The study's system that `variant` stands for.
+    pub fn system_of(&self, variant: &str) -> Option<&System> {
+        self.systems
+            .iter()
+            .find(|s| s.variant.as_deref() == Some(variant))
+    }
+
+    /// The study's value of `figure` for the system `variant` stands for.
+    pub fn value(&self, figure: &Figure, variant: &str) -> Option<f64> {
+        figure.values.get(&self.system_of(variant)?.study).copied()
+    }
+
+    /// The first figure of a kind.
+    pub fn figure(&self, kind: FigureKind) -> Option<&Figure> {
+        self.figures.iter().find(|f| f.figure == kind)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::variant::Catalog;
+
+    #[test]
+    fn the_built_in_studies_parse_and_name_known_variants() {
+        let catalog = Catalog::builtin();
+        for (name, _) in BUILTIN {
+            let s = Study::load(name).unwrap();
+            for v in s.systems.iter().filter_map(|s| s.variant.as_ref()) {
+                catalog.find(v).unwrap();
+            }
+        }
+        let gateway = Study::load("gateway-study").unwrap();
+        assert!(
+            gateway.systems.iter().all(|s| s.variant.is_some()),
+            "every system of the gateway study has its variant"
+        );
+        assert!(gateway.figure(FigureKind::ColdStartP50).is_some());
+        let libsodium = Study::load("libsodium-study").unwrap();
+        let median = libsodium.figure(FigureKind::MedianRatio).unwrap();
+        assert_eq!(libsodium.value(median, "wasmtime-cranelift"), Some(2.93));
+        assert_eq!(libsodium.value(median, "wazero-compiler"), Some(17.3));
+        // The study's wazero was its compiler.
+        assert_eq!(libsodium.value(median, "wazero-interpreter"), None);
+        assert_eq!(libsodium.iterations, Some(200));
+        assert!(libsodium.systems.len() >= 10);
+    }
+
+    #[test]
+    fn a_value_for_a_system_the_study_lacks_is_refused() {
+        let dir = std::env::temp_dir().join(format!("wasmlab-study-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("s.toml");
+        std::fs::write(
+            &file,
+            "name = \"s\"\nsource = \"x\"\nsystems = [{ study = \"a\", variant = \"native\" }]\n\
+             [[figures]]\nfigure = \"rss\"\nunit = \"KiB\"\nvalues = { b = 1 }\n",
+        )
+        .unwrap();
+        let e = format!("{:#}", Study::load(file.to_str().unwrap()).unwrap_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(e.contains("\"b\""), "{e}");
+    }
+}

@@ -1,0 +1,143 @@
+//! Suites: what a run measures. A server suite ([`ServerSuite`]) names server variants,
+//! workloads, concurrency levels and the method's parameters; a program suite
+//! ([`ProgramSuite`], `kind = "programs"`) names engines and a program set to run in each. The
+//! built-in suites are the files in `suites/` (embedded in the binary); a user's is a file of
+//! either shape.
+
+mod programs;
+mod servers;
+
+use std::path::Path;
+
+pub use programs::ProgramSuite;
+pub use servers::{ColdStart, OpenLoop, ServerSuite, Warm};
+
+const BUILTIN: &[(&str, &str)] = &[
+    ("quick", include_str!("../../../../../suites/quick.toml")),
+    (
+        "gateway-study",
+        include_str!("../../../../../suites/gateway-study.toml"),
+    ),
+    (
+        "isolation",
+        include_str!("../../../../../suites/isolation.toml"),
+    ),
+    (
+        "libsodium",
+        include_str!("../../../../../suites/libsodium.toml"),
+    ),
+    (
+        "libsodium-compilers",
+        include_str!("../../../../../suites/libsodium-compilers.toml"),
+    ),
+    (
+        "libsodium-quick",
+        include_str!("../../../../../suites/libsodium-quick.toml"),
+    ),
+];
+
+/// A suite of either kind.
+#[derive(Debug, Clone)]
+pub enum Suite {
+    Servers(ServerSuite),
+    Programs(ProgramSuite),
+}
+
+impl Suite {
+    /// Reads `spec`, a built-in suite's name or a path to a TOML file, as the kind it declares
+    /// (`kind = "programs"`, or none for a server suite). Errors name the file.
+    pub fn read(spec: &str) -> anyhow::Result<Self> {
+        let (text, origin) = text(spec)?;
+        let table: toml::Table =
+            toml::from_str(&text).map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
+        match table.get("kind").map(|k| k.as_str()) {
+            None => ServerSuite::parse(&text)
+                .map(Suite::Servers)
+                .map_err(|e| anyhow::anyhow!("{origin}: {e:#}")),
+            Some(Some("programs")) => ProgramSuite::parse(&text, &origin).map(Suite::Programs),
+            Some(other) => anyhow::bail!(
+                "{origin}: unknown kind {}: a suite is a server suite (no `kind`) or kind = \"programs\"",
+                other.map_or_else(|| "(not a string)".to_owned(), |k| format!("{k:?}"))
+            ),
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        match self {
+            Suite::Servers(s) => &s.name,
+            Suite::Programs(p) => &p.name,
+        }
+    }
+}
+
+/// The TOML text of a built-in suite.
+pub fn builtin(name: &str) -> anyhow::Result<&'static str> {
+    BUILTIN
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, text)| *text)
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "unknown suite {name:?}: use one of {} or a path to a .toml file",
+                builtin_names()
+            )
+        })
+}
+
+fn builtin_names() -> String {
+    BUILTIN
+        .iter()
+        .map(|(n, _)| *n)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A suite's text and where it came from: a built-in suite's name, or a path to a TOML file.
+fn text(spec: &str) -> anyhow::Result<(String, String)> {
+    let path = Path::new(spec);
+    if path.is_file() {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| anyhow::anyhow!("cannot read suite file {spec}: {e}"))?;
+        Ok((text, format!("suite file {spec}")))
+    } else if spec.ends_with(".toml") || spec.contains('/') {
+        anyhow::bail!("suite file {spec} does not exist");
+    } else {
+        Ok((builtin(spec)?.to_owned(), format!("built-in suite {spec}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtins_parse() {
+        for (name, _) in BUILTIN {
+            let s = Suite::read(name).unwrap_or_else(|e| panic!("{name}: {e:#}"));
+            assert_eq!(s.name(), *name);
+        }
+        let Suite::Servers(study) = Suite::read("gateway-study").unwrap() else {
+            panic!("gateway-study is a server suite")
+        };
+        assert_eq!(study.connections, [10, 50, 100, 200, 400, 800, 1200]);
+        assert_eq!(study.workloads, ["hello", "compute", "proxy", "state"]);
+    }
+
+    #[test]
+    fn unknown_suites_and_kinds_say_why() {
+        let e = format!("{:#}", Suite::read("no-such-suite").unwrap_err());
+        assert!(e.contains("unknown suite") && e.contains("quick"), "{e}");
+        let e = format!("{:#}", Suite::read("missing.toml").unwrap_err());
+        assert!(e.contains("does not exist"), "{e}");
+        let dir = std::env::temp_dir().join(format!("wasmlab-suite-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("odd.toml");
+        std::fs::write(&file, "kind = \"servers\"\nname = \"odd\"\n").unwrap();
+        let e = format!("{:#}", Suite::read(file.to_str().unwrap()).unwrap_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(
+            e.contains("odd.toml") && e.contains("unknown kind \"servers\""),
+            "{e}"
+        );
+    }
+}

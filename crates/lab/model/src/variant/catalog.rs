@@ -1,0 +1,255 @@
+//! Every variant a run can name: the built-in files in `variants/` (embedded in the binary), the
+//! user's files, and a suite's own `[[variant]]` tables.
+
+use std::path::Path;
+
+use super::VariantSpec;
+
+/// The built-in variant files, in the order `wasmlab variants` lists them.
+const BUILTIN: &[(&str, &str)] = &[
+    (
+        "native",
+        include_str!("../../../../../variants/native.toml"),
+    ),
+    (
+        "native-close",
+        include_str!("../../../../../variants/native-close.toml"),
+    ),
+    (
+        "native-container",
+        include_str!("../../../../../variants/native-container.toml"),
+    ),
+    (
+        "wasmtime-pooled",
+        include_str!("../../../../../variants/wasmtime-pooled.toml"),
+    ),
+    (
+        "wasmtime-pooled-cwasm",
+        include_str!("../../../../../variants/wasmtime-pooled-cwasm.toml"),
+    ),
+    (
+        "wasmtime-recycled",
+        include_str!("../../../../../variants/wasmtime-recycled.toml"),
+    ),
+    (
+        "wasmtime-shared",
+        include_str!("../../../../../variants/wasmtime-shared.toml"),
+    ),
+    (
+        "wasmtime-naive",
+        include_str!("../../../../../variants/wasmtime-naive.toml"),
+    ),
+    (
+        "wasmtime-cli",
+        include_str!("../../../../../variants/wasmtime-cli.toml"),
+    ),
+    (
+        "wasmtime-cli-cwasm",
+        include_str!("../../../../../variants/wasmtime-cli-cwasm.toml"),
+    ),
+    (
+        "wasmedge-cli",
+        include_str!("../../../../../variants/wasmedge-cli.toml"),
+    ),
+    (
+        "native-portable",
+        include_str!("../../../../../variants/native-portable.toml"),
+    ),
+    (
+        "native-simd",
+        include_str!("../../../../../variants/native-simd.toml"),
+    ),
+    (
+        "wasmtime-cranelift",
+        include_str!("../../../../../variants/wasmtime-cranelift.toml"),
+    ),
+    (
+        "wasmtime-winch",
+        include_str!("../../../../../variants/wasmtime-winch.toml"),
+    ),
+    (
+        "wasmtime-pulley",
+        include_str!("../../../../../variants/wasmtime-pulley.toml"),
+    ),
+    ("node", include_str!("../../../../../variants/node.toml")),
+    ("bun", include_str!("../../../../../variants/bun.toml")),
+    (
+        "wazero-compiler",
+        include_str!("../../../../../variants/wazero-compiler.toml"),
+    ),
+    (
+        "wazero-interpreter",
+        include_str!("../../../../../variants/wazero-interpreter.toml"),
+    ),
+    ("wasmi", include_str!("../../../../../variants/wasmi.toml")),
+    ("wasm3", include_str!("../../../../../variants/wasm3.toml")),
+    (
+        "wasm2c",
+        include_str!("../../../../../variants/wasm2c.toml"),
+    ),
+    (
+        "wamr-aot",
+        include_str!("../../../../../variants/wamr-aot.toml"),
+    ),
+    (
+        "wamr-interp",
+        include_str!("../../../../../variants/wamr-interp.toml"),
+    ),
+    (
+        "wasmer-cranelift",
+        include_str!("../../../../../variants/wasmer-cranelift.toml"),
+    ),
+    (
+        "wasmer-singlepass",
+        include_str!("../../../../../variants/wasmer-singlepass.toml"),
+    ),
+    (
+        "wasmer-llvm",
+        include_str!("../../../../../variants/wasmer-llvm.toml"),
+    ),
+];
+
+/// Every variant a run can name: the built-in files, then the user's.
+#[derive(Debug, Clone)]
+pub struct Catalog {
+    specs: Vec<(VariantSpec, String)>,
+}
+
+impl Catalog {
+    /// The built-in variants.
+    pub fn builtin() -> Self {
+        let specs = BUILTIN
+            .iter()
+            .map(|(name, text)| {
+                let origin = format!("built-in variant file variants/{name}.toml");
+                let spec = VariantSpec::parse(text, &origin)
+                    .unwrap_or_else(|e| panic!("{e:#}: a built-in variant must parse"));
+                assert_eq!(
+                    &spec.name, name,
+                    "{origin}: name differs from the file name"
+                );
+                (spec, origin)
+            })
+            .collect();
+        Self { specs }
+    }
+
+    /// Adds a user's variant file.
+    pub fn add_file(&mut self, path: &Path) -> anyhow::Result<()> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| anyhow::anyhow!("cannot read variant file {}: {e}", path.display()))?;
+        let origin = format!("variant file {}", path.display());
+        // `add` checks it, naming `origin`.
+        let spec = toml::from_str(&text).map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
+        self.add(spec, origin)
+    }
+
+    /// Adds a variant given inline (a suite's `[[variant]]`).
+    pub fn add(&mut self, spec: VariantSpec, origin: String) -> anyhow::Result<()> {
+        spec.validate()
+            .map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
+        if let Some((_, other)) = self.specs.iter().find(|(s, _)| s.name == spec.name) {
+            anyhow::bail!(
+                "{origin}: a variant named {:?} is already defined by {other}; give yours another name",
+                spec.name
+            );
+        }
+        self.specs.push((spec, origin));
+        Ok(())
+    }
+
+    pub fn find(&self, name: &str) -> anyhow::Result<&VariantSpec> {
+        self.specs
+            .iter()
+            .map(|(s, _)| s)
+            .find(|s| s.name == name)
+            .ok_or_else(|| {
+                anyhow::anyhow!(
+                    "unknown variant {name:?}: known variants are {} (or add your own with --variant-file)",
+                    self.names().join(", ")
+                )
+            })
+    }
+
+    pub fn names(&self) -> Vec<&str> {
+        self.specs.iter().map(|(s, _)| s.name.as_str()).collect()
+    }
+
+    pub fn all(&self) -> impl Iterator<Item = &VariantSpec> {
+        self.specs.iter().map(|(s, _)| s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::variant::tests::GOOD;
+
+    #[test]
+    fn every_builtin_file_is_listed_and_parses() {
+        let catalog = Catalog::builtin();
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../variants");
+        let mut on_disk: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(|e| {
+                let name = e.ok()?.file_name().into_string().ok()?;
+                name.strip_suffix(".toml").map(str::to_owned)
+            })
+            .collect();
+        on_disk.sort();
+        let mut listed: Vec<&str> = catalog.names();
+        listed.sort();
+        assert_eq!(listed, on_disk, "variants/ and BUILTIN differ");
+    }
+
+    #[test]
+    fn a_user_variant_cannot_take_a_builtin_name() {
+        let mut c = Catalog::builtin();
+        let spec = VariantSpec::parse(&GOOD.replace("my-server", "native"), "t").unwrap();
+        let e = c.add(spec, "mine.toml".into()).unwrap_err().to_string();
+        assert!(
+            e.contains("already defined by built-in variant file"),
+            "{e}"
+        );
+        c.add(VariantSpec::parse(GOOD, "t").unwrap(), "mine.toml".into())
+            .unwrap();
+        assert_eq!(c.find("my-server").unwrap().about, "a server of mine");
+        let e = c.find("nope").unwrap_err().to_string();
+        assert!(
+            e.contains("my-server") && e.contains("--variant-file"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_wasmtime_cli_is_the_wasmtime_the_gateway_embeds() {
+        let lock = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../Cargo.lock"),
+        )
+        .unwrap();
+        let embedded = lock
+            .split("[[package]]")
+            .find(|p| p.contains("\nname = \"wasmtime\"\n"))
+            .and_then(|p| p.lines().find_map(|l| l.strip_prefix("version = ")))
+            .map(|v| v.trim_matches('"').to_owned())
+            .expect("wasmtime in Cargo.lock");
+        let c = Catalog::builtin();
+        for name in ["wasmtime-cli", "wasmtime-cli-cwasm"] {
+            let install = c.find(name).unwrap().requires[0].install.clone().unwrap();
+            assert_eq!(install.version(), embedded, "{name}");
+        }
+    }
+
+    #[test]
+    fn own_binaries_and_core_guest() {
+        let c = Catalog::builtin();
+        let pooled = c.find("wasmtime-pooled").unwrap();
+        assert_eq!(pooled.own_binaries(), ["wasmlab-gateway-wasm"]);
+        assert!(pooled.runs_core_guest());
+        assert!(!c.find("native").unwrap().runs_core_guest());
+        assert_eq!(
+            c.find("wasmtime-cli").unwrap().own_binaries(),
+            ["wasmlab-gateway-process"]
+        );
+    }
+}

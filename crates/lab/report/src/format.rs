@@ -1,0 +1,159 @@
+//! How every figure is written, in every output: numbers with thousands separators,
+//! milliseconds to about three significant digits, ratios with their intervals.
+
+use wasmlab_analysis::servers::ColdStartRow;
+use wasmlab_analysis::stats::Estimate;
+use wasmlab_load::ErrorCounts;
+
+/// `v` rounded to an integer, with thousands separators ("–" when not finite).
+pub fn thousands(v: f64) -> String {
+    if !v.is_finite() {
+        return "–".into();
+    }
+    grouped(v, 0)
+}
+
+/// `v` with `decimals` decimals and thousands separators in the integer part.
+pub fn grouped(v: f64, decimals: usize) -> String {
+    let s = format!("{:.*}", decimals, v.abs());
+    let (int, frac) = s.split_once('.').unwrap_or((s.as_str(), ""));
+    let mut out = String::with_capacity(s.len() + 4);
+    if v < 0.0 && s.bytes().any(|b| (b'1'..=b'9').contains(&b)) {
+        out.push('-');
+    }
+    for (i, c) in int.chars().enumerate() {
+        if i > 0 && (int.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if !frac.is_empty() {
+        out.push('.');
+        out.push_str(frac);
+    }
+    out
+}
+
+/// A share (0..1) as a whole percentage.
+pub fn percent(share: f64) -> String {
+    if share.is_finite() {
+        format!("{:.0}%", share * 100.0)
+    } else {
+        "–".into()
+    }
+}
+
+/// Requests per second: no decimals below 10 only when the value is small.
+pub fn fmt_rps(v: f64) -> String {
+    if v.is_finite() && v.abs() < 10.0 {
+        format!("{v:.2}")
+    } else {
+        thousands(v)
+    }
+}
+
+/// Milliseconds with about three significant digits (at least µs resolution below 10 ms).
+pub fn fmt_ms(v: f64) -> String {
+    if !v.is_finite() {
+        return "–".into();
+    }
+    let a = v.abs();
+    if a < 10.0 {
+        format!("{v:.3}")
+    } else if a < 100.0 {
+        format!("{v:.2}")
+    } else if a < 1000.0 {
+        format!("{v:.1}")
+    } else {
+        thousands(v)
+    }
+}
+
+pub fn fmt_ratio(v: f64) -> String {
+    if v.is_finite() {
+        format!("{v:.3}")
+    } else {
+        "–".into()
+    }
+}
+
+/// A ratio to native as `0.652 [0.611–0.690] n=3`, "–" when there is none.
+pub fn fmt_ratio_est(e: Option<&Estimate>) -> String {
+    e.map_or_else(|| "–".into(), |e| e.show(fmt_ratio))
+}
+
+pub fn mib(kib: f64) -> String {
+    if kib.is_finite() {
+        grouped(kib / 1024.0, 1)
+    } else {
+        "–".into()
+    }
+}
+
+/// A cold start's "RSS after the first 200" column: the median over launches, MiB.
+pub fn fmt_rss_after(r: &ColdStartRow) -> String {
+    r.rss_mib
+        .map_or_else(|| "–".to_owned(), |m| format!("{:.1}", m.p50))
+}
+
+pub fn fmt_bytes(b: u64) -> String {
+    let b = b as f64;
+    if b >= 1024.0 * 1024.0 {
+        format!("{} MiB", grouped(b / 1024.0 / 1024.0, 2))
+    } else {
+        format!("{} KiB", grouped(b / 1024.0, 1))
+    }
+}
+
+/// Total errors and, when there are any, their classes.
+pub fn fmt_errors(e: &ErrorCounts) -> String {
+    let total = e.total();
+    if total == 0 {
+        return "0".into();
+    }
+    let classes: Vec<String> = [
+        ("connect", e.connect),
+        ("read/write", e.read_write),
+        ("timeout", e.timeout),
+        ("non-2xx", e.non_2xx),
+    ]
+    .iter()
+    .filter(|(_, n)| *n > 0)
+    .map(|(k, n)| format!("{k} {}", thousands(*n as f64)))
+    .collect();
+    format!("{} ({})", thousands(total as f64), classes.join(", "))
+}
+
+/// The note that explains the saturation flag (report.html.j2 says the same in HTML).
+pub fn saturation_note() -> String {
+    format!(
+        "⚠ generator saturated in k/n runs: in k of the cell's n runs the load generator's \
+         threads were on a CPU for at least {:.0}% of the run, so the generator (not the server) \
+         may have been the limit: the server may be faster than shown. Flagged on a variant's \
+         cell, its ratio to native may be understated; flagged on native's cell, overstated.",
+        wasmlab_load::SATURATED_SHARE * 100.0
+    )
+}
+
+/// `0.652 [0.611–0.690] n=3` with `decimals` decimals (see [`Estimate::show`]).
+pub fn with_ci(e: &Estimate, decimals: usize) -> String {
+    e.show(|v| format!("{v:.decimals$}"))
+}
+
+/// A ratio without its interval: three decimals, one from 10 up.
+pub fn fmt_ratio_plain(v: f64) -> String {
+    if v >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+/// CPU seconds per 1,000 requests.
+pub fn cpu_per_1k(v: f64) -> String {
+    if v.is_finite() {
+        format!("{v:.4}")
+    } else {
+        "–".into()
+    }
+}

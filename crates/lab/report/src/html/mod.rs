@@ -1,0 +1,219 @@
+//! report.html: one offline file, inline CSS and SVG, no scripts and no network references.
+//!
+//! The markup is in templates rendered by minijinja with HTML auto-escaping (their names end in
+//! `.html.j2`): `page` holds the head and styles, `macros` the tables, cells and figures, and a
+//! template per kind of suite its sections. This module and its children build the view model:
+//! every figure comes formatted from the report's sections, cells that need markup (swatch,
+//! bold ratio, flags, code) as structured [`Cell`]s, and the plotters SVGs, the only markup made
+//! in Rust, passed as safe strings.
+
+mod programs;
+mod servers;
+
+use minijinja::Value;
+use serde::Serialize;
+use wasmlab_analysis::stats::Estimate;
+use wasmlab_analysis::{ProgramAnalysis, ServerAnalysis};
+
+use crate::plot::Plot;
+use crate::sections::{Ratio, Saturation};
+
+/// The templates, by name; a name ending in `.html.j2` turns HTML auto-escaping on.
+const TEMPLATES: &[(&str, &str)] = &[
+    ("page.html.j2", include_str!("page.html.j2")),
+    ("macros.html.j2", include_str!("macros.html.j2")),
+    ("servers.html.j2", include_str!("servers.html.j2")),
+    ("programs.html.j2", include_str!("programs.html.j2")),
+];
+
+fn render(template: &str, view: impl Serialize) -> anyhow::Result<String> {
+    let mut env = minijinja::Environment::new();
+    // Lines that hold only a block tag leave nothing behind: one table row stays one line.
+    env.set_trim_blocks(true);
+    env.set_lstrip_blocks(true);
+    env.set_keep_trailing_newline(true);
+    for (name, text) in TEMPLATES {
+        env.add_template(name, text)?;
+    }
+    Ok(env.get_template(template)?.render(view)?)
+}
+
+/// report.html of a server suite's run.
+pub fn servers(a: &ServerAnalysis) -> anyhow::Result<String> {
+    render("servers.html.j2", servers::Report::new(a))
+}
+
+/// report.html of a program suite's run.
+pub fn programs(a: &ProgramAnalysis) -> anyhow::Result<String> {
+    render("programs.html.j2", programs::Report::new(a))
+}
+
+/// A table cell. The template escapes `text` and adds the markup the other fields ask for.
+#[derive(Serialize, Default)]
+struct Cell {
+    text: String,
+    /// A CSS colour: the swatch before the text.
+    swatch: Option<String>,
+    /// The class of a span around the text: `sig` (bold: the interval excludes 1), `flag`, or
+    /// `ci` (a ratio's interval, set small under it).
+    span: Option<&'static str>,
+    /// A second line in small type (a ratio's interval).
+    note: Option<String>,
+    /// The text is code (a path).
+    code: bool,
+    /// Saturation flags, each on a line of its own after the text.
+    flags: Vec<Saturation>,
+    /// Text that may wrap (a reason), where the others keep to one line.
+    wrap: bool,
+}
+
+impl Cell {
+    fn code(text: &str) -> Self {
+        Self {
+            text: text.to_owned(),
+            code: true,
+            ..Self::default()
+        }
+    }
+
+    /// A name with its colour swatch.
+    fn swatch(text: &str, colour: String) -> Self {
+        Self {
+            text: text.to_owned(),
+            swatch: Some(colour),
+            ..Self::default()
+        }
+    }
+
+    /// A ratio with its CI, bold when the interval excludes 1.
+    fn ratio(r: Ratio) -> Self {
+        Self {
+            span: r.significant.then_some("sig"),
+            text: r.text,
+            ..Self::default()
+        }
+    }
+
+    /// A ratio as a matrix shows it: the value, bold when the interval excludes 1, over its
+    /// interval in small type.
+    fn compact_ratio(e: Option<&Estimate>) -> Self {
+        let Some(e) = e.filter(|e| e.value.is_finite()) else {
+            return "–".into();
+        };
+        let significant = e.excludes(1.0);
+        Self {
+            text: format!("{:.3}", e.value),
+            span: significant.then_some("sig"),
+            note: (e.n >= 2 && e.lo.is_finite() && e.hi.is_finite())
+                .then(|| format!("[{:.3}–{:.3}] n={}", e.lo, e.hi, e.n)),
+            ..Self::default()
+        }
+    }
+
+    /// A flag's text, as a flag.
+    fn flagged(text: String) -> Self {
+        Self {
+            text,
+            span: Some("flag"),
+            ..Self::default()
+        }
+    }
+
+    fn wrapping(text: &str) -> Self {
+        Self {
+            text: text.to_owned(),
+            wrap: true,
+            ..Self::default()
+        }
+    }
+}
+
+impl From<String> for Cell {
+    fn from(text: String) -> Self {
+        Self {
+            text,
+            ..Self::default()
+        }
+    }
+}
+
+impl From<&str> for Cell {
+    fn from(text: &str) -> Self {
+        text.to_owned().into()
+    }
+}
+
+/// A table: `head` is text; the first `left` columns are left-aligned.
+#[derive(Serialize)]
+struct Table {
+    head: Vec<String>,
+    left: usize,
+    rows: Vec<Vec<Cell>>,
+}
+
+impl Table {
+    fn new(head: &[&str], left: usize, rows: Vec<Vec<Cell>>) -> Self {
+        Self {
+            head: head.iter().map(|h| (*h).to_owned()).collect(),
+            left,
+            rows,
+        }
+    }
+
+    /// The table, or None when it has no rows.
+    fn some(head: &[&str], left: usize, rows: Vec<Vec<Cell>>) -> Option<Self> {
+        (!rows.is_empty()).then(|| Self::new(head, left, rows))
+    }
+}
+
+/// A plot with its caption; without an SVG the template says why there is none.
+#[derive(Serialize)]
+struct Figure {
+    caption: String,
+    svg: Option<Value>,
+    /// Why the plot could not be drawn.
+    error: Option<String>,
+}
+
+impl Figure {
+    fn new(caption: String, p: &Plot) -> Self {
+        let (svg, error) = match p.svg() {
+            // plotters' SVG, the one piece of markup not made by the template.
+            Ok(svg) => (svg.map(Value::from_safe_string), None),
+            Err(e) => (None, Some(format!("{e:#}"))),
+        };
+        Self {
+            caption,
+            svg,
+            error,
+        }
+    }
+}
+
+/// A command line as a shell would take it back.
+fn shell_join(args: &[String]) -> String {
+    args.iter()
+        .map(|s| {
+            if !s.is_empty()
+                && s.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
+            {
+                s.clone()
+            } else {
+                format!("'{}'", s.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn commands_are_quoted_as_a_shell_reads_them() {
+        assert_eq!(
+            super::shell_join(&["wasmlab".into(), "run".into(), "a b".into()]),
+            "wasmlab run 'a b'"
+        );
+    }
+}

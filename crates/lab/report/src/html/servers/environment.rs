@@ -1,0 +1,126 @@
+//! The environment section of a server run's report: the machine, the tools, the suite's
+//! parameters and the order the variants ran in.
+
+use serde::Serialize;
+use wasmlab_analysis::ServerAnalysis;
+
+use crate::format::grouped;
+use crate::html::{Cell, Table};
+
+#[derive(Serialize)]
+pub(super) struct Environment {
+    cpu: String,
+    cores: usize,
+    memory_gib: Option<String>,
+    kernel: String,
+    cpus: String,
+    sha_extensions: bool,
+    compute_sha256: String,
+    native_code: String,
+    /// (tool, version: None when unknown).
+    tools: Vec<(&'static str, Option<String>)>,
+    suite: SuiteParameters,
+    orders: Option<Table>,
+    seed: u64,
+}
+
+#[derive(Serialize)]
+struct SuiteParameters {
+    variants: Vec<String>,
+    workloads: Vec<String>,
+    connections: Vec<usize>,
+    duration_secs: String,
+    warmup_secs: String,
+    load_threads: usize,
+    repetitions: u32,
+    timeout_secs: String,
+    start_timeout_secs: String,
+    echo_body_bytes: usize,
+    cold_start: Option<ColdStartParameters>,
+    warm: Option<WarmParameters>,
+    open_loop: Option<OpenLoopParameters>,
+}
+
+#[derive(Serialize)]
+struct ColdStartParameters {
+    runs: u32,
+    variants: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct WarmParameters {
+    duration_secs: String,
+    warmup_secs: String,
+    workloads: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct OpenLoopParameters {
+    /// As percentages of the variant's maximum.
+    fractions: Vec<String>,
+    duration_secs: String,
+    connections: usize,
+    workloads: Vec<String>,
+}
+
+pub(super) fn environment(a: &ServerAnalysis) -> Environment {
+    let m = &a.info.header.machine;
+    let s = &a.info.suite;
+    let rows: Vec<Vec<Cell>> = a
+        .info
+        .orders
+        .iter()
+        .enumerate()
+        .map(|(r, o)| vec![(r + 1).to_string().into(), o.join(" → ").into()])
+        .collect();
+    Environment {
+        cpu: m.cpu_model.clone(),
+        cores: m.cores,
+        memory_gib: m.memory_kib.map(|k| grouped(k as f64 / 1024.0 / 1024.0, 1)),
+        kernel: m.kernel.clone(),
+        cpus: a.info.cpus.describe(),
+        sha_extensions: m.cpu_sha_extensions,
+        compute_sha256: m.compute_sha256.clone(),
+        native_code: m.native_code.clone(),
+        tools: vec![
+            ("wasmlab", Some(m.tools.wasmlab.clone())),
+            ("rustc", m.tools.rustc.clone()),
+            ("wasmtime", m.tools.wasmtime.clone()),
+            ("hyper", m.tools.hyper.clone()),
+            ("tokio", m.tools.tokio.clone()),
+        ],
+        suite: SuiteParameters {
+            variants: s.variants.clone(),
+            workloads: s.workloads.clone(),
+            connections: s.connections.clone(),
+            duration_secs: s.duration_secs.to_string(),
+            warmup_secs: s.warmup_secs.to_string(),
+            load_threads: s.load_threads,
+            repetitions: s.repetitions,
+            timeout_secs: s.timeout_secs.to_string(),
+            start_timeout_secs: s.start_timeout_secs.to_string(),
+            echo_body_bytes: s.echo_body_bytes,
+            cold_start: s.cold_start.as_ref().map(|c| ColdStartParameters {
+                runs: c.runs,
+                variants: s.cold_start_variants(),
+            }),
+            warm: s.warm.as_ref().map(|w| WarmParameters {
+                duration_secs: w.duration_secs.to_string(),
+                warmup_secs: w.warmup_secs.to_string(),
+                workloads: s.warm_workloads(),
+            }),
+            open_loop: s.open_loop.as_ref().map(|o| OpenLoopParameters {
+                fractions: o
+                    .fractions
+                    .iter()
+                    .map(|f| format!("{:.0}%", f * 100.0))
+                    .collect(),
+                duration_secs: o.duration_secs.to_string(),
+                connections: o.connections,
+                workloads: s.open_loop_workloads(),
+            }),
+        },
+        orders: (!rows.is_empty()).then(|| Table::new(&["Repetition", "Order"], 2, rows)),
+        seed: a.info.header.seed,
+    }
+}

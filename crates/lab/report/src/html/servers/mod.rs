@@ -1,0 +1,353 @@
+//! The view model of a server run's report.html: each section's tables from the report's
+//! sections, its plots from `plots`, the lead section from `answer`.
+
+use serde::Serialize;
+use wasmlab_analysis::ServerAnalysis;
+use wasmlab_analysis::servers::{BASELINE, ThroughputCell};
+use wasmlab_analysis::stats::Estimate;
+use wasmlab_model::run::Status;
+
+mod answer;
+mod cells;
+mod environment;
+mod plots;
+mod resources;
+
+use answer::Answer;
+use cells::{ColdStart, Latency, OpenLoop, Throughput};
+use environment::Environment;
+use plots::swatch_of;
+use resources::{Capacity, Resources};
+
+use super::{Cell, Table, shell_join};
+use crate::sections::{self, Saturation, connection_levels};
+
+/// The whole page; a section that is `None` says it was not measured.
+#[derive(Serialize)]
+pub(super) struct Report {
+    suite: String,
+    run_id: String,
+    answer: Answer,
+    summary: Summary,
+    ratios: Option<Ratios>,
+    study: Study,
+    throughput: Option<Throughput>,
+    latency: Option<Latency>,
+    cold_start: Option<ColdStart>,
+    open_loop: Option<OpenLoop>,
+    resources: Resources,
+    capacity: Option<Capacity>,
+    environment: Environment,
+    /// The share of a run (in %) the generator must be busy for its saturation flag.
+    saturated_share: String,
+}
+
+impl Report {
+    pub(super) fn new(a: &ServerAnalysis) -> Self {
+        Self {
+            suite: a.info.suite.name.clone(),
+            run_id: a.info.header.run_id.clone(),
+            answer: answer::answer(a),
+            summary: summary(a),
+            ratios: ratios(a),
+            study: study(a),
+            throughput: cells::throughput(a),
+            latency: cells::latency(a),
+            cold_start: cells::cold_start(a),
+            open_loop: cells::open_loop(a),
+            resources: resources::resources(a),
+            capacity: resources::capacity(a),
+            environment: environment::environment(a),
+            saturated_share: format!("{:.0}", wasmlab_load::SATURATED_SHARE * 100.0),
+        }
+    }
+}
+
+/// A variant's name with its swatch.
+pub(super) fn variant(a: &ServerAnalysis, v: &str) -> Cell {
+    Cell::swatch(v, swatch_of(a, v))
+}
+
+// --- Summary ---------------------------------------------------------------------------------
+
+#[derive(Serialize)]
+struct Summary {
+    state: String,
+    description: String,
+    started: String,
+    finished: Option<String>,
+    repetitions: u32,
+    seed: u64,
+    git_sha: Option<String>,
+    core_guest: Option<String>,
+    command: String,
+    /// None when the run recorded no variant.
+    variants: Option<Table>,
+    unmeasured: Vec<Unmeasured>,
+}
+
+/// A variant in the "not (fully) measured" box.
+#[derive(Serialize)]
+struct Unmeasured {
+    name: String,
+    status: String,
+    reason: Option<String>,
+}
+
+fn summary(a: &ServerAnalysis) -> Summary {
+    let info = &a.info;
+    let h = &info.header;
+    let outcomes = sections::outcomes(a);
+    let rows: Vec<Vec<Cell>> = outcomes
+        .iter()
+        .map(|o| {
+            vec![
+                variant(a, &o.name),
+                if o.status == Status::Measured {
+                    o.status.as_str().into()
+                } else {
+                    Cell::flagged(format!("⚠ {}", o.status))
+                },
+                Cell::wrapping(o.reason.as_deref().unwrap_or("")),
+                o.checks.as_str().into(),
+                Cell::wrapping(&o.failed_checks),
+            ]
+        })
+        .collect();
+    Summary {
+        state: h.state.to_string(),
+        description: info.suite.description.clone(),
+        started: h.started_utc.clone(),
+        finished: h.finished_utc.clone(),
+        repetitions: info.suite.repetitions,
+        seed: h.seed,
+        git_sha: h.git_sha.clone(),
+        core_guest: info.core_guest.clone(),
+        command: shell_join(&h.command),
+        variants: Table::some(
+            &["Variant", "Status", "Reason", "Checks", "Failed checks"],
+            5,
+            rows,
+        ),
+        unmeasured: outcomes
+            .into_iter()
+            .filter(|o| o.status != Status::Measured)
+            .map(|o| Unmeasured {
+                name: o.name,
+                status: o.status.to_string(),
+                reason: o.reason,
+            })
+            .collect(),
+    }
+}
+
+// --- The gateway study -----------------------------------------------------------------------
+
+#[derive(Serialize)]
+struct Study {
+    name: String,
+    source: String,
+    machine: String,
+    /// This run measured at least one of the study's variants and cells.
+    measured: bool,
+    comparisons: Vec<StudyTable>,
+    method_differences: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct StudyTable {
+    title: String,
+    ours_at: Option<String>,
+    table: Table,
+}
+
+/// The gateway study's published figures beside this run's, with its method's differences.
+fn study(a: &ServerAnalysis) -> Study {
+    let comparisons = sections::study(a)
+        .into_iter()
+        .map(|f| StudyTable {
+            title: f.title,
+            ours_at: f.ours_at,
+            table: Table::new(
+                &wasmlab_analysis::study::COLUMNS,
+                1,
+                f.rows
+                    .into_iter()
+                    .map(|r| {
+                        vec![
+                            variant(a, &r.variant),
+                            r.study.into(),
+                            r.ours.into(),
+                            r.study_ratio.into(),
+                            r.ours_ratio.into(),
+                            r.verdict.into(),
+                        ]
+                    })
+                    .collect(),
+            ),
+        })
+        .collect();
+    Study {
+        measured: sections::study_measured(a),
+        comparisons,
+        method_differences: a.study.method_differences.clone(),
+        name: a.study.name.clone(),
+        source: a.study.source.clone(),
+        machine: a.study.machine.clone(),
+    }
+}
+
+// --- Ratios to native ------------------------------------------------------------------------
+
+#[derive(Serialize)]
+struct Ratios {
+    /// The native baseline was measured.
+    baseline: bool,
+    capacity: Option<Table>,
+    throughput: Option<Table>,
+    /// Explain the saturation flags of the throughput ratios.
+    saturation_note: bool,
+    warm: Option<Table>,
+    cold_start: Option<Table>,
+}
+
+/// A matrix of ratios: a row per variant, a column per workload and concurrency level (None
+/// without any); `flags` adds the load generator's saturation flags (which bias throughput, not
+/// capacity).
+fn matrix(
+    a: &ServerAnalysis,
+    pick: fn(&ThroughputCell) -> Option<&Estimate>,
+    flags: bool,
+) -> Option<Table> {
+    let levels = connection_levels(a);
+    let columns: Vec<(&String, usize)> = a
+        .workloads
+        .iter()
+        .flat_map(|w| levels.iter().map(move |&c| (w, c)))
+        .filter(|(w, c)| {
+            a.throughput
+                .iter()
+                .any(|x| &x.workload == *w && x.connections == *c)
+        })
+        .collect();
+    let mut rows = Vec::new();
+    for v in a.variants.iter().filter(|v| *v != BASELINE) {
+        let cells: Vec<Option<&ThroughputCell>> = columns
+            .iter()
+            .map(|(w, c)| a.throughput_cell(v, w, *c))
+            .collect();
+        if cells.iter().all(Option::is_none) {
+            continue;
+        }
+        let mut row = vec![variant(a, v)];
+        for c in cells {
+            row.push(match c {
+                None => "–".into(),
+                Some(c) => {
+                    let mut cell = Cell::compact_ratio(pick(c));
+                    if flags {
+                        cell.flags.extend(Saturation::of(c, None));
+                        // A saturated baseline understates native, so the ratio too.
+                        cell.flags.extend(
+                            a.throughput_cell(BASELINE, &c.workload, c.connections)
+                                .and_then(|b| Saturation::of(b, Some(BASELINE))),
+                        );
+                    }
+                    cell
+                }
+            });
+        }
+        rows.push(row);
+    }
+    let head: Vec<String> = std::iter::once("Variant".to_owned())
+        .chain(columns.iter().map(|(w, c)| {
+            if levels.len() > 1 {
+                format!("{w}, {c} conns")
+            } else {
+                (*w).clone()
+            }
+        }))
+        .collect();
+    (!rows.is_empty()).then_some(Table {
+        head,
+        left: 1,
+        rows,
+    })
+}
+
+fn ratios(a: &ServerAnalysis) -> Option<Ratios> {
+    if a.throughput.is_empty() && a.warm.is_empty() && a.cold_start.is_empty() {
+        return None;
+    }
+    // Warm p50: one row per variant, one column per workload.
+    let warm_workloads: Vec<&String> = a
+        .workloads
+        .iter()
+        .filter(|w| a.warm.iter().any(|r| &r.workload == *w))
+        .collect();
+    let mut rows = Vec::new();
+    for v in a.variants.iter().filter(|v| *v != BASELINE) {
+        if !a.warm.iter().any(|r| &r.variant == v) {
+            continue;
+        }
+        let mut row = vec![variant(a, v)];
+        for w in &warm_workloads {
+            let r = a.warm.iter().find(|r| &r.variant == v && &r.workload == *w);
+            row.push(r.map_or_else(
+                || "–".into(),
+                |r| Cell::compact_ratio(r.ratio_to_native.as_ref()),
+            ));
+        }
+        rows.push(row);
+    }
+    let warm_head: Vec<&str> = std::iter::once("Variant")
+        .chain(warm_workloads.iter().map(|w| w.as_str()))
+        .collect();
+    let cold_start = a
+        .cold_start
+        .iter()
+        .filter(|r| r.variant != BASELINE)
+        .map(|r| {
+            vec![
+                variant(a, &r.variant),
+                r.n.to_string().into(),
+                Cell::compact_ratio(r.ratio_to_native.as_ref()),
+            ]
+        })
+        .collect();
+    Some(Ratios {
+        baseline: a.variants.iter().any(|v| v == BASELINE),
+        capacity: matrix(a, |c| c.capacity_ratio.as_ref(), false),
+        throughput: matrix(a, |c| c.ratio_to_native.as_ref(), true),
+        saturation_note: a.throughput.iter().any(|c| c.generator_saturated_runs > 0),
+        warm: Table::some(&warm_head, 1, rows),
+        cold_start: Table::some(
+            &["Variant", "Launches n", "× native p50 [95% CI] n"],
+            1,
+            cold_start,
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_variant_not_in_the_run_has_no_colour_of_the_run() {
+        let a = crate::tests::analysis();
+        let run = variant(&a, &a.variants[0]);
+        let study_only = variant(&a, "a-variant-of-a-study-only");
+        assert_eq!(study_only.swatch.as_deref(), Some(plots::NOT_IN_RUN_SWATCH));
+        assert_ne!(run.swatch, study_only.swatch);
+        let palette: Vec<String> = (0..20).map(crate::plot::css_colour).collect();
+        assert!(!palette.contains(&plots::NOT_IN_RUN_SWATCH.to_owned()));
+    }
+
+    #[test]
+    fn percentile_labels() {
+        assert_eq!(plots::percentile_label(0), "0%");
+        assert_eq!(plots::percentile_label(3), "99.9%");
+        assert_eq!(plots::percentile_label(5), "99.999%");
+    }
+}

@@ -1,0 +1,409 @@
+//! The sections of a server run's report as data: each row's figures formatted once, here, and
+//! laid out by each output (terminal, summary.md, report.html), which choose the rows and
+//! columns they show. An output that shows a figure shows it as written here.
+
+use serde::Serialize;
+use wasmlab_analysis::ServerAnalysis;
+use wasmlab_analysis::servers::{BASELINE, ThroughputCell};
+use wasmlab_analysis::stats::Estimate;
+use wasmlab_model::run::Status;
+
+use crate::format::{
+    cpu_per_1k, fmt_errors, fmt_ms, fmt_ratio_est, fmt_rps, fmt_rss_after, mib, percent, thousands,
+};
+
+/// A ratio to native as shown: `0.652 [0.611–0.690] n=3`, `1 (baseline)` in native's own row,
+/// `–` without one.
+#[derive(Debug, Clone, Serialize)]
+pub struct Ratio {
+    pub text: String,
+    /// The interval excludes 1.
+    pub significant: bool,
+}
+
+impl Ratio {
+    /// `variant`'s ratio, or `1 (baseline)` when it is the baseline.
+    pub fn of(variant: &str, e: Option<&Estimate>) -> Self {
+        if variant == BASELINE {
+            Self {
+                text: "1 (baseline)".into(),
+                significant: false,
+            }
+        } else {
+            Self::plain(e)
+        }
+    }
+
+    /// The ratio alone.
+    pub fn plain(e: Option<&Estimate>) -> Self {
+        Self {
+            text: fmt_ratio_est(e),
+            significant: matches!(e, Some(r) if r.value.is_finite() && r.excludes(1.0)),
+        }
+    }
+}
+
+/// A cell whose load generator saturated in some of its runs.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Saturation {
+    /// Whose cell it is, when not the row's own (native's, under a variant's ratio).
+    pub whose: Option<&'static str>,
+    pub saturated: usize,
+    pub runs: usize,
+}
+
+impl Saturation {
+    pub fn of(c: &ThroughputCell, whose: Option<&'static str>) -> Option<Self> {
+        (c.generator_saturated_runs > 0).then_some(Self {
+            whose,
+            saturated: c.generator_saturated_runs,
+            runs: c.runs.len(),
+        })
+    }
+
+    /// `⚠ generator saturated in k/n runs`.
+    pub fn text(&self) -> String {
+        format!(
+            "⚠ generator saturated in {}/{} runs",
+            self.saturated, self.runs
+        )
+    }
+}
+
+/// How a variant fared.
+#[derive(Debug, Clone, Serialize)]
+pub struct Outcome {
+    pub name: String,
+    pub status: Status,
+    pub reason: Option<String>,
+    /// `3/5 passed`, or `–` without checks.
+    pub checks: String,
+    /// The checks that failed, with what came back.
+    pub failed_checks: String,
+}
+
+impl Outcome {
+    /// The reason, or that none was recorded.
+    pub fn why(&self) -> &str {
+        self.reason.as_deref().unwrap_or("no reason recorded")
+    }
+}
+
+pub fn outcomes(a: &ServerAnalysis) -> Vec<Outcome> {
+    a.info
+        .variants
+        .iter()
+        .map(|v| {
+            let passed = v.checks.iter().filter(|c| c.ok).count();
+            let failed: Vec<String> = v
+                .checks
+                .iter()
+                .filter(|c| !c.ok)
+                .map(|c| format!("{}: {}", c.what, c.detail))
+                .collect();
+            Outcome {
+                name: v.name.clone(),
+                status: v.status,
+                reason: v.reason.clone(),
+                checks: if v.checks.is_empty() {
+                    "–".into()
+                } else {
+                    format!("{passed}/{} passed", v.checks.len())
+                },
+                failed_checks: failed.join("; "),
+            }
+        })
+        .collect()
+}
+
+/// One closed-loop cell: a variant on a workload at a concurrency level, over its runs.
+#[derive(Debug, Clone, Serialize)]
+pub struct Throughput {
+    pub variant: String,
+    pub workload: String,
+    pub connections: usize,
+    /// req/s: mean [95% CI] n.
+    pub rps: String,
+    /// Responses per CPU-second of the server over native's (the headline).
+    pub capacity: Ratio,
+    /// req/s over native's.
+    pub ratio: Ratio,
+    pub p50: String,
+    pub p99: String,
+    /// Responses, all runs together.
+    pub responses: String,
+    pub errors: String,
+    /// The share of the time the load generator was busy.
+    pub busy: String,
+    pub saturation: Option<Saturation>,
+}
+
+/// Every closed-loop cell: by workload, then variant, then concurrency level.
+pub fn throughput(a: &ServerAnalysis) -> Vec<Throughput> {
+    let mut rows = Vec::new();
+    for w in &a.workloads {
+        for v in &a.variants {
+            let mut cells: Vec<&ThroughputCell> = a
+                .throughput
+                .iter()
+                .filter(|c| &c.workload == w && &c.variant == v)
+                .collect();
+            cells.sort_by_key(|c| c.connections);
+            rows.extend(cells.into_iter().map(|c| Throughput {
+                variant: c.variant.clone(),
+                workload: c.workload.clone(),
+                connections: c.connections,
+                rps: c.rps.show(fmt_rps),
+                capacity: Ratio::of(v, c.capacity_ratio.as_ref()),
+                ratio: Ratio::of(v, c.ratio_to_native.as_ref()),
+                p50: fmt_ms(c.latency.p50),
+                p99: fmt_ms(c.latency.p99),
+                responses: thousands(c.responses as f64),
+                errors: fmt_errors(&c.errors),
+                busy: percent(c.generator_busy),
+                saturation: Saturation::of(c, None),
+            }));
+        }
+    }
+    rows
+}
+
+/// A variant's cold starts.
+#[derive(Debug, Clone, Serialize)]
+pub struct ColdStart {
+    pub variant: String,
+    pub n: usize,
+    /// Exec to the first complete 200, ms.
+    pub p50: String,
+    pub p90: String,
+    pub p99: String,
+    pub min: String,
+    pub max: String,
+    /// The phases' medians: the server said it listens (– when it says nothing), the first
+    /// connect, the first byte.
+    pub listening: String,
+    pub connected: String,
+    pub first_byte: String,
+    pub ratio: Ratio,
+    /// RSS right after the first 200, MiB (median).
+    pub rss_after: String,
+}
+
+pub fn cold_starts(a: &ServerAnalysis) -> Vec<ColdStart> {
+    a.cold_start
+        .iter()
+        .map(|r| ColdStart {
+            variant: r.variant.clone(),
+            n: r.n,
+            p50: fmt_ms(r.first_200.p50),
+            p90: fmt_ms(r.first_200.p90),
+            p99: fmt_ms(r.first_200.p99),
+            min: fmt_ms(r.first_200.min),
+            max: fmt_ms(r.first_200.max),
+            listening: r
+                .listening
+                .map_or_else(|| "–".to_owned(), |l| fmt_ms(l.p50)),
+            connected: fmt_ms(r.connected.p50),
+            first_byte: fmt_ms(r.first_byte.p50),
+            ratio: Ratio::of(&r.variant, r.ratio_to_native.as_ref()),
+            rss_after: fmt_rss_after(r),
+        })
+        .collect()
+}
+
+/// Warm latency of a variant on a workload: one connection, sequential requests.
+#[derive(Debug, Clone, Serialize)]
+pub struct Warm {
+    pub variant: String,
+    pub workload: String,
+    pub n: usize,
+    pub requests: String,
+    /// Over all runs' requests together, ms.
+    pub p50: String,
+    pub p90: String,
+    pub p99: String,
+    pub p99_9: String,
+    pub max: String,
+    /// The mean of the runs' p50s [95% CI] n, ms.
+    pub mean_p50: String,
+    pub ratio: Ratio,
+    pub errors: String,
+}
+
+pub fn warm(a: &ServerAnalysis) -> Vec<Warm> {
+    a.warm
+        .iter()
+        .map(|r| Warm {
+            variant: r.variant.clone(),
+            workload: r.workload.clone(),
+            n: r.n,
+            requests: thousands(r.requests as f64),
+            p50: fmt_ms(r.latency.p50),
+            p90: fmt_ms(r.latency.p90),
+            p99: fmt_ms(r.latency.p99),
+            p99_9: fmt_ms(r.latency.p99_9),
+            max: fmt_ms(r.latency.max),
+            mean_p50: r.p50.show(fmt_ms),
+            ratio: Ratio::of(&r.variant, r.ratio_to_native.as_ref()),
+            errors: fmt_errors(&r.errors),
+        })
+        .collect()
+}
+
+/// A variant on a workload at one offered load (a fraction of its own maximum).
+#[derive(Debug, Clone, Serialize)]
+pub struct OpenLoop {
+    pub variant: String,
+    pub workload: String,
+    /// The offered load as a share of the variant's maximum.
+    pub load: String,
+    pub n: usize,
+    pub connections: usize,
+    pub offered: String,
+    pub achieved: String,
+    /// From each request's intended send time, ms.
+    pub p50: String,
+    pub p99: String,
+    pub max: String,
+    /// From its actual send time, ms.
+    pub uncorrected_p50: String,
+    pub uncorrected_p99: String,
+    pub intended: String,
+    pub sent: String,
+    pub dropped: String,
+    pub late: String,
+    pub errors: String,
+}
+
+pub fn open_loop(a: &ServerAnalysis) -> Vec<OpenLoop> {
+    a.open_loop
+        .iter()
+        .map(|o| OpenLoop {
+            variant: o.variant.clone(),
+            workload: o.workload.clone(),
+            load: percent(o.fraction),
+            n: o.n,
+            connections: o.connections,
+            offered: fmt_rps(o.offered_rps),
+            achieved: fmt_rps(o.achieved_rps),
+            p50: fmt_ms(o.corrected.p50),
+            p99: fmt_ms(o.corrected.p99),
+            max: fmt_ms(o.corrected.max),
+            uncorrected_p50: fmt_ms(o.uncorrected.p50),
+            uncorrected_p99: fmt_ms(o.uncorrected.p99),
+            intended: thousands(o.intended as f64),
+            sent: thousands(o.sent as f64),
+            dropped: thousands(o.dropped as f64),
+            late: thousands(o.late as f64),
+            errors: fmt_errors(&o.errors),
+        })
+        .collect()
+}
+
+/// What a closed-loop cell cost the variant's processes.
+#[derive(Debug, Clone, Serialize)]
+pub struct Resources {
+    pub variant: String,
+    pub workload: String,
+    pub connections: usize,
+    pub rps: String,
+    /// Of the whole process tree, MiB: the highest over the runs, and the mean.
+    pub rss_peak: String,
+    pub rss_mean: String,
+    /// CPU seconds of the tree per run.
+    pub cpu_secs: String,
+    /// CPU seconds per 1,000 responses [95% CI] n.
+    pub cpu_per_1k: String,
+    /// Responses per CPU-second: the req/s one core sustains [95% CI] n.
+    pub per_core: String,
+    pub cores_for_10k: String,
+    pub runs: usize,
+}
+
+/// The resources of a cell, where they were sampled.
+pub fn resources(c: &ThroughputCell) -> Option<Resources> {
+    let r = c.resources.as_ref()?;
+    let e = &r.rps_per_core;
+    Some(Resources {
+        variant: c.variant.clone(),
+        workload: c.workload.clone(),
+        connections: c.connections,
+        rps: c.rps.show(fmt_rps),
+        rss_peak: mib(r.rss_peak_kib as f64),
+        rss_mean: mib(r.rss_mean_kib),
+        cpu_secs: format!("{:.2}", r.cpu_secs),
+        cpu_per_1k: r.cpu_secs_per_1k.show(cpu_per_1k),
+        per_core: e.show(fmt_rps),
+        cores_for_10k: if e.value > 0.0 && e.value.is_finite() {
+            format!("{:.2}", 10_000.0 / e.value)
+        } else {
+            "–".into()
+        },
+        runs: c.runs.len(),
+    })
+}
+
+/// A study's figure beside this run's, one row per variant.
+#[derive(Debug, Clone, Serialize)]
+pub struct StudyFigure {
+    pub title: String,
+    /// Where ours was measured, when not in the study's cell.
+    pub ours_at: Option<String>,
+    pub rows: Vec<StudyRow>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct StudyRow {
+    pub variant: String,
+    pub study: String,
+    pub ours: String,
+    pub study_ratio: String,
+    pub ours_ratio: String,
+    pub verdict: String,
+}
+
+/// The gateway study's figures beside this run's.
+pub fn study(a: &ServerAnalysis) -> Vec<StudyFigure> {
+    let opt = |v: Option<f64>, f: fn(f64) -> String| v.map_or_else(|| "–".into(), f);
+    a.beside_study
+        .iter()
+        .map(|c| {
+            let value: fn(f64) -> String = if c.title.contains(" ms") {
+                fmt_ms
+            } else {
+                thousands
+            };
+            StudyFigure {
+                title: c.title.clone(),
+                ours_at: c.ours_at.clone(),
+                rows: c
+                    .rows
+                    .iter()
+                    .map(|r| StudyRow {
+                        variant: r.variant.clone(),
+                        study: opt(r.study, value),
+                        ours: opt(r.ours, value),
+                        study_ratio: opt(r.study_ratio, |v| format!("{v:.3}")),
+                        ours_ratio: opt(r.ours_ratio, |v| format!("{v:.3}")),
+                        verdict: r.verdict.clone().unwrap_or_else(|| "–".into()),
+                    })
+                    .collect(),
+            }
+        })
+        .collect()
+}
+
+/// Whether this run measured any of the study's variants and cells.
+pub fn study_measured(a: &ServerAnalysis) -> bool {
+    a.beside_study
+        .iter()
+        .any(|c| c.rows.iter().any(|r| r.ours.is_some()))
+}
+
+/// Concurrency levels measured, ascending.
+pub fn connection_levels(a: &ServerAnalysis) -> Vec<usize> {
+    let mut v: Vec<usize> = a.throughput.iter().map(|c| c.connections).collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
