@@ -66,101 +66,140 @@ impl ResetNames {
 #[cfg(feature = "compiler")]
 pub fn instrument(wasm: &[u8]) -> anyhow::Result<Instrumented> {
     let wasm = wat::parse_bytes(wasm).context("not a Wasm module")?;
-    let mut imported_globals = 0u32;
-    let mut imported_tables = 0u32;
-    let mut mutable: Vec<u32> = Vec::new();
-    let mut defined_tables = 0u32;
-    let mut memories = 0u32;
-    let mut existing = Vec::new();
-    // Whether any instruction can change a table (else they need no restoring).
-    let mut tables_change = false;
-    // First pass: what there is to export, and whether segments are ever dropped.
-    for payload in Parser::new(0).parse_all(&wasm) {
-        match payload? {
-            Payload::ImportSection(reader) => {
-                for import in reader.into_imports() {
-                    match import?.ty {
-                        TypeRef::Global(_) => imported_globals += 1,
-                        TypeRef::Table(_) => imported_tables += 1,
-                        TypeRef::Memory(_) => memories += 1,
-                        _ => {}
-                    }
-                }
-            }
-            Payload::TableSection(reader) => defined_tables = reader.count(),
-            Payload::MemorySection(reader) => memories += reader.count(),
-            Payload::GlobalSection(reader) => {
-                for (i, g) in reader.into_iter().enumerate() {
-                    if g?.ty.mutable {
-                        mutable.push(imported_globals + i as u32);
-                    }
-                }
-            }
-            Payload::ExportSection(reader) => {
-                for e in reader {
-                    let e = e?;
-                    existing.push((e.name.to_owned(), e.kind, e.index));
-                }
-            }
-            Payload::CodeSectionEntry(body) => {
-                let mut ops = body.get_operators_reader()?;
-                while !ops.eof() {
-                    match ops.read()? {
-                        Operator::DataDrop { .. } => anyhow::bail!(
-                            "the guest drops a data segment (data.drop), which resetting an instance cannot undo: run it with the pooled executor"
-                        ),
-                        Operator::ElemDrop { .. } => anyhow::bail!(
-                            "the guest drops an element segment (elem.drop), which resetting an instance cannot undo: run it with the pooled executor"
-                        ),
-                        Operator::TableSet { .. }
-                        | Operator::TableGrow { .. }
-                        | Operator::TableFill { .. }
-                        | Operator::TableCopy { .. }
-                        | Operator::TableInit { .. } => tables_change = true,
-                        _ => {}
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    anyhow::ensure!(
-        imported_tables == 0 && imported_globals == 0,
-        "the guest imports globals or tables, whose state a reset cannot restore"
-    );
-    anyhow::ensure!(memories > 0, "the guest has no memory (handler ABI)");
+    let survey = Survey::of(&wasm)?;
     let mut exports = ExportSection::new();
-    for (name, kind, index) in &existing {
+    for (name, kind, index) in &survey.existing {
         exports.export(name, export_kind(*kind), *index);
     }
-    let globals: Vec<String> = mutable
+    let globals: Vec<String> = survey
+        .mutable
         .iter()
         .map(|i| format!("{GLOBAL_PREFIX}{i}"))
         .collect();
-    for (name, i) in globals.iter().zip(&mutable) {
+    for (name, i) in globals.iter().zip(&survey.mutable) {
         exports.export(name, ExportKind::Global, *i);
     }
     // Tables no instruction can change (most guests': a funcref table filled by element segments
     // for indirect calls) need no restoring, and restoring one costs ~80 ns an element.
-    let tables: Vec<String> = (0..if tables_change { defined_tables } else { 0 })
+    let restored_tables = if survey.tables_change {
+        survey.defined_tables
+    } else {
+        0
+    };
+    let tables: Vec<String> = (0..restored_tables)
         .map(|i| format!("{TABLE_PREFIX}{i}"))
         .collect();
     for (i, name) in tables.iter().enumerate() {
         exports.export(name, ExportKind::Table, i as u32);
     }
     exports.export(REWRITTEN_MARK, ExportKind::Memory, 0);
-    // Second pass: every section as it was, the export section replaced (or added in its place,
-    // right before the start, element, data count, code or data sections).
+    Ok(Instrumented {
+        wasm: with_exports(&wasm, &exports)?,
+        names: ResetNames { globals, tables },
+    })
+}
+
+/// What a module has that a reset must restore, found in one pass over it.
+#[cfg(feature = "compiler")]
+struct Survey {
+    /// Indices of its mutable globals.
+    mutable: Vec<u32>,
+    defined_tables: u32,
+    /// Its exports as they are: (name, kind, index).
+    existing: Vec<(String, ExternalKind, u32)>,
+    /// Whether any instruction can change a table (else they need no restoring).
+    tables_change: bool,
+}
+
+#[cfg(feature = "compiler")]
+impl Survey {
+    /// Surveys `wasm`, refusing what a reset cannot undo: dropped segments, imported globals or
+    /// tables, no memory.
+    fn of(wasm: &[u8]) -> anyhow::Result<Self> {
+        let mut s = Survey {
+            mutable: Vec::new(),
+            defined_tables: 0,
+            existing: Vec::new(),
+            tables_change: false,
+        };
+        let (mut imported_globals, mut imported_tables, mut memories) = (0u32, 0u32, 0u32);
+        for payload in Parser::new(0).parse_all(wasm) {
+            match payload? {
+                Payload::ImportSection(reader) => {
+                    for import in reader.into_imports() {
+                        match import?.ty {
+                            TypeRef::Global(_) => imported_globals += 1,
+                            TypeRef::Table(_) => imported_tables += 1,
+                            TypeRef::Memory(_) => memories += 1,
+                            _ => {}
+                        }
+                    }
+                }
+                Payload::TableSection(reader) => s.defined_tables = reader.count(),
+                Payload::MemorySection(reader) => memories += reader.count(),
+                Payload::GlobalSection(reader) => {
+                    for (i, g) in reader.into_iter().enumerate() {
+                        if g?.ty.mutable {
+                            s.mutable.push(imported_globals + i as u32);
+                        }
+                    }
+                }
+                Payload::ExportSection(reader) => {
+                    for e in reader {
+                        let e = e?;
+                        s.existing.push((e.name.to_owned(), e.kind, e.index));
+                    }
+                }
+                Payload::CodeSectionEntry(body) => s.tables_change |= Self::code(&body)?,
+                _ => {}
+            }
+        }
+        anyhow::ensure!(
+            imported_tables == 0 && imported_globals == 0,
+            "the guest imports globals or tables, whose state a reset cannot restore"
+        );
+        anyhow::ensure!(memories > 0, "the guest has no memory (handler ABI)");
+        Ok(s)
+    }
+
+    /// Whether a function body can change a table; an error when it drops a segment.
+    fn code(body: &wasmparser::FunctionBody<'_>) -> anyhow::Result<bool> {
+        let mut changes = false;
+        let mut ops = body.get_operators_reader()?;
+        while !ops.eof() {
+            match ops.read()? {
+                Operator::DataDrop { .. } => anyhow::bail!(
+                    "the guest drops a data segment (data.drop), which resetting an instance cannot undo: run it with the pooled executor"
+                ),
+                Operator::ElemDrop { .. } => anyhow::bail!(
+                    "the guest drops an element segment (elem.drop), which resetting an instance cannot undo: run it with the pooled executor"
+                ),
+                Operator::TableSet { .. }
+                | Operator::TableGrow { .. }
+                | Operator::TableFill { .. }
+                | Operator::TableCopy { .. }
+                | Operator::TableInit { .. } => changes = true,
+                _ => {}
+            }
+        }
+        Ok(changes)
+    }
+}
+
+/// `wasm` with every section as it was and its export section replaced by `exports` (or added in
+/// its place, right before the start, element, data count, code or data sections).
+#[cfg(feature = "compiler")]
+fn with_exports(wasm: &[u8], exports: &ExportSection) -> anyhow::Result<Vec<u8>> {
     let mut out = wasm_encoder::Module::new();
     let mut exported = false;
-    for payload in Parser::new(0).parse_all(&wasm) {
+    for payload in Parser::new(0).parse_all(wasm) {
         let payload = payload?;
         let Some((id, range)) = payload.as_section() else {
             continue;
         };
         // Section ids: 7 export; 8 start, 9 element, 12 data count, 10 code, 11 data.
         if id == 7 || (!exported && matches!(id, 8..=12)) {
-            out.section(&exports);
+            out.section(exports);
             exported = true;
             if id == 7 {
                 continue;
@@ -172,13 +211,9 @@ pub fn instrument(wasm: &[u8]) -> anyhow::Result<Instrumented> {
         });
     }
     if !exported {
-        out.section(&exports);
+        out.section(exports);
     }
-    let wasm = out.finish();
-    Ok(Instrumented {
-        wasm,
-        names: ResetNames { globals, tables },
-    })
+    Ok(out.finish())
 }
 
 #[cfg(feature = "compiler")]

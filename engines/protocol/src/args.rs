@@ -4,7 +4,7 @@ use std::ffi::{CString, OsStr, OsString};
 use std::fmt::Write as _;
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::{Classify as _, Failure};
 
@@ -104,22 +104,7 @@ impl<C> Invocation<C> {
 impl<C: Copy> Runner<C> {
     /// Parses the arguments after `argv[0]`. An `Err` is a usage error's message.
     pub fn parse(&self, args: impl IntoIterator<Item = OsString>) -> Result<Command<C>, String> {
-        assert!(
-            !self.configs.is_empty(),
-            "{} has no configuration",
-            self.name
-        );
-        for option in self.options {
-            assert!(
-                !matches!(
-                    option.name,
-                    "--config" | "--phases" | "--version" | "--help"
-                ),
-                "{} redefines the protocol's {}",
-                self.name,
-                option.name
-            );
-        }
+        self.check_definition();
         let mut args = args.into_iter();
         let mut config = None;
         let mut phases = None;
@@ -168,39 +153,10 @@ impl<C: Copy> Runner<C> {
                     .ok_or_else(|| format!("{name} needs a value"))?,
             );
         };
-        let (config_name, config) = match config {
-            None => self.configs[0],
-            Some(name) => *self
-                .configs
-                .iter()
-                .find(|(n, _)| name == OsStr::new(n))
-                .ok_or_else(|| {
-                    format!(
-                        "unknown configuration {name:?} (expected {})",
-                        self.config_names()
-                    )
-                })?,
-        };
+        let (config_name, config) = self.configuration(config.as_deref())?;
         let phases = PathBuf::from(phases.ok_or("missing --phases FILE")?);
         let module = PathBuf::from(module);
-        let argv0 = match module.file_name() {
-            Some(name) => name
-                .to_str()
-                .filter(|name| !name.contains('\0'))
-                .ok_or_else(|| format!("the module's file name {name:?} is not UTF-8"))?
-                .to_owned(),
-            None => return Err(format!("{} names no file", module.display())),
-        };
-        // The OS passes no NUL bytes in arguments; `parse` is also given arguments made up by tests.
-        let args = args
-            .map(|a| match a.into_string() {
-                Ok(a) if a.contains('\0') => {
-                    Err(format!("the module's argument {a:?} has a NUL byte"))
-                }
-                Ok(a) => Ok(a),
-                Err(a) => Err(format!("the module's argument {a:?} is not UTF-8")),
-            })
-            .collect::<Result<_, _>>()?;
+        let (argv0, args) = module_arguments(&module, args)?;
         Ok(Command::Run(Invocation {
             config_name,
             config,
@@ -210,6 +166,45 @@ impl<C: Copy> Runner<C> {
             args,
             options,
         }))
+    }
+
+    /// Asserts that the runner defines its protocol right: a configuration at least, and no
+    /// option of the protocol's own names (a mistake in the runner, not the user's).
+    fn check_definition(&self) {
+        assert!(
+            !self.configs.is_empty(),
+            "{} has no configuration",
+            self.name
+        );
+        for option in self.options {
+            assert!(
+                !matches!(
+                    option.name,
+                    "--config" | "--phases" | "--version" | "--help"
+                ),
+                "{} redefines the protocol's {}",
+                self.name,
+                option.name
+            );
+        }
+    }
+
+    /// The configuration `--config` names, or the runner's first when none is named.
+    fn configuration(&self, name: Option<&OsStr>) -> Result<(&'static str, C), String> {
+        match name {
+            None => Ok(self.configs[0]),
+            Some(name) => self
+                .configs
+                .iter()
+                .find(|(n, _)| name == OsStr::new(n))
+                .copied()
+                .ok_or_else(|| {
+                    format!(
+                        "unknown configuration {name:?} (expected {})",
+                        self.config_names()
+                    )
+                }),
+        }
     }
 
     /// The usage, for `--help` and after a usage error.
@@ -257,6 +252,31 @@ impl<C: Copy> Runner<C> {
         names[0].push_str(" (the default)");
         names.join(", ")
     }
+}
+
+/// The module's argv\[0\] (its file name) and the arguments after it, as the module sees them:
+/// UTF-8 without NUL bytes.
+fn module_arguments(
+    module: &Path,
+    args: impl Iterator<Item = OsString>,
+) -> Result<(String, Vec<String>), String> {
+    let argv0 = match module.file_name() {
+        Some(name) => name
+            .to_str()
+            .filter(|name| !name.contains('\0'))
+            .ok_or_else(|| format!("the module's file name {name:?} is not UTF-8"))?
+            .to_owned(),
+        None => return Err(format!("{} names no file", module.display())),
+    };
+    // The OS passes no NUL bytes in arguments; `parse` is also given arguments made up by tests.
+    let args = args
+        .map(|a| match a.into_string() {
+            Ok(a) if a.contains('\0') => Err(format!("the module's argument {a:?} has a NUL byte")),
+            Ok(a) => Ok(a),
+            Err(a) => Err(format!("the module's argument {a:?} is not UTF-8")),
+        })
+        .collect::<Result<_, _>>()?;
+    Ok((argv0, args))
 }
 
 #[cfg(test)]

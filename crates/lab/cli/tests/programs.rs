@@ -152,6 +152,14 @@ timeout_secs = 30
         .unwrap()
         .unwrap()
         .path();
+    assert_engines(&dir);
+    assert_samples(&dir);
+    assert_files_and_report(&dir);
+}
+
+/// run.json: the missing engine skipped; each other engine measured, with its two failed
+/// programs and why.
+fn assert_engines(dir: &Path) {
     let info: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
     let engine = |name: &str| {
@@ -183,6 +191,11 @@ timeout_secs = 30
         );
         assert!(failed.iter().any(|f| f.contains("trap")), "{failed:?}");
     }
+}
+
+/// samples.jsonl: only the program that passed its check was timed, in both engines, each run
+/// a success; the runner's phases for Node, none for the native program.
+fn assert_samples(dir: &Path) {
     // Only hello was timed: 2 engines x 2 repetitions, each a successful run.
     let samples: Vec<serde_json::Value> = std::fs::read_to_string(dir.join("samples.jsonl"))
         .unwrap()
@@ -206,6 +219,10 @@ timeout_secs = 30
             .iter()
             .any(|s| s["engine"] == "native-portable" && s["phases"].is_null())
     );
+}
+
+/// programs.csv, report.html with the failed check, and the report rebuilt from the raw files.
+fn assert_files_and_report(dir: &Path) {
     let csv = std::fs::read_to_string(dir.join("programs.csv")).unwrap();
     assert_eq!(csv.lines().count(), 5, "{csv}");
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
@@ -218,15 +235,14 @@ timeout_secs = 30
     // The report can be rebuilt from the raw files.
     let again = Command::new(WASMLAB)
         .arg("report")
-        .arg(&dir)
+        .arg(dir)
         .output()
         .unwrap();
     assert!(
         again.status.success(),
         "{}",
         String::from_utf8_lossy(&again.stderr)
-    );
-}
+    );}
 
 #[test]
 fn a_server_variant_in_a_program_suite_and_an_engine_in_an_http_suite_are_refused() {

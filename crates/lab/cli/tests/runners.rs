@@ -117,6 +117,14 @@ fn assert_phases(name: &str, case: &str, ran: &Ran) {
     }
 }
 
+/// The modules every runner is tried on.
+struct Modules {
+    exit3: PathBuf,
+    exit300: PathBuf,
+    trap: PathBuf,
+    unreadable: PathBuf,
+}
+
 #[test]
 fn every_installed_runner_follows_the_protocol_on_exits_traps_and_bad_invocations() {
     let tmp = tempfile::tempdir().unwrap();
@@ -127,17 +135,18 @@ fn every_installed_runner_follows_the_protocol_on_exits_traps_and_bad_invocation
         std::fs::write(&path, bytes).unwrap();
         path
     };
-    let exit3 = module("exit3.wasm", &exiting(3));
-    let exit300 = module("exit300.wasm", &exiting(300));
-    let trap = module(
-        "trap.wasm",
-        &wat::parse_str(
-            r#"(module (memory (export "memory") 1) (func (export "_start") unreachable))"#,
-        )
-        .unwrap(),
-    );
-    let unreadable = dir.join("no-such-module.wasm");
-
+    let modules = Modules {
+        exit3: module("exit3.wasm", &exiting(3)),
+        exit300: module("exit300.wasm", &exiting(300)),
+        trap: module(
+            "trap.wasm",
+            &wat::parse_str(
+                r#"(module (memory (export "memory") 1) (func (export "_start") unreachable))"#,
+            )
+            .unwrap(),
+        ),
+        unreadable: dir.join("no-such-module.wasm"),
+    };
     let variants = runner_variants();
     assert!(
         variants.len() >= 10,
@@ -145,74 +154,10 @@ fn every_installed_runner_follows_the_protocol_on_exits_traps_and_bad_invocation
     );
     let (mut checked, mut missing) = (Vec::new(), Vec::new());
     for (name, template) in &variants {
-        let line = |m: &Path| command_line(template, m, &phases);
-        let argv = match line(&exit3) {
-            Ok(argv) => argv,
-            Err(why) => {
-                missing.push(format!("{name} ({why})"));
-                continue;
-            }
-        };
-
-        let ran = run(&argv, dir, &phases);
-        assert_eq!(ran.status, Some(3), "{name} exit(3): {}", ran.stderr);
-        assert_phases(name, "exit(3)", &ran);
-
-        let ran = run(&line(&exit300).unwrap(), dir, &phases);
-        assert_eq!(
-            ran.status,
-            Some(300 & 0xff),
-            "{name} exit(300) keeps the low 8 bits, as for a native program: {}",
-            ran.stderr
-        );
-        assert_phases(name, "exit(300)", &ran);
-
-        let ran = run(&line(&trap).unwrap(), dir, &phases);
-        assert_eq!(ran.status, Some(70), "{name} trap: {}", ran.stderr);
-        assert!(ran.phases.is_none(), "{name} wrote phases for a trap");
-        assert!(!ran.stderr.is_empty(), "{name} trapped without a word");
-
-        let ran = run(&line(&unreadable).unwrap(), dir, &phases);
-        assert_eq!(
-            ran.status,
-            Some(71),
-            "{name} unreadable module: {}",
-            ran.stderr
-        );
-
-        // The same command without `--phases FILE`.
-        let at = argv.iter().position(|a| a == "--phases").unwrap();
-        let mut no_phases = argv.clone();
-        no_phases.drain(at..at + 2);
-        let ran = run(&no_phases, dir, &phases);
-        assert_eq!(
-            ran.status,
-            Some(2),
-            "{name} without --phases: {}",
-            ran.stderr
-        );
-
-        // `--version` in place of every option: one line, "ENGINE VERSION" (and what built it).
-        let options = argv
-            .iter()
-            .position(|a| ["--config", "--cache", "--phases"].contains(&a.as_str()))
-            .unwrap();
-        let mut version = argv[..options].to_vec();
-        version.push("--version".into());
-        let ran = run(&version, dir, &phases);
-        assert_eq!(ran.status, Some(0), "{name} --version: {}", ran.stderr);
-        assert_eq!(
-            ran.stdout.lines().count(),
-            1,
-            "{name} --version: {:?}",
-            ran.stdout
-        );
-        assert!(
-            ran.stdout.split_whitespace().count() >= 2,
-            "{name} --version does not start `ENGINE VERSION`: {:?}",
-            ran.stdout
-        );
-        checked.push(name.as_str());
+        match check_runner(name, template, &modules, dir, &phases) {
+            Ok(()) => checked.push(name.as_str()),
+            Err(why) => missing.push(format!("{name} ({why})")),
+        }
     }
     if !missing.is_empty() {
         support::skipped(&format!(
@@ -223,4 +168,79 @@ fn every_installed_runner_follows_the_protocol_on_exits_traps_and_bad_invocation
         ));
     }
     eprintln!("runners checked: {}", checked.join(", "));
+}
+
+/// Holds one runner to the protocol through its variant's command `template`; Err when its tool
+/// is not installed here.
+fn check_runner(
+    name: &str,
+    template: &[String],
+    m: &Modules,
+    dir: &Path,
+    phases: &Path,
+) -> Result<(), String> {
+    let line = |module: &Path| command_line(template, module, phases);
+    let argv = line(&m.exit3)?;
+
+    let ran = run(&argv, dir, phases);
+    assert_eq!(ran.status, Some(3), "{name} exit(3): {}", ran.stderr);
+    assert_phases(name, "exit(3)", &ran);
+
+    let ran = run(&line(&m.exit300)?, dir, phases);
+    assert_eq!(
+        ran.status,
+        Some(300 & 0xff),
+        "{name} exit(300) keeps the low 8 bits, as for a native program: {}",
+        ran.stderr
+    );
+    assert_phases(name, "exit(300)", &ran);
+
+    let ran = run(&line(&m.trap)?, dir, phases);
+    assert_eq!(ran.status, Some(70), "{name} trap: {}", ran.stderr);
+    assert!(ran.phases.is_none(), "{name} wrote phases for a trap");
+    assert!(!ran.stderr.is_empty(), "{name} trapped without a word");
+
+    let ran = run(&line(&m.unreadable)?, dir, phases);
+    assert_eq!(
+        ran.status,
+        Some(71),
+        "{name} unreadable module: {}",
+        ran.stderr
+    );
+    check_invocations(name, &argv, dir, phases);
+    Ok(())
+}
+
+/// The runner's command without `--phases FILE` is a usage error; `--version` in place of every
+/// option prints one line, "ENGINE VERSION" (and what built it).
+fn check_invocations(name: &str, argv: &[String], dir: &Path, phases: &Path) {
+    let at = argv.iter().position(|a| a == "--phases").unwrap();
+    let mut no_phases = argv.to_vec();
+    no_phases.drain(at..at + 2);
+    let ran = run(&no_phases, dir, phases);
+    assert_eq!(
+        ran.status,
+        Some(2),
+        "{name} without --phases: {}",
+        ran.stderr
+    );
+    let options = argv
+        .iter()
+        .position(|a| ["--config", "--cache", "--phases"].contains(&a.as_str()))
+        .unwrap();
+    let mut version = argv[..options].to_vec();
+    version.push("--version".into());
+    let ran = run(&version, dir, phases);
+    assert_eq!(ran.status, Some(0), "{name} --version: {}", ran.stderr);
+    assert_eq!(
+        ran.stdout.lines().count(),
+        1,
+        "{name} --version: {:?}",
+        ran.stdout
+    );
+    assert!(
+        ran.stdout.split_whitespace().count() >= 2,
+        "{name} --version does not start `ENGINE VERSION`: {:?}",
+        ran.stdout
+    );
 }

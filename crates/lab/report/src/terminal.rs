@@ -259,16 +259,29 @@ fn not_measured(out: &mut String, a: &ServerAnalysis) {
 /// A program suite's table: each engine's time relative to the baseline, then the engines not
 /// measured and the programs that failed their check, one line each.
 pub fn programs(a: &ProgramAnalysis, wide: bool) -> String {
-    let head = [
-        "engine",
-        "× native, median [95% CI]",
-        "geomean",
-        "body only, median",
-        "body only, geomean",
-        "compile (median)",
-        "study 2023 (median)",
-        "state",
-    ];
+    let head = if wide {
+        [
+            "engine",
+            "× native, median [95% CI]",
+            "geomean [95% CI]",
+            "body only, median [95% CI]",
+            "body only, geomean [95% CI]",
+            "compile (median)",
+            "study 2023 (median)",
+            "state",
+        ]
+    } else {
+        [
+            "engine",
+            "× native, median [95% CI]",
+            "geomean",
+            "body only",
+            "",
+            "compile",
+            "study 2023",
+            "state",
+        ]
+    };
     let keep = [true, true, true, true, wide, true, true, true];
     let mut t = table(&pick(&head, &keep));
     let point = |e: &Option<stats::Estimate>| {
@@ -303,7 +316,7 @@ pub fn programs(a: &ProgramAnalysis, wide: bool) -> String {
         t.add_row(pick(&all, &keep));
     }
     let mut out = format!(
-        "{} ({} programs, {} repetitions; time relative to {}, whole process; body only: the programs' own timing of their test body)\n{t}\n",
+        "{} ({} programs, {} repetitions): time relative to {}, medians over the programs; whole process, and body only (the programs' own timing of their test body); compile: the runner's median\n{t}\n",
         a.suite,
         a.programs.len(),
         a.repetitions,

@@ -1,6 +1,12 @@
-//! What the integration tests share.
+//! What the integration tests share: running `wasmlab`, suites and their results directories,
+//! and the checks every results directory must pass. Each test file uses some of them.
+#![allow(dead_code)]
 
 use std::io::Write;
+use std::path::Path;
+use std::process::Command;
+
+pub const WASMLAB: &str = env!("CARGO_BIN_EXE_wasmlab");
 
 /// Says that the running test skipped itself, and why, where `cargo test` shows it: libtest
 /// captures `eprintln!` of a passing test, but not writes to the stderr handle itself, so a
@@ -9,3 +15,168 @@ pub fn skipped(why: &str) {
     let test = std::thread::current().name().unwrap_or("a test").to_owned();
     let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
 }
+
+/// Every section report.html must hold.
+pub const REPORT_SECTIONS: &[&str] = &[
+    "summary",
+    "ratios",
+    "study",
+    "throughput",
+    "latency",
+    "cold-start",
+    "open-loop",
+    "resources",
+    "capacity",
+    "environment",
+    "method",
+];
+
+/// Checks report.html: one offline file with every section and inline SVG plots.
+pub fn assert_report_complete(dir: &Path) {
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    for id in REPORT_SECTIONS {
+        assert!(
+            html.contains(&format!("id=\"{id}\"")),
+            "section {id} missing"
+        );
+    }
+    assert!(html.contains("<svg"), "no inline plots");
+    for external in ["src=\"http", "href=\"http", "<link", "<script src"] {
+        assert!(!html.contains(external), "report.html loads {external}");
+    }
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(md.starts_with('#'), "{md}");
+}
+
+/// Runs `wasmlab report DIR`, expects success and a complete report; returns its output.
+pub fn rebuild_report(dir: &Path) -> std::process::Output {
+    let out = wasmlab(&["report", dir.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_report_complete(dir);
+    out
+}
+
+/// Every file of a results directory parses: JSON, JSON lines and CSV (same field count per row).
+pub fn assert_files_parse(dir: &Path) {
+    read_json(&dir.join("run.json"));
+    for line in std::fs::read_to_string(dir.join("samples.jsonl"))
+        .unwrap()
+        .lines()
+    {
+        serde_json::from_str::<serde_json::Value>(line).unwrap();
+    }
+    for csv in [
+        "throughput.csv",
+        "warm.csv",
+        "open_loop.csv",
+        "cold_start.csv",
+    ] {
+        let text = std::fs::read_to_string(dir.join(csv)).unwrap();
+        let mut lines = text.lines();
+        let n = lines.next().unwrap().split(',').count();
+        for l in lines {
+            assert_eq!(l.split(',').count(), n, "{csv}: {l}");
+        }
+    }
+}
+
+/// Temporary files left in a results directory (none after an orderly end; a SIGKILL between a
+/// write and its rename may leave one, beside the intact previous version).
+pub fn leftover_tmp_files(dir: &Path) -> usize {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".tmp")
+        })
+        .count()
+}
+
+pub fn wasmlab(args: &[&str]) -> std::process::Output {
+    Command::new(WASMLAB).args(args).output().unwrap()
+}
+
+pub fn write(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.to_str().unwrap().to_owned()
+}
+
+/// The arguments of `wasmlab run --no-build` on the suite `toml` (written to `dir`), with results
+/// under `dir/results`; returns them and that results directory.
+pub fn run_args(dir: &Path, toml: &str) -> (Vec<String>, std::path::PathBuf) {
+    let suite = write(dir, "suite.toml", toml);
+    let results = dir.join("results");
+    let args = [
+        "run",
+        "--suite",
+        &suite,
+        "--no-build",
+        "--results",
+        results.to_str().unwrap(),
+    ]
+    .map(String::from)
+    .to_vec();
+    (args, results)
+}
+
+/// `wasmlab run --no-build` on the suite `toml`, results under `dir/results`, plus `extra` flags.
+pub fn run_suite(dir: &Path, toml: &str, extra: &[&str]) -> (std::process::Output, std::path::PathBuf) {
+    let (args, results) = run_args(dir, toml);
+    let out = Command::new(WASMLAB)
+        .args(&args)
+        .args(extra)
+        .output()
+        .unwrap();
+    (out, results)
+}
+
+/// The one run directory under `results`.
+pub fn only_run_dir(results: &Path) -> std::path::PathBuf {
+    let runs: Vec<_> = std::fs::read_dir(results).unwrap().collect();
+    assert_eq!(runs.len(), 1);
+    runs[0].as_ref().unwrap().path()
+}
+
+/// Runs wasmlab, expects a non-zero exit and `needle` in its stderr.
+pub fn assert_fails_with(args: &[&str], needle: &str) {
+    let out = wasmlab(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{args:?} succeeded");
+    assert!(err.contains(needle), "{args:?}: {err}");
+}
+
+pub fn read_json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// A copy of the committed fixture run (tests/fixtures/small-run: a real two-variant run, two
+/// repetitions, with cold starts, warm and open-loop cells) in a temporary directory.
+pub fn fixture_copy(tmp: &Path, name: &str) -> std::path::PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/small-run");
+    let dst = tmp.join(name);
+    std::fs::create_dir(&dst).unwrap();
+    for f in ["run.json", "samples.jsonl"] {
+        std::fs::copy(src.join(f), dst.join(f)).unwrap();
+    }
+    dst
+}
+
+/// The release build of wasmlab's binaries, where the user variant files of the tests find the native
+/// gateway (`{bin}` is the directory of the `wasmlab` under test).
+pub const TINY: &str = r#"name = "tiny"
+workloads = ["hello", "state"]
+connections = [2]
+duration_secs = 0.2
+warmup_secs = 0.1
+
+[cold_start]
+runs = 2
+"#;

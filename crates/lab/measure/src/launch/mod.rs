@@ -213,35 +213,60 @@ pub fn spawn_server(
         roots: None,
     };
     let deadline = t0 + ctx.start_timeout;
-    let addr = if let Some(addr) = known {
-        addr.to_string()
-    } else {
-        loop {
-            match rx.recv_timeout(Duration::from_millis(20)) {
-                Ok(a) => break a,
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-                Err(mpsc::RecvTimeoutError::Disconnected) => {}
-            }
-            if let Some(status) = running.child.try_wait()? {
-                anyhow::bail!(
-                    "{name} exited ({status}) before listening: {}",
-                    log_tail(&ctx.log_path)
-                );
-            }
-            anyhow::ensure!(
-                Instant::now() < deadline,
-                "{name} did not print its address within {:?}; see {}",
-                ctx.start_timeout,
-                ctx.log_path.display()
-            );
+    let addr = match known {
+        Some(addr) => addr,
+        None => {
+            let addr = printed_address(name, &mut running, &rx, ctx, deadline)?;
+            running.start.listening_ms = t0.elapsed().as_secs_f64() * 1e3;
+            addr
         }
     };
-    if known.is_none() {
-        running.start.listening_ms = t0.elapsed().as_secs_f64() * 1e3;
-    }
-    running.addr = addr
-        .parse()
-        .map_err(|e| anyhow::anyhow!("{name} printed a bad address {addr:?}: {e}"))?;
+    running.addr = addr;
+    wait_ready(name, &mut running, ready_path, ctx, t0)?;
+    Ok(running)
+}
+
+/// The address `running` prints (`listening on http://ADDR`), waited for until `deadline`.
+fn printed_address(
+    name: &str,
+    running: &mut Running,
+    rx: &mpsc::Receiver<String>,
+    ctx: &LaunchContext<'_>,
+    deadline: Instant,
+) -> anyhow::Result<SocketAddr> {
+    let addr = loop {
+        match rx.recv_timeout(Duration::from_millis(20)) {
+            Ok(a) => break a,
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => {}
+        }
+        if let Some(status) = running.child.try_wait()? {
+            anyhow::bail!(
+                "{name} exited ({status}) before listening: {}",
+                log_tail(&ctx.log_path)
+            );
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "{name} did not print its address within {:?}; see {}",
+            ctx.start_timeout,
+            ctx.log_path.display()
+        );
+    };
+    addr.parse()
+        .map_err(|e| anyhow::anyhow!("{name} printed a bad address {addr:?}: {e}"))
+}
+
+/// Waits until `ready_path` answers 200, timing the first connect, the first byte and the
+/// whole response from `t0`.
+fn wait_ready(
+    name: &str,
+    running: &mut Running,
+    ready_path: &str,
+    ctx: &LaunchContext<'_>,
+    t0: Instant,
+) -> anyhow::Result<()> {
+    let deadline = t0 + ctx.start_timeout;
     loop {
         // A tight retry loop with a raw request: the first 200 is timed here, with no shell, curl
         // or client library in the window.
@@ -268,7 +293,7 @@ pub fn spawn_server(
         std::thread::sleep(Duration::from_micros(200));
     }
     running.start.first_200_ms = t0.elapsed().as_secs_f64() * 1e3;
-    Ok(running)
+    Ok(())
 }
 
 struct Probe {

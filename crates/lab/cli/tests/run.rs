@@ -1,0 +1,328 @@
+//! `wasmlab run` end to end: a tiny suite against the real gateway binaries, every file it
+//! writes and the report rebuilt from them; the built-in variants that need a container engine
+//! or the Wasmtime CLI, where they can run; and the errors a user gets for a bad suite.
+
+use std::path::Path;
+use std::process::Command;
+
+mod support;
+
+use support::*;
+
+const THROUGHPUT_COLUMNS: &str = "variant,workload,connections,rps,p50_ms,p90_ms,p99_ms,p99_9_ms,max_ms,responses,errors,errors_connect,errors_read_write,errors_timeout,errors_non_2xx,duration_s,repetition,ttfb_p50_ms,generator_busy,generator_saturated,rss_peak_kib,rss_mean_kib,cpu_secs";
+
+/// With at least 2 CPUs the load generator and the servers ran on disjoint CPUs, and each gateway
+/// (whose default worker count is the CPUs it may use) started one worker per server CPU.
+fn assert_servers_ran_on_their_own_cpus(run: &serde_json::Value, dir: &Path) {
+    let cpus = |k: &str| -> Vec<u64> {
+        run["cpus"][k]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c.as_u64().unwrap())
+            .collect()
+    };
+    let (load, server) = (cpus("load"), cpus("server"));
+    assert!(!load.is_empty(), "{}", run["cpus"]);
+    if run["cpus"]["shared_because"].is_string() {
+        assert!(server.is_empty(), "{}", run["cpus"]);
+        return;
+    }
+    assert!(!server.is_empty() && server.iter().all(|c| !load.contains(c)));
+    assert_eq!(
+        run["machine"]["cores"].as_u64().unwrap(),
+        (load.len() + server.len()) as u64,
+        "the machine is described before the lab pins itself"
+    );
+    let log = std::fs::read_to_string(dir.join("native.log")).unwrap();
+    assert!(
+        log.contains(&format!("threads={} ", server.len())),
+        "native.log: {log}"
+    );
+}
+
+#[test]
+fn tiny_suite_writes_results_with_expected_columns() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (out, results) = run_suite(
+        tmp.path(),
+        r#"name = "tiny"
+variants = ["native", "wasmtime-pooled", "wasmtime-naive"]
+workloads = ["hello", "proxy", "echo"]
+connections = [2]
+duration_secs = 0.3
+warmup_secs = 0.1
+repetitions = 2
+seed = 7
+
+[cold_start]
+runs = 2
+variants = ["native", "wasmtime-pooled", "wasmtime-pooled-cwasm"]
+
+[warm]
+duration_secs = 0.2
+
+[open_loop]
+fractions = [0.25, 0.5]
+duration_secs = 0.3
+connections = 4
+workloads = ["hello"]
+"#,
+        &[],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "stderr: {stderr}\nstdout: {stdout}");
+    assert!(stdout.contains("× native"), "table printed: {stdout}");
+
+    let dir = only_run_dir(&results);
+    assert_run_json(&dir);
+    assert_csvs(&dir);
+    assert_samples(&dir);
+    assert_files_parse(&dir);
+    assert_eq!(leftover_tmp_files(&dir), 0);
+    assert_report_complete(&dir);
+
+    assert_the_report_rebuilds_the_same(&dir);
+}
+
+/// run.json: the run, the machine, the CPUs, the orders, the artifacts and every variant's
+/// checks.
+fn assert_run_json(dir: &Path) {
+    let run = read_json(&dir.join("run.json"));
+    assert_eq!(run["state"], "complete");
+    assert_eq!(run["suite"]["name"], "tiny");
+    assert_eq!(run["seed"], 7);
+    assert!(run["machine"]["cores"].as_u64().unwrap() >= 1);
+    assert!(run["machine"]["cpu_model"].is_string());
+    assert!(run["machine"]["kernel"].is_string());
+    assert!(run["command"].as_array().unwrap().len() > 2);
+    assert_servers_ran_on_their_own_cpus(&run, dir);
+    // Each repetition ran every variant once, in a seeded order.
+    let orders = run["orders"].as_array().unwrap();
+    assert_eq!(orders.len(), 2);
+    for o in orders {
+        assert_eq!(o.as_array().unwrap().len(), 3);
+    }
+    let artifacts: Vec<&str> = run["artifacts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["name"].as_str().unwrap())
+        .collect();
+    for want in ["wasmlab-gateway-native", "core guest (.wasm)", ".cwasm"] {
+        assert!(artifacts.iter().any(|a| a.contains(want)), "{artifacts:?}");
+    }
+    let variants = run["variants"].as_array().unwrap();
+    assert_eq!(variants.len(), 4);
+    for v in variants {
+        assert_eq!(v["status"], "measured", "{v}");
+        assert!(
+            v["checks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|c| c["ok"] == true)
+        );
+    }
+
+}
+
+/// The CSVs: the gateway study's columns first, a row per cell and run.
+fn assert_csvs(dir: &Path) {
+    let csv = std::fs::read_to_string(dir.join("throughput.csv")).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(lines.next().unwrap(), THROUGHPUT_COLUMNS);
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 18, "3 variants x 3 workloads x 2 runs");
+    for r in &rows {
+        assert_eq!(r.len(), THROUGHPUT_COLUMNS.split(',').count());
+        assert_eq!(r[2], "2");
+        let rps: f64 = r[3].parse().unwrap();
+        assert!(rps > 0.0, "{r:?}");
+        assert_eq!(r[10], "0", "no errors expected: {r:?}");
+        let rss: u64 = r[20].parse().unwrap();
+        assert!(rss > 1000, "the variant's RSS was sampled: {r:?}");
+    }
+    let cold = std::fs::read_to_string(dir.join("cold_start.csv")).unwrap();
+    assert_eq!(cold.lines().count(), 1 + 3 * 2);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("warm.csv"))
+            .unwrap()
+            .lines()
+            .count(),
+        1 + 3 * 3 * 2
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("open_loop.csv"))
+            .unwrap()
+            .lines()
+            .count(),
+        1 + 3 * 2 * 2
+    );
+
+}
+
+/// samples.jsonl: the schema, every kind of cell, open-loop counts and cold-start phases in
+/// order.
+fn assert_samples(dir: &Path) {
+    let samples = std::fs::read_to_string(dir.join("samples.jsonl")).unwrap();
+    let samples: Vec<serde_json::Value> = samples
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let count = |kind: &str| samples.iter().filter(|s| s["kind"] == kind).count();
+    assert_eq!(count("throughput"), 18);
+    assert_eq!(count("cold_start"), 6);
+    assert!(samples.iter().all(|s| s["schema"] == 2));
+    for s in samples.iter().filter(|s| s["kind"] == "open_loop") {
+        let o = &s["load"]["open_loop"];
+        assert!(o["target_rate"].as_f64().unwrap() > 0.0, "{o}");
+        assert!(!s["uncorrected_histogram"].as_array().unwrap().is_empty());
+    }
+    for s in samples.iter().filter(|s| s["kind"] == "cold_start") {
+        let t = &s["start"];
+        let ms = |k: &str| t[k].as_f64().unwrap();
+        assert!(ms("listening_ms") > 0.0);
+        assert!(ms("listening_ms") <= ms("connected_ms"), "{t}");
+        assert!(ms("connected_ms") <= ms("first_byte_ms"), "{t}");
+        assert!(ms("first_byte_ms") <= ms("first_200_ms"), "{t}");
+    }
+}
+
+/// `wasmlab report` rebuilds the same tables from the raw samples alone.
+fn assert_the_report_rebuilds_the_same(dir: &Path) {
+    let before = std::fs::read_to_string(dir.join("throughput.csv")).unwrap();
+    for f in [
+        "throughput.csv",
+        "warm.csv",
+        "open_loop.csv",
+        "cold_start.csv",
+        "report.html",
+        "summary.md",
+    ] {
+        std::fs::remove_file(dir.join(f)).unwrap();
+    }
+    rebuild_report(dir);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("throughput.csv")).unwrap(),
+        before
+    );}
+
+#[test]
+fn bad_suite_file_is_a_clear_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = write(tmp.path(), "bad.toml", "name = \"bad\"\nvariants = [\n");
+    let results = tmp.path().to_str().unwrap();
+    assert_fails_with(
+        &["run", "--suite", &suite, "--no-build", "--results", results],
+        "bad.toml",
+    );
+
+    assert_fails_with(
+        &["run", "--suite", "no-such-suite", "--no-build"],
+        "unknown suite",
+    );
+}
+
+#[test]
+fn unknown_variant_is_a_clear_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let results = tmp.path().to_str().unwrap();
+    assert_fails_with(
+        &[
+            "run",
+            "--variant",
+            "no-such-variant",
+            "--no-build",
+            "--results",
+            results,
+        ],
+        "unknown variant \"no-such-variant\"",
+    );
+    // Nothing was measured, so no run directory was made.
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
+}
+
+/// Runs one built-in variant alone on a tiny suite (building what it needs); returns its
+/// outcome and the run directory, or None (with the reason printed) when it cannot run here.
+fn run_builtin_alone(
+    variant: &str,
+) -> Option<(serde_json::Value, std::path::PathBuf, tempfile::TempDir)> {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = format!("variants = [\"{variant}\"]\n{TINY}");
+    let (args, results) = run_args(tmp.path(), &suite);
+    // Not --no-build: a variant may build (a static gateway for a container image).
+    let args: Vec<String> = args.into_iter().filter(|a| a != "--no-build").collect();
+    let out = Command::new(WASMLAB)
+        .args(&args)
+        .arg("--no-setup")
+        .output()
+        .unwrap();
+    let dir = only_run_dir(&results);
+    let run = read_json(&dir.join("run.json"));
+    let outcome = run["variants"][0].clone();
+    if outcome["status"] == "skipped" {
+        support::skipped(&format!("{variant} cannot run here: {}", outcome["reason"]));
+        return None;
+    }
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    Some((run, dir, tmp))
+}
+
+#[test]
+fn the_container_variant_runs_end_to_end_where_an_engine_works() {
+    let Some((run, dir, _tmp)) = run_builtin_alone("native-container") else {
+        return;
+    };
+    assert_eq!(run["variants"][0]["status"], "measured");
+    assert!(
+        run["container_engine"]["version"].is_string(),
+        "{}",
+        run["container_engine"]
+    );
+    let image = run["artifacts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == "native-container image")
+        .unwrap_or_else(|| panic!("no image size in {}", run["artifacts"]));
+    assert!(image["bytes"].as_u64().unwrap() > 100_000, "{image}");
+    // The container's own processes (conmon and the gateway) are sampled with `podman run`.
+    for line in std::fs::read_to_string(dir.join("samples.jsonl"))
+        .unwrap()
+        .lines()
+    {
+        let s: serde_json::Value = serde_json::from_str(line).unwrap();
+        if s["kind"] == "throughput" {
+            assert!(
+                s["resources"]["processes_peak"].as_u64().unwrap() >= 2,
+                "{s}"
+            );
+        }
+    }
+    let cold = std::fs::read_to_string(dir.join("cold_start.csv")).unwrap();
+    assert_eq!(cold.lines().count(), 3, "{cold}");
+}
+
+#[test]
+fn the_wasmtime_cli_variant_runs_end_to_end_where_it_is_set_up() {
+    let Some((run, dir, _tmp)) = run_builtin_alone("wasmtime-cli") else {
+        return;
+    };
+    assert_eq!(run["variants"][0]["status"], "measured");
+    assert!(
+        run["variant_tools"][0]["version"]
+            .as_str()
+            .unwrap()
+            .contains("48.0.8")
+    );
+    let csv = std::fs::read_to_string(dir.join("throughput.csv")).unwrap();
+    assert!(csv.contains("wasmtime-cli,state,"), "{csv}");
+}
+

@@ -1,0 +1,235 @@
+//! Every output of a run made up here: each section in summary.md and report.html with its
+//! ratios, a run without samples, degenerate figures, number formats, a program run.
+
+use super::*;
+
+#[test]
+fn report_full_run() {
+    let a = analysis();
+    assert_eq!(a.reference_connections, Some(100));
+    let html = render_html(&a).unwrap();
+    for id in SECTION_IDS {
+        assert!(
+            html.contains(&format!("<h2 id=\"{id}\"")),
+            "missing section {id}"
+        );
+    }
+    assert_offline(&html);
+    // Plots, section by section: throughput and loaded spectra one a workload, warm spectra one
+    // a warm workload, cold start one, open loop one a workload, resources RSS and CPU one a
+    // workload, capacity one a workload.
+    let plots_in = |id: &str| {
+        let from = html.find(&format!("<h2 id=\"{id}\"")).unwrap();
+        let to = html[from + 1..]
+            .find("<h2 id=")
+            .map_or(html.len(), |i| from + 1 + i);
+        html[from..to].matches("<svg").count()
+    };
+    let workloads = a.workloads.len();
+    for (id, at_least) in [
+        ("throughput", workloads),
+        ("latency", workloads),
+        ("cold-start", 1),
+        ("open-loop", 1),
+        ("resources", 1 + workloads),
+        ("capacity", workloads),
+    ] {
+        assert!(plots_in(id) >= at_least, "{id}: {} plots", plots_in(id));
+    }
+    assert!(html.contains("<text"), "plots carry their text");
+    assert!(!html.contains("not measured"), "every section has data");
+    // Data strings are escaped.
+    assert!(html.contains("a &lt;test&gt; suite &amp; co"));
+    assert!(html.contains("build failed: &lt;linker&gt; &amp; such"));
+    assert!(!html.contains("<linker>") && !html.contains("<test>"));
+    // The saturated cell is flagged and the flag explained.
+    assert!(html.contains("⚠ generator saturated in 1/2 runs"));
+    assert!(html.contains("generator saturated in k/n runs:"));
+    assert!(html.len() < 400_000, "{} bytes", html.len());
+
+    // Every ratio appears with its CI in both outputs.
+    let md = render_summary_md(&a);
+    let cell = a.throughput_cell("wasmtime-pooled", "hello", 100).unwrap();
+    let r = fmt_ratio_est(cell.ratio_to_native.as_ref());
+    assert!(r.contains('[') && r.contains("n=2"), "{r}");
+    assert!(md.contains(&r), "summary.md lacks {r}:\n{md}");
+    assert!(html.contains(&r));
+    let cold = a
+        .cold_start
+        .iter()
+        .find(|c| c.variant == "wasmtime-pooled")
+        .unwrap();
+    let r = fmt_ratio_est(cold.ratio_to_native.as_ref());
+    assert!(
+        r.starts_with("1.") && md.contains(&r) && html.contains(&r),
+        "{r}"
+    );
+    let warm = a
+        .warm
+        .iter()
+        .find(|w| w.variant == "wasmtime-pooled" && w.workload == "compute")
+        .unwrap();
+    let r = fmt_ratio_est(warm.ratio_to_native.as_ref());
+    assert!(md.contains(&r) && html.contains(&r), "{r}");
+    for section in [
+        "## Throughput at 100 connections",
+        "## Cold start",
+        "## Warm latency",
+        "## Open loop",
+        "## Resources at 100 connections",
+        "## Environment",
+    ] {
+        assert!(md.contains(section), "summary.md lacks {section}");
+    }
+    assert!(!md.contains("Not measured"), "{md}");
+    assert!(md.contains("⚠ generator saturated in 1/2 runs"));
+    assert!(md.contains("⚠ Variant **wasmtime-naive** failed"));
+}
+
+#[test]
+fn report_without_samples() {
+    let mut i = info(RunState::Interrupted);
+    i.header.finished_utc = None;
+    i.orders.clear();
+    i.artifacts.clear();
+    let a = analyse(&i, &[]);
+    let html = render_html(&a).unwrap();
+    for id in SECTION_IDS {
+        assert!(
+            html.contains(&format!("<h2 id=\"{id}\"")),
+            "missing section {id}"
+        );
+    }
+    assert_offline(&html);
+    assert!(html.contains("not measured in this run"));
+    assert!(html.contains("This run is <b>interrupted</b>"));
+    let md = render_summary_md(&a);
+    assert!(md.to_lowercase().contains("not measured"), "{md}");
+    assert!(md.contains("not complete"));
+}
+
+#[test]
+fn report_survives_degenerate_figures() {
+    let mut a = analysis();
+    // One point per series, NaN and zero figures, empty spectra, a missing baseline cell.
+    a.throughput.retain(|c| c.connections == 100);
+    for c in &mut a.throughput {
+        c.rps.value = 0.0;
+        c.rps.lo = f64::NAN;
+        c.latency.p99 = f64::NAN;
+        if let Some(r) = &mut c.resources {
+            r.rps_per_core.value = f64::NAN;
+            r.cpu_secs_per_1k = Estimate {
+                value: 0.0,
+                lo: 0.0,
+                hi: 0.0,
+                n: 1,
+            };
+        }
+    }
+    a.throughput
+        .retain(|c| !(c.variant == "native" && c.workload == "compute"));
+    for s in &mut a.spectra {
+        s.points.truncate(1);
+    }
+    a.spectra.push(Spectrum {
+        kind: Kind::Warm,
+        variant: "native".into(),
+        workload: "hello".into(),
+        connections: 1,
+        count: 0,
+        points: Vec::new(),
+    });
+    for c in &mut a.cold_start {
+        c.values_ms = vec![4.0];
+    }
+    a.cold_start[0].values_ms = vec![f64::NAN, 0.0];
+    for o in &mut a.open_loop {
+        o.offered_rps = 0.0;
+        o.corrected.p99 = 0.0;
+        o.uncorrected.p99 = f64::INFINITY;
+    }
+    a.open_loop.truncate(1);
+    for wr in &mut a.warm {
+        wr.ratio_to_native = Some(Estimate {
+            value: f64::NAN,
+            lo: f64::NAN,
+            hi: f64::NAN,
+            n: 0,
+        });
+    }
+    let html = render_html(&a).unwrap();
+    for id in SECTION_IDS {
+        assert!(
+            html.contains(&format!("<h2 id=\"{id}\"")),
+            "missing section {id}"
+        );
+    }
+    assert_offline(&html);
+    let _ = render_summary_md(&a);
+}
+
+#[test]
+fn report_number_formats() {
+    assert_eq!(thousands(1_234_567.4), "1,234,567");
+    assert_eq!(thousands(-999.6), "-1,000");
+    assert_eq!(thousands(f64::NAN), "–");
+    assert_eq!(fmt_ms(0.123_456), "0.123");
+    assert_eq!(fmt_ms(12.345), "12.35");
+    assert_eq!(fmt_ms(1234.6), "1,235");
+    let e = Estimate {
+        value: 0.6523,
+        lo: 0.611,
+        hi: 0.69,
+        n: 3,
+    };
+    assert_eq!(fmt_ratio_est(Some(&e)), "0.652 [0.611–0.690] n=3");
+    assert_eq!(fmt_ratio_est(None), "–");
+    assert_eq!(fmt_errors(&ErrorCounts::default()), "0");
+    let errs = ErrorCounts {
+        connect: 2,
+        read_write: 0,
+        timeout: 1_000,
+        non_2xx: 0,
+    };
+    assert_eq!(fmt_errors(&errs), "1,002 (connect 2, timeout 1,000)");
+    assert_eq!(fmt_bytes(3 * 1024 * 1024), "3.00 MiB");
+    assert_eq!(fmt_bytes(2048), "2.0 KiB");
+}
+
+fn program_analysis(iterations: u32) -> ProgramAnalysis {
+    ProgramAnalysis {
+        run_id: "r".into(),
+        suite: "s".into(),
+        description: String::new(),
+        baseline: "native-portable".into(),
+        repetitions: 1,
+        programs: vec!["kdf".into()],
+        program_set: serde_json::json!({ "iterations": iterations }),
+        machine: "m".into(),
+        cpus: "c".into(),
+        engines: Vec::new(),
+        cells: Vec::new(),
+        study: Some(Study::load("libsodium").unwrap()),
+        beside_study: Vec::new(),
+        state: RunState::Complete,
+    }
+}
+
+#[test]
+fn another_iteration_count_than_the_studys_is_said_beside_it() {
+    let other = program_analysis(10);
+    assert!(crate::markdown::programs(&other).contains("Not the study's iteration count"));
+    assert!(
+        crate::html::programs(&other)
+            .unwrap()
+            .contains("Not the study's iteration count")
+    );
+    let same = program_analysis(200);
+    assert!(!crate::markdown::programs(&same).contains("Not the study's iteration count"));
+    assert!(
+        !crate::html::programs(&same)
+            .unwrap()
+            .contains("iteration count")
+    );
+}
