@@ -73,17 +73,10 @@ pub fn bootstrap(values: &[f64], statistic: impl Fn(&[f64]) -> f64) -> Option<Es
     let mut draws = Vec::with_capacity(BOOTSTRAP_RESAMPLES);
     let mut buf = vec![0.0; values.len()];
     for _ in 0..BOOTSTRAP_RESAMPLES {
-        for b in buf.iter_mut() {
-            *b = values[rng.usize(..values.len())];
-        }
+        resample(&mut rng, values, &mut buf);
         draws.push(statistic(&buf));
     }
-    Some(Estimate {
-        value: statistic(values),
-        lo: percentile(&draws, 0.025)?,
-        hi: percentile(&draws, 0.975)?,
-        n: values.len(),
-    })
+    interval(statistic(values), &draws, values.len())
 }
 
 /// The ratio of means `mean(a) / mean(b)` with a bootstrap 95% interval.
@@ -118,23 +111,31 @@ pub fn ratio_of_means(a: &[f64], b: &[f64], paired: bool) -> Option<Estimate> {
                 rb[i] = b[j];
             }
         } else {
-            for x in ra.iter_mut() {
-                *x = a[rng.usize(..a.len())];
-            }
-            for y in rb.iter_mut() {
-                *y = b[rng.usize(..b.len())];
-            }
+            resample(&mut rng, a, &mut ra);
+            resample(&mut rng, b, &mut rb);
         }
         let r = ratio(&ra, &rb);
         if r.is_finite() {
             draws.push(r);
         }
     }
+    interval(value, &draws, a.len().min(b.len()))
+}
+
+/// Fills `into` with values of `from` drawn with replacement.
+fn resample(rng: &mut fastrand::Rng, from: &[f64], into: &mut [f64]) {
+    for x in into.iter_mut() {
+        *x = from[rng.usize(..from.len())];
+    }
+}
+
+/// `value` with the 95% percentile interval of its bootstrap `draws`; n runs behind it.
+fn interval(value: f64, draws: &[f64], n: usize) -> Option<Estimate> {
     Some(Estimate {
         value,
-        lo: percentile(&draws, 0.025)?,
-        hi: percentile(&draws, 0.975)?,
-        n: a.len().min(b.len()),
+        lo: percentile(draws, 0.025)?,
+        hi: percentile(draws, 0.975)?,
+        n,
     })
 }
 
@@ -173,23 +174,14 @@ pub fn median_ratio(a: &[f64], b: &[f64]) -> Option<Estimate> {
     let (mut ra, mut rb) = (vec![0.0; a.len()], vec![0.0; b.len()]);
     let mut draws = Vec::with_capacity(BOOTSTRAP_RESAMPLES);
     for _ in 0..BOOTSTRAP_RESAMPLES {
-        for x in ra.iter_mut() {
-            *x = a[rng.usize(..a.len())];
-        }
-        for y in rb.iter_mut() {
-            *y = b[rng.usize(..b.len())];
-        }
+        resample(&mut rng, a, &mut ra);
+        resample(&mut rng, b, &mut rb);
         let r = med(&ra) / med(&rb);
         if r.is_finite() {
             draws.push(r);
         }
     }
-    Some(Estimate {
-        value,
-        lo: percentile(&draws, 0.025)?,
-        hi: percentile(&draws, 0.975)?,
-        n: a.len().min(b.len()),
-    })
+    interval(value, &draws, a.len().min(b.len()))
 }
 
 #[cfg(test)]

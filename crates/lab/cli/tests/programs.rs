@@ -242,7 +242,8 @@ fn assert_files_and_report(dir: &Path) {
         again.status.success(),
         "{}",
         String::from_utf8_lossy(&again.stderr)
-    );}
+    );
+}
 
 #[test]
 fn a_server_variant_in_a_program_suite_and_an_engine_in_an_http_suite_are_refused() {

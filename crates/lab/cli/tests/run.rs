@@ -125,7 +125,6 @@ fn assert_run_json(dir: &Path) {
                 .all(|c| c["ok"] == true)
         );
     }
-
 }
 
 /// The CSVs: the gateway study's columns first, a row per cell and run.
@@ -160,7 +159,6 @@ fn assert_csvs(dir: &Path) {
             .count(),
         1 + 3 * 2 * 2
     );
-
 }
 
 /// samples.jsonl: the schema, every kind of cell, open-loop counts and cold-start phases in
@@ -207,7 +205,8 @@ fn assert_the_report_rebuilds_the_same(dir: &Path) {
     assert_eq!(
         std::fs::read_to_string(dir.join("throughput.csv")).unwrap(),
         before
-    );}
+    );
+}
 
 #[test]
 fn bad_suite_file_is_a_clear_error() {
@@ -325,4 +324,3 @@ fn the_wasmtime_cli_variant_runs_end_to_end_where_it_is_set_up() {
     let csv = std::fs::read_to_string(dir.join("throughput.csv")).unwrap();
     assert!(csv.contains("wasmtime-cli,state,"), "{csv}");
 }
-

@@ -41,6 +41,15 @@ fn table(md: &mut String, head: &[&str], rows: &[Vec<String>], left: usize) {
     md.push('\n');
 }
 
+/// `rows` as a table, or a line saying nothing was measured.
+fn table_or_none(md: &mut String, head: &[&str], rows: &[Vec<String>], left: usize) {
+    if rows.is_empty() {
+        w!(md, "{NOT_MEASURED}\n");
+    } else {
+        table(md, head, rows, left);
+    }
+}
+
 /// summary.md of a server suite's run.
 pub fn servers(a: &ServerAnalysis) -> String {
     let mut md = String::with_capacity(16 * 1024);
@@ -180,11 +189,7 @@ fn cold_start(md: &mut String, a: &ServerAnalysis) {
             ]
         })
         .collect();
-    if rows.is_empty() {
-        w!(md, "{NOT_MEASURED}\n");
-        return;
-    }
-    table(
+    table_or_none(
         md,
         &[
             "variant",
@@ -215,11 +220,7 @@ fn warm(md: &mut String, a: &ServerAnalysis) {
             ]
         })
         .collect();
-    if rows.is_empty() {
-        w!(md, "{NOT_MEASURED}\n");
-        return;
-    }
-    table(
+    table_or_none(
         md,
         &[
             "variant",
@@ -254,11 +255,7 @@ fn open_loop(md: &mut String, a: &ServerAnalysis) {
             ]
         })
         .collect();
-    if rows.is_empty() {
-        w!(md, "{NOT_MEASURED}\n");
-        return;
-    }
-    table(
+    table_or_none(
         md,
         &[
             "variant",

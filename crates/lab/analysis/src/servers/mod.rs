@@ -251,7 +251,10 @@ fn order(info: &ServerRunInfo, samples: &[&Sample]) -> (Vec<String>, Vec<String>
 }
 
 /// The samples of `kind` that carry a load report.
-pub(super) fn of_kind<'a>(samples: &'a [&'a Sample], kind: Kind) -> impl Iterator<Item = &'a Sample> {
+pub(super) fn of_kind<'a>(
+    samples: &'a [&'a Sample],
+    kind: Kind,
+) -> impl Iterator<Item = &'a Sample> {
     samples
         .iter()
         .copied()

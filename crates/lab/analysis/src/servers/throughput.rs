@@ -167,4 +167,3 @@ fn throughput_cell(variant: &str, workload: &str, conns: usize, ss: &[&Sample]) 
         resources,
     }
 }
-

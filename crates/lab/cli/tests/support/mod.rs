@@ -128,7 +128,11 @@ pub fn run_args(dir: &Path, toml: &str) -> (Vec<String>, std::path::PathBuf) {
 }
 
 /// `wasmlab run --no-build` on the suite `toml`, results under `dir/results`, plus `extra` flags.
-pub fn run_suite(dir: &Path, toml: &str, extra: &[&str]) -> (std::process::Output, std::path::PathBuf) {
+pub fn run_suite(
+    dir: &Path,
+    toml: &str,
+    extra: &[&str],
+) -> (std::process::Output, std::path::PathBuf) {
     let (args, results) = run_args(dir, toml);
     let out = Command::new(WASMLAB)
         .args(&args)

@@ -155,4 +155,3 @@ fn report_escapes_hostile_names() {
     }
     assert_rows_match_headers(&html);
 }
-

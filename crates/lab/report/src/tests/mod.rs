@@ -264,4 +264,3 @@ pub(crate) fn assert_offline(html: &str) {
         assert!(!html.contains(bad), "report.html contains {bad:?}");
     }
 }
-
