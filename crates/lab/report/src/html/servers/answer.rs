@@ -25,6 +25,8 @@ pub(in crate::html) struct Answer {
     /// The cold start, in a sentence.
     cold_start: Option<String>,
     figure: Option<Figure>,
+    /// What each variant shown is: (name, its variant file's `about`).
+    about: Vec<(String, String)>,
     /// The variants left out, each with why: skipped (cannot run here) or failed.
     left_out: Vec<String>,
 }
@@ -54,6 +56,18 @@ pub(super) fn answer(a: &ServerAnalysis) -> Answer {
         per_request,
         cold_start: cold_start(a),
         figure,
+        about: a
+            .variants
+            .iter()
+            .filter(|v| {
+                a.throughput.iter().any(|c| &c.variant == *v)
+                    || a.cold_start.iter().any(|r| &r.variant == *v)
+            })
+            .filter_map(|v| {
+                let spec = a.info.variant_specs.iter().find(|s| &s.name == v)?;
+                Some((v.clone(), spec.about.clone()))
+            })
+            .collect(),
         left_out: sections::outcomes(a)
             .iter()
             .filter(|o| o.status.is_out())
