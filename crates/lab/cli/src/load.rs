@@ -6,6 +6,8 @@ use bytes::Bytes;
 use hyper::header::{HeaderName, HeaderValue};
 use wasmlab_load::{LoadConfig, LoadReport, parse_duration};
 
+use crate::stdout::show;
+
 #[derive(Debug, clap::Args)]
 pub struct LoadArgs {
     /// Target URL, e.g. http://127.0.0.1:8080/
@@ -79,19 +81,24 @@ pub fn load(args: LoadArgs) -> anyhow::Result<()> {
     }
     let report = wasmlab_load::run(c)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        show(serde_json::to_string_pretty(&report)?);
     } else {
         print_report(&report);
     }
     Ok(())
 }
 
+/// The report as a reader of wrk or oha expects it.
 fn print_report(r: &LoadReport) {
-    println!(
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
         "{} {}  {} connections, {} threads, {:.2}s",
         r.method, r.url, r.connections, r.threads, r.elapsed_secs
     );
-    println!(
+    let _ = writeln!(
+        out,
         "  requests: {} responses ({} 2xx), {:.0} req/s, {:.2} MB body",
         r.responses,
         r.ok,
@@ -99,17 +106,20 @@ fn print_report(r: &LoadReport) {
         r.body_bytes as f64 / 1e6
     );
     let l = &r.latency_ms;
-    println!(
+    let _ = writeln!(
+        out,
         "  latency ms: mean {:.3}  p50 {:.3}  p90 {:.3}  p99 {:.3}  p99.9 {:.3}  max {:.3}",
         l.mean, l.p50, l.p90, l.p99, l.p99_9, l.max
     );
     if let Some(o) = &r.open_loop {
         let u = &o.uncorrected_ms;
-        println!(
+        let _ = writeln!(
+            out,
             "  (latency above is from each request's intended send time; uncorrected p50 {:.3}  p99 {:.3}  max {:.3})",
             u.p50, u.p99, u.max
         );
-        println!(
+        let _ = writeln!(
+            out,
             "  open loop: target {:.0} req/s, achieved {:.0}; {} due, {} sent, {} dropped, {} late (> {} ms)",
             o.target_rate,
             o.achieved_rate,
@@ -121,11 +131,13 @@ fn print_report(r: &LoadReport) {
         );
     }
     let p = &r.phases;
-    println!(
+    let _ = writeln!(
+        out,
         "  phases p50 ms: connect {:.3} ({} opened)  send {:.3}  wait {:.3}  receive {:.3}",
         p.connect.p50, p.connections_opened, p.send.p50, p.wait.p50, p.receive.p50
     );
-    println!(
+    let _ = writeln!(
+        out,
         "  generator: {:.2} CPU s{}, busy {:.0}%{}",
         r.generator_cpu_secs,
         if r.generator_spin {
@@ -144,7 +156,8 @@ fn print_report(r: &LoadReport) {
         }
     );
     let e = &r.errors;
-    println!(
+    let _ = writeln!(
+        out,
         "  errors: connect {}, read/write {}, timeout {}, non-2xx {}",
         e.connect, e.read_write, e.timeout, e.non_2xx
     );
@@ -153,8 +166,9 @@ fn print_report(r: &LoadReport) {
         .iter()
         .map(|(code, n)| format!("{code}: {n}"))
         .collect();
-    println!("  status codes: {}", statuses.join(", "));
+    let _ = writeln!(out, "  status codes: {}", statuses.join(", "));
     if let Some(msg) = &r.first_error {
-        println!("  first error: {msg}");
+        let _ = writeln!(out, "  first error: {msg}");
     }
+    show(out.trim_end());
 }

@@ -10,6 +10,7 @@ mod load;
 mod results;
 mod run;
 mod signals;
+mod stdout;
 mod variants;
 
 #[derive(Parser)]
@@ -66,7 +67,7 @@ fn main() -> ExitCode {
         Command::Variants(args) => variants::list(args),
         Command::Setup(args) => variants::setup(args),
         Command::ShowSuite { name } => {
-            wasmlab_model::suite::builtin(&name).map(|text| print!("{text}"))
+            wasmlab_model::suite::builtin(&name).map(|text| stdout::show(text.trim_end()))
         }
     };
     match result {

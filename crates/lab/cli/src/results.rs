@@ -7,12 +7,14 @@ use std::path::PathBuf;
 use wasmlab_model::run::Run;
 use wasmlab_record::{ResultsDir, read_run, write_atomic};
 
+use crate::stdout::show;
+
 /// Analyses a recorded run, prints the terminal's tables and writes summary.md and report.html
 /// (each atomically) into its directory.
 pub fn report_files(dir: &ResultsDir, run: &Run, wide: bool) -> anyhow::Result<()> {
     let analysis = wasmlab_analysis::analyse(run)?;
     let rendered = wasmlab_report::render(&analysis, wide)?;
-    println!("{}", rendered.terminal);
+    show(&rendered.terminal);
     for (name, text) in &rendered.files {
         write_atomic(&dir.file(name), text.as_bytes())?;
     }
@@ -43,7 +45,10 @@ pub fn report(args: ReportArgs) -> anyhow::Result<()> {
         .chain(&["summary.md", "report.html"])
         .map(|f| dir.file(f).display().to_string())
         .collect();
-    println!("rebuilt from {samples} samples: {}", files.join(", "));
+    show(format!(
+        "rebuilt from {samples} samples: {}",
+        files.join(", ")
+    ));
     Ok(())
 }
 
@@ -67,19 +72,19 @@ pub fn compare(args: CompareArgs) -> anyhow::Result<()> {
     };
     let (ia, sa) = side(&args.a)?;
     let (ib, sb) = side(&args.b)?;
-    println!(
+    show(format!(
         "A: {} ({}, {})",
         args.a.display(),
         ia.header.run_id,
         ia.suite.name
-    );
-    println!(
+    ));
+    show(format!(
         "B: {} ({}, {})",
         args.b.display(),
         ib.header.run_id,
         ib.suite.name
-    );
+    ));
     let changes = wasmlab_analysis::compare::compare(&sa, &sb);
-    print!("{}", wasmlab_report::terminal::compare(&changes));
+    show(wasmlab_report::terminal::compare(&changes).trim_end());
     Ok(())
 }

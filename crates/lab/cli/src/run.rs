@@ -88,7 +88,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     let (dir, run) =
         wasmlab_measure::measure(&plan, &built, &args.results, crate::signals::cancel_flag())?;
     let written = crate::results::report_files(&dir, &run, args.wide);
-    println!("results: {}", dir.path.display());
+    crate::stdout::show(format!("results: {}", dir.path.display()));
     written?;
     match run.ending(&dir.path) {
         Some(ending) => Err(ending.into()),

@@ -8,6 +8,8 @@ use wasmlab_model::variant::Catalog;
 use wasmlab_plan::setup::SetupRequest;
 use wasmlab_plan::tools::{self, State};
 
+use crate::stdout::show;
+
 #[derive(Debug, clap::Args)]
 pub struct SetupArgs {
     /// Variants to set up (default: every variant that needs setup).
@@ -72,13 +74,13 @@ pub fn list(args: VariantsArgs) -> anyhow::Result<()> {
         };
         t.add_row([spec.name.clone(), spec.family.clone(), here, about]);
     }
-    println!("{t}");
+    show(&t);
     for d in details {
-        println!("{d}");
+        show(d);
     }
-    println!(
+    show(format!(
         "`wasmlab run` records a variant that cannot run as skipped, with the reason; `wasmlab setup VARIANT` installs what it can into {}.",
         tools.display()
-    );
+    ));
     Ok(())
 }
