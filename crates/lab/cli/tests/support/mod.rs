@@ -18,6 +18,7 @@ pub fn skipped(why: &str) {
 
 /// Every section report.html must hold.
 pub const REPORT_SECTIONS: &[&str] = &[
+    "answer",
     "summary",
     "ratios",
     "study",
