@@ -42,15 +42,11 @@ pub fn build(plan: &Plan, own_binaries: bool) -> anyhow::Result<Built> {
     match &plan.suite {
         Suite::Servers(_) => {
             if own_binaries {
-                let mut own = Vec::new();
-                for p in plan.ready() {
-                    for b in p.spec.own_binaries() {
-                        if !own.contains(&b) {
-                            own.push(b);
-                        }
-                    }
-                }
-                launch::prepare::build_binaries(plan.workspace.as_deref(), &plan.bin_dir, &own)?;
+                launch::prepare::build_binaries(
+                    plan.workspace.as_deref(),
+                    &plan.bin_dir,
+                    &plan.own_binaries(),
+                )?;
             }
             Ok(Built::Servers)
         }

@@ -165,7 +165,6 @@ impl<'a> ServerRun<'a> {
             run_id: &self.rec.dir.run_id.clone(),
             host_triple: &host_triple,
         };
-        let mut own = Vec::new();
         let mut variants = Vec::new();
         for p in plan.ready() {
             let State::Ready { tools, container } = &p.state else {
@@ -180,11 +179,6 @@ impl<'a> ServerRun<'a> {
             if container.is_some() {
                 info.container_engine = container.clone();
             }
-            for b in p.spec.own_binaries() {
-                if !own.contains(&b) {
-                    own.push(b);
-                }
-            }
             let v = Launchable::new(&p.spec, &values, tools, container.as_ref());
             let log = self.rec.dir.file(&format!("{}.log", p.name()));
             let rec = &self.rec;
@@ -195,7 +189,11 @@ impl<'a> ServerRun<'a> {
             variants.push(v);
         }
         let info = &mut self.rec.info;
-        let mut artifacts = prepare::own_artifacts(&plan.bin_dir, &own, plan.core_guest.as_deref());
+        let mut artifacts = prepare::own_artifacts(
+            &plan.bin_dir,
+            &plan.own_binaries(),
+            plan.core_guest.as_deref(),
+        );
         artifacts.append(&mut info.artifacts);
         info.artifacts = artifacts;
         self.rec.save_info()?;

@@ -87,6 +87,17 @@ impl Plan {
             .filter(|p| matches!(p.state, State::Ready { .. }))
     }
 
+    /// The names of wasmlab's own binaries the ready variants run, each once.
+    pub fn own_binaries(&self) -> Vec<String> {
+        let mut own = Vec::new();
+        for b in self.ready().flat_map(|p| p.spec.own_binaries()) {
+            if !own.contains(&b) {
+                own.push(b);
+            }
+        }
+        own
+    }
+
     /// The order of repetition `r`: `items` shuffled by the run's seed, so every run with the
     /// same seed measures in the same order and drift of the machine favours no variant.
     pub fn order<T: Clone>(&self, items: &[T], r: u32) -> Vec<T> {

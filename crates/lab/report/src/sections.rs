@@ -124,6 +124,8 @@ pub struct Throughput {
     pub connections: usize,
     /// req/s: mean [95% CI] n.
     pub rps: String,
+    /// The mean alone.
+    pub rps_mean: String,
     /// Responses per CPU-second of the server over native's (the headline).
     pub capacity: Ratio,
     /// req/s over native's.
@@ -132,7 +134,9 @@ pub struct Throughput {
     pub p99: String,
     /// Responses, all runs together.
     pub responses: String,
+    /// Errors in all, with their classes; and the total alone.
     pub errors: String,
+    pub errors_total: String,
     /// The share of the time the load generator was busy.
     pub busy: String,
     pub saturation: Option<Saturation>,
@@ -154,12 +158,14 @@ pub fn throughput(a: &ServerAnalysis) -> Vec<Throughput> {
                 workload: c.workload.clone(),
                 connections: c.connections,
                 rps: c.rps.show(fmt_rps),
+                rps_mean: fmt_rps(c.rps.value),
                 capacity: Ratio::of(v, c.capacity_ratio.as_ref()),
                 ratio: Ratio::of(v, c.ratio_to_native.as_ref()),
                 p50: fmt_ms(c.latency.p50),
                 p99: fmt_ms(c.latency.p99),
                 responses: thousands(c.responses as f64),
                 errors: fmt_errors(&c.errors),
+                errors_total: thousands(c.errors.total() as f64),
                 busy: percent(c.generator_busy),
                 saturation: Saturation::of(c, None),
             }));

@@ -72,17 +72,15 @@ fn throughput(out: &mut String, a: &ServerAnalysis, wide: bool) {
             r.rps.clone()
         } else {
             // The mean alone; a saturated generator marked, the note below.
-            let mean = r.rps.split(' ').next().unwrap_or("–").to_owned();
-            if r.saturation.is_some() {
-                format!("{mean} ⚠")
-            } else {
-                mean
+            match r.saturation {
+                Some(_) => format!("{} ⚠", r.rps_mean),
+                None => r.rps_mean.clone(),
             }
         };
         let errors = if wide {
             r.errors.clone()
         } else {
-            r.errors.split(' ').next().unwrap_or("0").to_owned()
+            r.errors_total.clone()
         };
         let all = [
             r.variant.clone(),
