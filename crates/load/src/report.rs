@@ -29,7 +29,8 @@ impl ErrorCounts {
         self.connect + self.read_write + self.timeout + self.non_2xx
     }
 
-    pub(crate) fn add(&mut self, o: &ErrorCounts) {
+    /// Adds another count of each class to this one.
+    pub fn add(&mut self, o: &ErrorCounts) {
         self.connect += o.connect;
         self.read_write += o.read_write;
         self.timeout += o.timeout;

@@ -88,19 +88,27 @@ pub fn ratio_of_means(a: &[f64], b: &[f64], paired: bool) -> Option<Estimate> {
     if a.is_empty() || b.is_empty() || (paired && a.len() != b.len()) {
         return None;
     }
+    ratio_bootstrap(a, b, paired, |v| mean(v).unwrap_or(0.0), BOOTSTRAP_SEED)
+}
+
+/// `statistic(a) / statistic(b)` with a bootstrap 95% interval over `seed`'s resamples, paired
+/// or each side on its own (see [`ratio_of_means`]); None when the ratio is not finite.
+fn ratio_bootstrap(
+    a: &[f64],
+    b: &[f64],
+    paired: bool,
+    statistic: impl Fn(&[f64]) -> f64,
+    seed: u64,
+) -> Option<Estimate> {
     let ratio = |x: &[f64], y: &[f64]| {
-        let my = mean(y).unwrap_or(0.0);
-        if my == 0.0 {
-            f64::NAN
-        } else {
-            mean(x).unwrap_or(0.0) / my
-        }
+        let d = statistic(y);
+        if d == 0.0 { f64::NAN } else { statistic(x) / d }
     };
     let value = ratio(a, b);
     if !value.is_finite() {
         return None;
     }
-    let mut rng = fastrand::Rng::with_seed(BOOTSTRAP_SEED);
+    let mut rng = fastrand::Rng::with_seed(seed);
     let mut draws = Vec::with_capacity(BOOTSTRAP_RESAMPLES);
     let (mut ra, mut rb) = (vec![0.0; a.len()], vec![0.0; b.len()]);
     for _ in 0..BOOTSTRAP_RESAMPLES {
@@ -165,24 +173,12 @@ pub fn mean_ci(values: &[f64]) -> Estimate {
 /// Ratio of medians with a bootstrap CI, each side resampled on its own (launches are not
 /// paired).
 pub fn median_ratio(a: &[f64], b: &[f64]) -> Option<Estimate> {
-    let med = |v: &[f64]| percentile(v, 0.5).unwrap_or(f64::NAN);
-    let value = med(a) / med(b);
-    if !value.is_finite() {
-        return None;
-    }
-    let mut rng = fastrand::Rng::with_seed(0x00c0_1d57);
-    let (mut ra, mut rb) = (vec![0.0; a.len()], vec![0.0; b.len()]);
-    let mut draws = Vec::with_capacity(BOOTSTRAP_RESAMPLES);
-    for _ in 0..BOOTSTRAP_RESAMPLES {
-        resample(&mut rng, a, &mut ra);
-        resample(&mut rng, b, &mut rb);
-        let r = med(&ra) / med(&rb);
-        if r.is_finite() {
-            draws.push(r);
-        }
-    }
-    interval(value, &draws, a.len().min(b.len()))
+    let median = |v: &[f64]| percentile(v, 0.5).unwrap_or(f64::NAN);
+    ratio_bootstrap(a, b, false, median, MEDIAN_RATIO_SEED)
 }
+
+/// The seed of the cold starts' median ratios (of their own since they were first reported).
+const MEDIAN_RATIO_SEED: u64 = 0x00c0_1d57;
 
 #[cfg(test)]
 mod tests {

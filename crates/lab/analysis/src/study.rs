@@ -27,6 +27,8 @@ pub const COLUMNS: [&str; 6] = [
 /// One figure, the study's and ours, per variant.
 #[derive(Debug, Clone, Serialize)]
 pub struct Comparison {
+    /// What was measured (its unit follows: ms for latencies).
+    pub figure: FigureKind,
     /// e.g. "hello, req/s at 100 connections".
     pub title: String,
     /// Where ours was measured, when it is not the study's cell (e.g. "at 50 connections").
@@ -145,6 +147,7 @@ pub fn beside_servers(a: &ServerAnalysis, study: &Study) -> Vec<Comparison> {
             })
             .collect();
         out.push(Comparison {
+            figure: f.figure,
             title,
             ours_at: match (f.connections, conns) {
                 (Some(want), Some(got)) if want != got => {

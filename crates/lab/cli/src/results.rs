@@ -10,15 +10,20 @@ use wasmlab_record::{ResultsDir, read_run, write_atomic};
 use crate::stdout::show;
 
 /// Analyses a recorded run, prints the terminal's tables and writes summary.md and report.html
-/// (each atomically) into its directory.
+/// (each atomically) into its directory. A file that cannot be made stops none of the others;
+/// the first such error is returned at the end.
 pub fn report_files(dir: &ResultsDir, run: &Run, wide: bool) -> anyhow::Result<()> {
     let analysis = wasmlab_analysis::analyse(run)?;
-    let rendered = wasmlab_report::render(&analysis, wide)?;
+    let rendered = wasmlab_report::render(&analysis, wide);
     show(&rendered.terminal);
-    for (name, text) in &rendered.files {
-        write_atomic(&dir.file(name), text.as_bytes())?;
+    let mut first_error = None;
+    for (name, text) in rendered.files {
+        let written = text.and_then(|t| write_atomic(&dir.file(name), t.as_bytes()));
+        if let Err(e) = written {
+            first_error.get_or_insert(e.context(format!("{name} not written")));
+        }
     }
-    Ok(())
+    first_error.map_or(Ok(()), Err)
 }
 
 #[derive(Debug, clap::Args)]

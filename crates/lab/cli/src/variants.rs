@@ -38,10 +38,7 @@ pub struct VariantsArgs {
 }
 
 pub fn list(args: VariantsArgs) -> anyhow::Result<()> {
-    let mut catalog = Catalog::builtin();
-    for f in &args.variant_files {
-        catalog.add_file(f)?;
-    }
+    let catalog = Catalog::with_files(&args.variant_files)?;
     let tools = tools::tools_dir();
     if catalog
         .all()

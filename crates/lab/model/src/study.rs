@@ -17,6 +17,11 @@ const BUILTIN: &[(&str, &str)] = &[
         "libsodium",
         include_str!("../../../../studies/libsodium-study.toml"),
     ),
+    // The name program suites gave it before there were two.
+    (
+        "libsodium-study",
+        include_str!("../../../../studies/libsodium-study.toml"),
+    ),
 ];
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -86,8 +91,6 @@ impl Study {
     pub fn load(name: &str) -> anyhow::Result<Self> {
         let text = match BUILTIN.iter().find(|(n, _)| *n == name) {
             Some((_, text)) => (*text).to_owned(),
-            // The name the libsodium study had in program suites before it was one of two.
-            None if name == "libsodium-study" => BUILTIN[1].1.to_owned(),
             None => std::fs::read_to_string(name).map_err(|e| {
                 anyhow::anyhow!(
                     "study {name}: {e} (built-in: {})",

@@ -2,7 +2,9 @@
 //! overrides, the user's files) to what the run will do. The suite with its overrides, the
 //! variants it names (built-in, the user's files, the suite's own) and whether each can run here,
 //! what the machine is, how its CPUs are shared between the load generator and what is measured,
-//! and the seed of every shuffled order. Nothing is built, started or measured yet.
+//! and the seed of every shuffled order. Nothing is built or measured yet. The helpers that
+//! ready processes for the later phases (a tool's probe and install, a server's CPU affinity)
+//! live here too, and measuring uses them.
 
 pub mod containers;
 pub mod cpus;
@@ -245,10 +247,7 @@ fn programs(req: &RunRequest, mut suite: ProgramSuite) -> anyhow::Result<(Progra
         anyhow::ensure!(r >= 1, "--repetitions must be at least 1");
         suite.repetitions = r;
     }
-    let mut catalog = Catalog::builtin();
-    for f in &req.variant_files {
-        catalog.add_file(f)?;
-    }
+    let catalog = Catalog::with_files(&req.variant_files)?;
     for name in &suite.variants {
         let spec = catalog.find(name)?;
         anyhow::ensure!(

@@ -29,10 +29,7 @@ pub struct SetupRequest {
 /// Sets up every requirement of the variants asked for; one that no registry provides is listed
 /// at the end, and is an error when the user named its variant.
 pub fn setup(req: &SetupRequest) -> anyhow::Result<()> {
-    let mut catalog = Catalog::builtin();
-    for f in &req.variant_files {
-        catalog.add_file(f)?;
-    }
+    let catalog = Catalog::with_files(&req.variant_files)?;
     let specs: Vec<&VariantSpec> = if req.variants.is_empty() {
         catalog.all().collect()
     } else {

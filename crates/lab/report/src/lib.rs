@@ -18,32 +18,35 @@ pub struct Rendered {
     /// The terminal's tables.
     pub terminal: String,
     /// The files of the results directory, by name: summary.md, report.html, and for a program
-    /// suite's run analysis.json.
-    pub files: Vec<(&'static str, String)>,
+    /// suite's run analysis.json. One that could not be made says why, and the others are made
+    /// all the same.
+    pub files: Vec<(&'static str, anyhow::Result<String>)>,
 }
 
 /// Renders a run's analysis; `wide`: every column in the terminal, not only what fits 120.
-pub fn render(a: &Analysis, wide: bool) -> anyhow::Result<Rendered> {
-    Ok(match a {
+pub fn render(a: &Analysis, wide: bool) -> Rendered {
+    match a {
         Analysis::Servers(a) => Rendered {
             terminal: terminal::servers(a, wide),
             files: vec![
-                ("summary.md", markdown::servers(a)),
-                ("report.html", html::servers(a)?),
+                ("summary.md", Ok(markdown::servers(a))),
+                ("report.html", html::servers(a)),
             ],
         },
         Analysis::Programs(a) => Rendered {
             terminal: terminal::programs(a, wide),
             files: vec![
-                ("summary.md", markdown::programs(a)),
-                ("report.html", html::programs(a)?),
+                ("summary.md", Ok(markdown::programs(a))),
+                ("report.html", html::programs(a)),
                 (
                     "analysis.json",
-                    serde_json::to_string_pretty(a.as_ref())? + "\n",
+                    serde_json::to_string_pretty(a.as_ref())
+                        .map(|j| j + "\n")
+                        .map_err(anyhow::Error::from),
                 ),
             ],
         },
-    })
+    }
 }
 
 #[cfg(test)]

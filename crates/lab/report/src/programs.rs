@@ -36,6 +36,7 @@ pub fn state(e: &EngineSummary) -> String {
             e.programs,
             e.failed_programs.len()
         ),
+        Status::Interrupted => format!("{} programs, until the run was interrupted", e.programs),
         _ => format!("{}: {}", e.status, e.reason),
     }
 }
@@ -45,6 +46,7 @@ pub fn short_state(e: &EngineSummary) -> String {
     match e.status {
         Status::Measured if e.failed_programs.is_empty() => format!("{} programs", e.programs),
         Status::Measured => format!("{} ok, {} failed", e.programs, e.failed_programs.len()),
+        Status::Interrupted => format!("{} programs, cut short", e.programs),
         other => other.to_string(),
     }
 }

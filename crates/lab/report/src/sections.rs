@@ -7,6 +7,7 @@ use wasmlab_analysis::ServerAnalysis;
 use wasmlab_analysis::servers::{BASELINE, ThroughputCell};
 use wasmlab_analysis::stats::Estimate;
 use wasmlab_model::run::Status;
+use wasmlab_model::study::FigureKind;
 
 use crate::format::{
     cpu_per_1k, fmt_errors, fmt_ms, fmt_ratio_est, fmt_rps, fmt_rss_after, mib, percent, thousands,
@@ -374,10 +375,9 @@ pub fn study(a: &ServerAnalysis) -> Vec<StudyFigure> {
     a.beside_study
         .iter()
         .map(|c| {
-            let value: fn(f64) -> String = if c.title.contains(" ms") {
-                fmt_ms
-            } else {
-                thousands
+            let value: fn(f64) -> String = match c.figure {
+                FigureKind::ColdStartP50 | FigureKind::WarmP50 => fmt_ms,
+                _ => thousands,
             };
             StudyFigure {
                 title: c.title.clone(),

@@ -5,7 +5,6 @@
 use comfy_table::{ContentArrangement, Table};
 use wasmlab_analysis::compare::{Change, Verdict};
 use wasmlab_analysis::{ProgramAnalysis, ServerAnalysis, stats};
-use wasmlab_model::run::Status;
 
 use crate::format::{saturation_note, with_ci};
 use crate::programs::{measured, ms, ratio, short_state, state, study};
@@ -320,7 +319,7 @@ pub fn programs(a: &ProgramAnalysis, wide: bool) -> String {
         a.repetitions,
         a.baseline
     );
-    for e in a.engines.iter().filter(|e| e.status != Status::Measured) {
+    for e in a.engines.iter().filter(|e| e.status.is_out()) {
         out += &format!("{}: not measured ({}): {}\n", e.engine, e.status, e.reason);
     }
     for e in measured(a) {

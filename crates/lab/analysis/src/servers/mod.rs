@@ -191,13 +191,6 @@ pub(super) fn merged(samples: &[&Sample], uncorrected: bool) -> Histogram<u64> {
     h
 }
 
-pub(super) fn add_errors(total: &mut ErrorCounts, e: &ErrorCounts) {
-    total.connect += e.connect;
-    total.read_write += e.read_write;
-    total.timeout += e.timeout;
-    total.non_2xx += e.non_2xx;
-}
-
 /// Analyses a server suite's run: every table and plot shows this, so they always agree.
 pub fn analyse(info: &ServerRunInfo, samples: &[Sample]) -> ServerAnalysis {
     let samples = info.tabled(samples);
@@ -330,7 +323,7 @@ fn warm(variants: &[String], workloads: &[String], samples: &[&Sample]) -> Vec<W
                 .collect();
             let mut errors = ErrorCounts::default();
             for s in &ss {
-                add_errors(&mut errors, &s.load.as_ref().expect("filtered").errors);
+                errors.add(&s.load.as_ref().expect("filtered").errors);
             }
             rows.push(WarmRow {
                 variant: v.clone(),
@@ -372,7 +365,7 @@ fn open_loop(variants: &[String], workloads: &[String], samples: &[&Sample]) -> 
                 .collect();
             let mut errors = ErrorCounts::default();
             for s in ss {
-                add_errors(&mut errors, &s.load.as_ref().expect("filtered").errors);
+                errors.add(&s.load.as_ref().expect("filtered").errors);
             }
             let mean_of = |f: fn(&wasmlab_load::OpenLoop) -> f64| {
                 stats::mean(&ol.iter().map(f).collect::<Vec<_>>()).unwrap_or(0.0)

@@ -8,7 +8,7 @@ use serde::Serialize;
 use wasmlab_load::{ErrorCounts, LatencyMs};
 use wasmlab_model::sample::{Kind, Resources, Sample};
 
-use super::{BASELINE, add_errors, merged, of_kind};
+use super::{BASELINE, merged, of_kind};
 use crate::stats::{self, Estimate, mean_ci, paired_ratio};
 
 /// Throughput of one (variant, workload, connections) cell over its repetitions.
@@ -112,7 +112,7 @@ fn throughput_cell(variant: &str, workload: &str, conns: usize, ss: &[&Sample]) 
             .load
             .as_ref()
             .expect("throughput samples carry a load report");
-        add_errors(&mut errors, &l.errors);
+        errors.add(&l.errors);
         responses += l.responses;
         saturated += usize::from(l.generator_saturated);
         busy += l.generator_busy;

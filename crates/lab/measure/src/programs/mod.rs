@@ -132,11 +132,6 @@ struct ProgramRun<'a> {
 }
 
 impl ProgramRun<'_> {
-    /// A line for a log (the progress bar shows on a terminal only).
-    fn stage(&self, what: String) {
-        self.rec.progress.suspend(|| eprintln!("wasmlab: {what}"));
-    }
-
     /// Checks each program's output in each engine, before any time counts: the (engine,
     /// program) pairs that passed. An engine none of whose programs passed has failed.
     fn verify(&mut self, programs: &[String]) -> anyhow::Result<Vec<(usize, String)>> {
@@ -153,7 +148,10 @@ impl ProgramRun<'_> {
                         ok += 1;
                     }
                     Err(why) => {
-                        eprintln!("wasmlab: {} {p}: output check failed: {why}", e.name());
+                        self.rec.say(format!(
+                            "wasmlab: {} {p}: output check failed: {why}",
+                            e.name()
+                        ));
                         if let Some(o) = self.rec.engine(e.name()) {
                             o.failed_programs.push((p.clone(), why));
                         }
@@ -166,11 +164,11 @@ impl ProgramRun<'_> {
                 o.status = Status::Failed;
                 o.reason = "no program passed its output check".into();
             }
-            eprintln!(
+            self.rec.say(format!(
                 "wasmlab: {}: {ok} of {} programs' output checked",
                 e.name(),
                 programs.len()
-            );
+            ));
         }
         self.rec.save_info()?;
         Ok(pairs)
@@ -181,8 +179,8 @@ impl ProgramRun<'_> {
     /// page cache. A failure shows again in the timed runs.
     fn warm_up(&mut self, pairs: &[(usize, String)]) {
         for w in 0..self.suite.warmup {
-            self.stage(format!(
-                "warm-up {}/{}: {} runs, not recorded",
+            self.rec.say(format!(
+                "wasmlab: warm-up {}/{}: {} runs, not recorded",
                 w + 1,
                 self.suite.warmup,
                 pairs.len()
@@ -211,8 +209,8 @@ impl ProgramRun<'_> {
             self,
             |run| run.rec.cancelled(),
             |run, r, order| {
-                run.stage(format!(
-                    "repetition {}/{count}: {} runs in a shuffled order",
+                run.rec.say(format!(
+                    "wasmlab: repetition {}/{count}: {} runs in a shuffled order",
                     r + 1,
                     order.len()
                 ));
@@ -225,8 +223,8 @@ impl ProgramRun<'_> {
                     .set_message(format!("{} {program}", e.name()));
                 let sample = e.time(program, r, &run.scratch);
                 if !sample.error.is_empty() {
-                    run.stage(format!(
-                        "{} {program} (repetition {}): {}",
+                    run.rec.say(format!(
+                        "wasmlab: {} {program} (repetition {}): {}",
                         e.name(),
                         r + 1,
                         sample.error

@@ -139,10 +139,7 @@ impl ServerSuite {
     /// The variants this suite can name: the built-in ones, the user's files, and its own
     /// `[[variant]]` tables.
     pub fn catalog(&self, files: &[std::path::PathBuf]) -> anyhow::Result<Catalog> {
-        let mut catalog = Catalog::builtin();
-        for f in files {
-            catalog.add_file(f)?;
-        }
+        let mut catalog = Catalog::with_files(files)?;
         for v in &self.inline_variants {
             catalog.add(
                 v.clone(),

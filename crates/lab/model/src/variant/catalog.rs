@@ -134,6 +134,15 @@ impl Catalog {
         Self { specs }
     }
 
+    /// The built-in variants and the user's variant files.
+    pub fn with_files(files: &[std::path::PathBuf]) -> anyhow::Result<Self> {
+        let mut catalog = Self::builtin();
+        for f in files {
+            catalog.add_file(f)?;
+        }
+        Ok(catalog)
+    }
+
     /// Adds a user's variant file.
     pub fn add_file(&mut self, path: &Path) -> anyhow::Result<()> {
         let text = std::fs::read_to_string(path)

@@ -79,7 +79,7 @@ impl Report {
                     e.study
                         .as_ref()
                         .map_or_else(|| "–".into(), |(_, r)| format!("{r:.2}×").into()),
-                    if e.status == Status::Measured {
+                    if !e.status.is_out() {
                         e.programs.to_string().into()
                     } else {
                         Cell::flagged(format!("⚠ {}", e.status))
