@@ -15,6 +15,13 @@ pub struct LoadConfig {
     pub method: Method,
     pub headers: Vec<(HeaderName, HeaderValue)>,
     pub body: Bytes,
+    /// More requests sent in turn after the one above (`url`'s path and query, `method`,
+    /// `headers`, `body`), to the same host: each connection starts at its own place in the
+    /// list, so together the connections send the mix evenly.
+    pub rotation: Vec<RequestParts>,
+    /// The status an answer must have to count as a success (default: any 2xx); any other is
+    /// counted in `non_2xx` (as a wrong status).
+    pub expect_status: Option<u16>,
     pub connections: usize,
     pub threads: usize,
     /// Stop sending after this long (requests in flight are still awaited).
@@ -37,6 +44,18 @@ pub struct LoadConfig {
     pub spin: bool,
 }
 
+/// One request of a rotation.
+#[derive(Debug, Clone)]
+pub struct RequestParts {
+    pub method: Method,
+    /// The path and query, starting with `/`.
+    pub target: String,
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+    pub body: Bytes,
+    /// The status its answers must have (default: the config's `expect_status`).
+    pub expect_status: Option<u16>,
+}
+
 impl LoadConfig {
     pub fn new(url: &str) -> anyhow::Result<Self> {
         let url: Uri = url
@@ -52,6 +71,8 @@ impl LoadConfig {
             method: Method::GET,
             headers: Vec::new(),
             body: Bytes::new(),
+            rotation: Vec::new(),
+            expect_status: None,
             connections: 50,
             threads: 1,
             duration: Some(Duration::from_secs(10)),

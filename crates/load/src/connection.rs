@@ -6,13 +6,12 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hyper::Method;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::pacing::{self, Pacer};
 use crate::report::record;
-use crate::worker::{Shared, WorkerStats};
+use crate::worker::{SerializedRequest, Shared, WorkerStats};
 use crate::{LATE_AFTER, http1};
 
 enum Failure {
@@ -41,7 +40,7 @@ async fn connect(shared: &Shared) -> Result<Connection, Failure> {
     Ok(Connection {
         stream,
         buf: vec![0; READ_BUFFER_BYTES].into_boxed_slice(),
-        parser: http1::ResponseParser::new(shared.config.method == Method::HEAD),
+        parser: http1::ResponseParser::new(false),
     })
 }
 
@@ -59,10 +58,14 @@ impl Connection {
     /// Sends the request and reads the whole response. One write of the ready bytes, then reads
     /// until the parser has framed the reply; a read that does not fill the buffer has drained
     /// the socket, so tokio waits for the next response without another read syscall.
-    async fn exchange(&mut self, request: &[u8], begin: Instant) -> Result<Exchange, Failure> {
+    async fn exchange(
+        &mut self,
+        request: &SerializedRequest,
+        begin: Instant,
+    ) -> Result<Exchange, Failure> {
         let io = |e: std::io::Error| Failure::ReadWrite(e.to_string());
-        self.parser.reset();
-        self.stream.write_all(request).await.map_err(io)?;
+        self.parser.reset(request.head);
+        self.stream.write_all(&request.bytes).await.map_err(io)?;
         let written = Instant::now();
         let mut first_byte = None;
         loop {
@@ -94,15 +97,18 @@ impl Connection {
     }
 }
 
-/// Runs one connection until the run ends: each request sent (in the open loop, at its due
-/// time), its response awaited under the timeout, the outcome counted.
+/// Runs connection number `id` until the run ends: each request sent (in the open loop, at its
+/// due time), its response awaited under the timeout, the outcome counted. With several
+/// requests, it sends them in turn from the `id`-th on.
 pub(crate) async fn connection(
+    id: usize,
     shared: Arc<Shared>,
     stats: Rc<RefCell<WorkerStats>>,
     schedule: Option<(Rc<Pacer>, Rc<pacing::Alarm>)>,
 ) {
     let mut conn: Option<Connection> = None;
-    let request = shared.request.clone();
+    let requests = &shared.requests;
+    let mut next = id % requests.len();
     let timeout = shared.config.timeout;
     // One timer per connection for the whole run, re-armed only when it fires: most exchanges
     // end long before it, and re-arming it for each one would cost more than the exchange's own
@@ -152,7 +158,7 @@ pub(crate) async fn connection(
                 }
             };
             let deadline = started + timeout;
-            let exchange = c.exchange(&request, begin);
+            let exchange = c.exchange(&requests[next], begin);
             tokio::pin!(exchange);
             loop {
                 tokio::select! {
@@ -168,12 +174,17 @@ pub(crate) async fn connection(
             }
         }
         .await;
+        let expect_status = requests[next].expect_status;
+        next = (next + 1) % requests.len();
         let failed = count(
             &mut stats.borrow_mut(),
             outcome,
-            started,
-            intended,
-            timeout,
+            Timing {
+                started,
+                intended,
+                timeout,
+            },
+            expect_status,
             &mut conn,
             &mut now,
         );
@@ -185,14 +196,24 @@ pub(crate) async fn connection(
     }
 }
 
+/// When an exchange started, when it was due (open loop), and how long it could take.
+struct Timing {
+    started: Instant,
+    intended: Option<Instant>,
+    timeout: Duration,
+}
+
 /// Counts an exchange's outcome in the worker's stats; a failed one drops its connection (it
 /// is in an unknown state) and says so. `now` becomes the end of a completed exchange.
 fn count(
     st: &mut WorkerStats,
     outcome: Result<Exchange, Failure>,
-    started: Instant,
-    intended: Option<Instant>,
-    timeout: Duration,
+    Timing {
+        started,
+        intended,
+        timeout,
+    }: Timing,
+    expect_status: Option<u16>,
     conn: &mut Option<Connection>,
     now: &mut Instant,
 ) -> bool {
@@ -212,7 +233,11 @@ fn count(
             st.responses += 1;
             st.body_bytes += x.response.body_bytes;
             st.by_status[usize::from(status).min(999)] += 1;
-            if (200..300).contains(&status) {
+            let ok = match expect_status {
+                Some(want) => status == want,
+                None => (200..300).contains(&status),
+            };
+            if ok {
                 st.ok += 1;
             } else {
                 st.errors.non_2xx += 1;

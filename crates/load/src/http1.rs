@@ -116,8 +116,10 @@ impl ResponseParser {
         }
     }
 
-    /// Forget the previous response (before sending the next request).
-    pub(crate) fn reset(&mut self) {
+    /// Forget the previous response (before sending the next request; `head_request`: it is a
+    /// HEAD).
+    pub(crate) fn reset(&mut self, head_request: bool) {
+        self.head_request = head_request;
         self.body = None;
         self.line.clear();
         self.status = 0;

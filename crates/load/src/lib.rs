@@ -20,7 +20,7 @@ mod report;
 mod timing;
 mod worker;
 
-pub use config::{LoadConfig, parse_duration};
+pub use config::{LoadConfig, RequestParts, parse_duration};
 pub use report::{
     ErrorCounts, LatencyMs, LoadReport, OpenLoop, histogram_buckets, histogram_from_buckets,
     new_histogram,
@@ -32,7 +32,7 @@ use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
 
 use pacing::Pacer;
-use worker::{Shared, WorkerStats, worker};
+use worker::{SerializedRequest, Shared, WorkerStats, worker};
 
 /// Highest latency the histograms hold (longer ones are clamped to it).
 const MAX_TRACKED_NS: u64 = 120_000_000_000;
@@ -63,25 +63,42 @@ pub fn run(config: LoadConfig) -> anyhow::Result<LoadReport> {
     }
     let threads = config.threads.clamp(1, config.connections);
     let path = config.url.path_and_query().map_or("/", |pq| pq.as_str());
-    let request = http1::serialize_request(
-        &config.method,
-        path,
-        &config.authority(),
-        &config.headers,
-        &config.body,
-    )?;
+    let authority = config.authority();
+    let mut requests = vec![SerializedRequest {
+        bytes: http1::serialize_request(
+            &config.method,
+            path,
+            &authority,
+            &config.headers,
+            &config.body,
+        )?,
+        head: config.method == hyper::Method::HEAD,
+        expect_status: config.expect_status,
+    }];
+    for r in &config.rotation {
+        anyhow::ensure!(
+            r.target.starts_with('/'),
+            "a rotated request's target {:?} does not start with '/'",
+            r.target
+        );
+        requests.push(SerializedRequest {
+            bytes: http1::serialize_request(&r.method, &r.target, &authority, &r.headers, &r.body)?,
+            head: r.method == hyper::Method::HEAD,
+            expect_status: r.expect_status.or(config.expect_status),
+        });
+    }
     let start = Instant::now();
     let shared = Arc::new(Shared {
         deadline: config.duration.map(|d| start + d),
         budget: config.requests.map(AtomicU64::new),
-        request,
+        requests,
         config,
     });
 
     let mut handles = Vec::with_capacity(threads);
     for t in 0..threads {
         // Connections spread evenly: worker t gets every threads-th one.
-        let conns = (t..shared.config.connections).step_by(threads).count();
+        let conns: Vec<usize> = (t..shared.config.connections).step_by(threads).collect();
         let shared = shared.clone();
         let pacer = shared
             .config

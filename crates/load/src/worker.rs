@@ -92,11 +92,20 @@ impl WorkerStats {
     }
 }
 
-/// What every worker shares: the run's configuration, its request and its limits.
+/// A request as it goes on the wire, serialised once.
+pub(crate) struct SerializedRequest {
+    pub(crate) bytes: Bytes,
+    /// A HEAD: its answer has no body whatever its headers say.
+    pub(crate) head: bool,
+    /// The status of a successful answer (None: any 2xx).
+    pub(crate) expect_status: Option<u16>,
+}
+
+/// What every worker shares: the run's configuration, its requests and its limits.
 pub(crate) struct Shared {
     pub(crate) config: LoadConfig,
-    /// The request every exchange sends, serialised once.
-    pub(crate) request: Bytes,
+    /// The requests the exchanges send: the first, then any rotated through.
+    pub(crate) requests: Vec<SerializedRequest>,
     pub(crate) deadline: Option<Instant>,
     /// Requests still allowed to start, when `requests` bounds the run.
     pub(crate) budget: Option<AtomicU64>,
@@ -134,10 +143,11 @@ impl Shared {
     }
 }
 
-/// Runs `conns` connections on this thread until the run ends; returns what they counted.
+/// Runs the connections numbered `conns` on this thread until the run ends; returns what they
+/// counted.
 pub(crate) fn worker(
     shared: Arc<Shared>,
-    conns: usize,
+    conns: Vec<usize>,
     pacer: Option<Pacer>,
 ) -> anyhow::Result<WorkerStats> {
     let cpu_before = timing::thread_cpu();
@@ -163,9 +173,10 @@ pub(crate) fn worker(
             // Not awaited: it ends with the worker, when every connection is done.
             tokio::task::spawn_local(spin(stats.clone()));
         }
-        let mut tasks = Vec::with_capacity(conns);
-        for _ in 0..conns {
+        let mut tasks = Vec::with_capacity(conns.len());
+        for id in conns {
             tasks.push(tokio::task::spawn_local(connection(
+                id,
                 shared.clone(),
                 stats.clone(),
                 schedule.clone(),

@@ -3,7 +3,7 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use wasmlab_load::{LoadConfig, run};
+use wasmlab_load::{LoadConfig, RequestParts, run};
 
 mod common;
 
@@ -15,7 +15,7 @@ fn counting_server(
 ) {
     common::server(common::Behaviour {
         fail_every,
-        stall: None,
+        ..Default::default()
     })
 }
 
@@ -56,12 +56,59 @@ fn request_bounded_run_and_non_2xx_are_counted() {
 }
 
 #[test]
+fn requests_rotate_per_connection_and_the_expected_status_counts_as_success() {
+    let (addr, served) = common::server(common::Behaviour {
+        only_root: true,
+        ..Default::default()
+    });
+    let mut c = LoadConfig::new(&format!("http://{addr}/")).unwrap();
+    // One connection, so the mix is exact: GET /, HEAD /, GET /missing, and again.
+    c.connections = 1;
+    c.duration = None;
+    c.requests = Some(600);
+    c.timeout = Duration::from_secs(2);
+    let part = |method: hyper::Method, target: &str| RequestParts {
+        method,
+        target: target.into(),
+        headers: Vec::new(),
+        body: bytes::Bytes::new(),
+        expect_status: None,
+    };
+    // A HEAD's answer has no body whatever its content-length says: were the rotation's HEAD
+    // parsed as a GET, its exchange would wait for two bytes until the timeout.
+    c.rotation = vec![
+        part(hyper::Method::HEAD, "/"),
+        part(hyper::Method::GET, "/missing"),
+    ];
+    let r = run(c.clone()).unwrap();
+    assert_eq!(r.responses, 600);
+    assert_eq!(served.load(Ordering::SeqCst), 600);
+    assert_eq!(r.errors.timeout, 0);
+    assert_eq!(
+        r.status_counts.clone().into_iter().collect::<Vec<_>>(),
+        vec![(200, 400), (404, 200)]
+    );
+    assert_eq!(r.errors.non_2xx, 200);
+    assert_eq!(r.body_bytes, 2 * 400);
+    // Only the 404 route, and 404 expected: every answer is a success.
+    c.url = format!("http://{addr}/missing").parse().unwrap();
+    c.rotation.clear();
+    c.expect_status = Some(404);
+    let r = run(c.clone()).unwrap();
+    assert_eq!((r.ok, r.errors.total()), (600, 0));
+    c.url = format!("http://{addr}/").parse().unwrap();
+    let r = run(c).unwrap();
+    assert_eq!((r.ok, r.errors.non_2xx), (0, 600));
+}
+
+#[test]
 fn a_spinning_generator_counts_the_same_and_tells_waiting_from_work() {
     // Every request of the first half second is held until then: a spinning generator polls
     // through that wait, and must count it as idle, not as the generator being the limit.
     let (addr, served) = common::server(common::Behaviour {
         fail_every: 0,
         stall: Some((Duration::ZERO, Duration::from_millis(500))),
+        ..Default::default()
     });
     let mut c = LoadConfig::new(&format!("http://{addr}/")).unwrap();
     c.connections = 4;

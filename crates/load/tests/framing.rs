@@ -107,6 +107,7 @@ fn requests_past_the_timeout_are_counted_and_the_run_goes_on() {
     let (addr, _) = common::server(common::Behaviour {
         fail_every: 0,
         stall: Some((Duration::from_millis(300), Duration::from_millis(900))),
+        ..Default::default()
     });
     let mut c = LoadConfig::new(&format!("http://{addr}/")).unwrap();
     c.connections = 4;

@@ -48,6 +48,7 @@ fn stalls_show_in_corrected_latency_only() {
     let (addr, _) = common::server(common::Behaviour {
         fail_every: 0,
         stall: Some((Duration::from_millis(300), Duration::from_millis(800))),
+        ..Default::default()
     });
     let mut c = LoadConfig::new(&format!("http://{addr}/")).unwrap();
     c.connections = 10;

@@ -20,6 +20,8 @@ pub struct Behaviour {
     /// A request arriving in [from, to) after the server started is held until `to`: a stall
     /// such as a GC pause or a full queue.
     pub stall: Option<(Duration, Duration)>,
+    /// Paths other than `/` answer 404.
+    pub only_root: bool,
 }
 
 /// Starts the server in its own thread; returns its address and the count of answers.
@@ -41,7 +43,8 @@ pub fn server(b: Behaviour) -> (SocketAddr, Arc<AtomicU64>) {
                 let _ = stream.set_nodelay(true);
                 let counter = counter.clone();
                 tokio::spawn(async move {
-                    let svc = service_fn(move |_req| {
+                    let svc = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                        let root = req.uri().path() == "/";
                         let counter = counter.clone();
                         async move {
                             if let Some((from, to)) = b.stall {
@@ -52,6 +55,9 @@ pub fn server(b: Behaviour) -> (SocketAddr, Arc<AtomicU64>) {
                             }
                             let n = counter.fetch_add(1, Ordering::SeqCst) + 1;
                             let mut resp = Response::new(Full::new(Bytes::from_static(b"ok")));
+                            if b.only_root && !root {
+                                *resp.status_mut() = StatusCode::NOT_FOUND;
+                            }
                             if b.fail_every > 0 && n.is_multiple_of(b.fail_every) {
                                 *resp.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
                             }
