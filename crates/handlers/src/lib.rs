@@ -103,7 +103,8 @@ pub struct Route {
     pub path: &'static str,
 }
 
-/// Every route the handlers serve. The lab's verification and the tests walk this table.
+/// Every route the handlers serve. The tests walk this table; the lab's definitions of these
+/// workloads (`suites/workloads.toml`) are checked against it.
 pub const ROUTES: &[Route] = &[
     Route {
         workload: "hello",
@@ -185,7 +186,8 @@ pub fn run_ready<F: Future>(fut: F) -> F::Output {
     }
 }
 
-/// The expected response body for a route in a fresh server, used to verify variants.
+/// The expected response body for a route in a fresh server (the lab's workload definitions are
+/// checked against it).
 /// `state` has no fixed body (the counter moves); `proxy` depends on the upstream (see `wasmlab-upstream`).
 pub fn expected_body(workload: &str) -> Option<Vec<u8>> {
     match workload {

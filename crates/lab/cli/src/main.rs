@@ -50,7 +50,8 @@ enum Command {
     /// Install what variants need into the project's tools directory (the Wasmtime CLI from
     /// crates.io, ...), idempotently, with progress.
     Setup(variants::SetupArgs),
-    /// Print a built-in suite's TOML (a starting point for your own --suite FILE.toml).
+    /// Print a suite's TOML (a built-in suite's name, or a file) with the definitions of the
+    /// workloads it names inline: a starting point for your own --suite FILE.toml.
     ShowSuite { name: String },
 }
 
@@ -66,9 +67,7 @@ fn main() -> ExitCode {
         Command::Upstream { host, port } => serve_upstream(host, port),
         Command::Variants(args) => variants::list(args),
         Command::Setup(args) => variants::setup(args),
-        Command::ShowSuite { name } => {
-            wasmlab_model::suite::builtin(&name).map(|text| stdout::show(text.trim_end()))
-        }
+        Command::ShowSuite { name } => wasmlab_model::suite::show(&name).map(stdout::show),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -5,15 +5,15 @@
 use std::path::Path;
 use std::time::Duration;
 
-use wasmlab_load::{LoadConfig, LoadReport};
+use wasmlab_load::LoadReport;
 
 use wasmlab_model::sample::{Kind, Sample};
 use wasmlab_model::suite::ServerSuite;
 use wasmlab_record::{Recorder, Servers};
 
 use crate::launch::Running;
+use crate::requests::{self, SentRequest};
 use crate::resources::Sampler;
-use crate::verify::{self, WorkloadRequest};
 
 /// The variant's process died while being measured.
 #[derive(Debug)]
@@ -31,7 +31,7 @@ impl std::error::Error for VariantDied {}
 struct Cell<'a> {
     kind: Kind,
     workload: &'a str,
-    req: &'a WorkloadRequest,
+    requests: &'a [SentRequest],
     connections: usize,
     duration: f64,
     warmup: f64,
@@ -55,12 +55,12 @@ pub fn measure_variant(
 ) -> anyhow::Result<()> {
     let mut best_rps: Vec<(String, f64)> = Vec::new();
     for workload in &suite.workloads {
-        let req = verify::workload_request(workload, suite.echo_body_bytes)?;
+        let requests = workload_requests(suite, workload)?;
         for &conns in &suite.connections {
             let cell = Cell {
                 kind: Kind::Throughput,
                 workload,
-                req: &req,
+                requests: &requests,
                 connections: conns,
                 duration: suite.duration_secs,
                 warmup: suite.warmup_secs,
@@ -78,11 +78,11 @@ pub fn measure_variant(
     }
     if let Some(warm) = &suite.warm {
         for workload in suite.warm_workloads() {
-            let req = verify::workload_request(&workload, suite.echo_body_bytes)?;
+            let requests = workload_requests(suite, &workload)?;
             let cell = Cell {
                 kind: Kind::Warm,
                 workload: &workload,
-                req: &req,
+                requests: &requests,
                 connections: 1,
                 duration: warm.duration_secs,
                 warmup: warm.warmup_secs,
@@ -96,7 +96,7 @@ pub fn measure_variant(
     }
     if let Some(open) = &suite.open_loop {
         for workload in suite.open_loop_workloads() {
-            let req = verify::workload_request(&workload, suite.echo_body_bytes)?;
+            let requests = workload_requests(suite, &workload)?;
             let Some(max) = best_rps
                 .iter()
                 .find(|(w, _)| *w == workload)
@@ -113,7 +113,7 @@ pub fn measure_variant(
                 let cell = Cell {
                     kind: Kind::OpenLoop,
                     workload: &workload,
-                    req: &req,
+                    requests: &requests,
                     connections: open.connections,
                     duration: open.duration_secs,
                     warmup: 0.0,
@@ -127,6 +127,14 @@ pub fn measure_variant(
         }
     }
     Ok(())
+}
+
+/// The requests of a workload the suite names.
+fn workload_requests(suite: &ServerSuite, name: &str) -> anyhow::Result<Vec<SentRequest>> {
+    let w = suite
+        .workload(name)
+        .ok_or_else(|| anyhow::anyhow!("workload {name:?} is not defined"))?;
+    SentRequest::all_of(w)
 }
 
 /// Warms up, measures one cell and records it. None when cancelled (nothing recorded).
@@ -152,9 +160,7 @@ fn measure_cell(
         r + 1,
         suite.repetitions
     ));
-    let mut config = LoadConfig::new(&format!("http://{}{}", sub.running.addr, cell.req.target))?;
-    config.method = cell.req.method.parse()?;
-    config.body = cell.req.body.clone();
+    let mut config = requests::load_config(sub.running.addr, cell.requests)?;
     config.connections = cell.connections;
     config.threads = suite.load_threads.min(cell.connections);
     config.timeout = Duration::from_secs_f64(suite.timeout_secs);

@@ -8,6 +8,7 @@
 mod cells;
 pub mod launch;
 mod programs;
+mod requests;
 mod resources;
 mod servers;
 pub mod verify;

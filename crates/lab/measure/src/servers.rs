@@ -18,6 +18,7 @@ use wasmlab_record::{Recorder, ResultsDir, Servers};
 use crate::cells;
 use crate::launch::prepare;
 use crate::launch::{LaunchContext, Launchable, RunValues, Running};
+use crate::requests::SentRequest;
 use crate::resources;
 use crate::verify;
 
@@ -28,6 +29,7 @@ pub(crate) fn run(
     results: &Path,
     cancel: Arc<AtomicBool>,
 ) -> anyhow::Result<(ResultsDir, Run)> {
+    let ready = first_request(suite)?;
     let rec = start_recording(plan, suite, results, cancel)?;
     let mut run = ServerRun {
         plan,
@@ -35,6 +37,7 @@ pub(crate) fn run(
         rec,
         client: verify::Client::new()?,
         start_timeout: Duration::from_secs_f64(suite.start_timeout_secs),
+        ready: &ready,
     };
     // The upstream echo server for /proxy, then every variant's preparation.
     let upstream = run.start_upstream()?;
@@ -59,6 +62,15 @@ pub(crate) fn run(
         });
     }
     run.rec.finish()
+}
+
+/// The suite's first workload's first request: a launch is ready, and a cold start over, when it
+/// is answered with its expected status.
+fn first_request(suite: &ServerSuite) -> anyhow::Result<SentRequest> {
+    let w = suite
+        .first_workload()
+        .ok_or_else(|| anyhow::anyhow!("suite {} measures no workload", suite.name))?;
+    Ok(SentRequest::all_of(w)?.remove(0))
 }
 
 /// The results directory and run.json, every variant's outcome so far (those that cannot run
@@ -128,6 +140,8 @@ struct ServerRun<'a> {
     /// Verifies each launch's answers.
     client: verify::Client,
     start_timeout: Duration,
+    /// What a launch waits for: the first workload's first request.
+    ready: &'a SentRequest,
 }
 
 impl<'a> ServerRun<'a> {
@@ -137,6 +151,7 @@ impl<'a> ServerRun<'a> {
             cpus: &self.plan.cpus,
             start_timeout: self.start_timeout,
             log_path: self.rec.dir.file(&format!("{name}.log")),
+            ready: self.ready,
         }
     }
 
@@ -145,7 +160,12 @@ impl<'a> ServerRun<'a> {
     fn start_upstream(&self) -> anyhow::Result<Running> {
         let mut cmd = std::process::Command::new(std::env::current_exe()?);
         cmd.args(["upstream", "--port", "0"]);
-        crate::launch::spawn_server("upstream", cmd, &self.ctx("upstream"), "/", None)
+        let ready = SentRequest::get("/");
+        let ctx = LaunchContext {
+            ready: &ready,
+            ..self.ctx("upstream")
+        };
+        crate::launch::spawn_server("upstream", cmd, &ctx, &ready, None)
     }
 
     /// The runnable variants with this run's values, each prepared (a failed preparation fails
@@ -217,12 +237,7 @@ impl<'a> ServerRun<'a> {
         self.rec
             .progress
             .set_message(format!("{}: verifying", v.name()));
-        let checks = verify::verify(
-            &self.client,
-            running.addr,
-            &self.suite.workloads,
-            self.suite.echo_body_bytes,
-        );
+        let checks = verify::verify(&self.client, running.addr, self.suite);
         let failed: Vec<String> = checks
             .iter()
             .filter(|c| !c.ok)
@@ -259,7 +274,7 @@ impl<'a> ServerRun<'a> {
     }
 
     /// `runs` launches of each variant, in a shuffled order each round: exec to the first
-    /// complete 200.
+    /// complete answer to the first workload with its expected status.
     fn cold_starts(&mut self, variants: &[&Launchable], runs: u32) -> anyhow::Result<()> {
         for i in 0..runs {
             for v in self.plan.cold_start_order(variants, i) {

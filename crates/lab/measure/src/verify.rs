@@ -1,15 +1,19 @@
-//! Verification before measurement: every workload of a variant must answer the expected status and
-//! body, and unknown routes and wrong methods must answer 404 and 405. A variant that fails is
-//! reported and not measured.
+//! Verification before measurement: each workload the suite names, measured or only verified,
+//! must be answered as its definition's check says (wasmlab's suites also check that unknown
+//! routes answer 404 and wrong methods 405, as workloads of that kind). A variant that fails is
+//! reported with what came back, and not measured.
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::Request;
 use hyper_util::rt::TokioIo;
 use wasmlab_model::run::Check;
+use wasmlab_model::suite::ServerSuite;
+use wasmlab_model::workload::{self, Answer};
+
+use crate::requests::SentRequest;
 
 /// A small blocking HTTP client for readiness and verification (one connection per request).
 pub struct Client {
@@ -25,18 +29,20 @@ impl Client {
         })
     }
 
-    pub fn fetch(
-        &self,
-        addr: SocketAddr,
-        method: &str,
-        target: &str,
-        body: &[u8],
-    ) -> anyhow::Result<(u16, Bytes)> {
-        let req = Request::builder()
-            .method(method)
-            .uri(target)
-            .header(hyper::header::HOST, addr.to_string())
-            .body(Full::new(Bytes::copy_from_slice(body)))?;
+    /// Sends `r` on a fresh connection and reads the whole answer.
+    pub fn fetch(&self, addr: SocketAddr, r: &SentRequest) -> anyhow::Result<Answer> {
+        let mut req = Request::builder().method(r.method.as_str()).uri(&r.target);
+        if !r
+            .headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case("host"))
+        {
+            req = req.header(hyper::header::HOST, addr.to_string());
+        }
+        for (k, v) in &r.headers {
+            req = req.header(k, v);
+        }
+        let req = req.body(Full::new(r.body.clone()))?;
         self.rt.block_on(async {
             tokio::time::timeout(Duration::from_secs(10), async {
                 let stream = tokio::net::TcpStream::connect(addr).await?;
@@ -45,8 +51,20 @@ impl Client {
                 tokio::spawn(conn);
                 let resp = sender.send_request(req).await?;
                 let status = resp.status().as_u16();
-                let body = resp.into_body().collect().await?.to_bytes();
-                Ok((status, body))
+                let headers = resp
+                    .headers()
+                    .iter()
+                    .map(|(k, v)| {
+                        let v = String::from_utf8_lossy(v.as_bytes()).into_owned();
+                        (k.as_str().to_owned(), v)
+                    })
+                    .collect();
+                let body = resp.into_body().collect().await?.to_bytes().to_vec();
+                Ok(Answer {
+                    status,
+                    headers,
+                    body,
+                })
             })
             .await
             .map_err(|_| anyhow::anyhow!("no answer within 10 s"))?
@@ -54,144 +72,70 @@ impl Client {
     }
 }
 
-/// The request the lab sends for a workload.
-pub struct WorkloadRequest {
-    pub method: &'static str,
-    pub target: &'static str,
-    pub body: Bytes,
-}
-
-pub fn workload_request(workload: &str, echo_body_bytes: usize) -> anyhow::Result<WorkloadRequest> {
-    let route = wasmlab_handlers::ROUTES
-        .iter()
-        .find(|r| r.workload == workload)
-        .ok_or_else(|| anyhow::anyhow!("unknown workload {workload:?}"))?;
-    let body = if workload == "echo" {
-        // Printable and position-dependent, so a truncated or shuffled echo is caught.
-        Bytes::from(
-            (0..echo_body_bytes)
-                .map(|i| b"abcdefghijklmnopqrstuvwxyz0123456789"[i % 36])
-                .collect::<Vec<u8>>(),
-        )
-    } else {
-        Bytes::new()
-    };
-    Ok(WorkloadRequest {
-        method: route.method,
-        target: route.path,
-        body,
-    })
-}
-
-/// Checks each workload and the 404/405 routes. Returns every check; the variant passes when all
-/// are ok.
-pub fn verify(
-    client: &Client,
-    addr: SocketAddr,
-    workloads: &[String],
-    echo_body_bytes: usize,
-) -> Vec<Check> {
+/// Checks every workload the suite names, measured or only verified, each request of each, as
+/// its definition says. Returns every check; the variant passes when all are ok.
+pub fn verify(client: &Client, addr: SocketAddr, suite: &ServerSuite) -> Vec<Check> {
     let mut checks = Vec::new();
-    let mut check = |what: String, method: &str, target: &str, body: &[u8], want: Expect| {
-        let (ok, detail) = match client.fetch(addr, method, target, body) {
-            Err(e) => (false, format!("request failed: {e:#}")),
-            Ok((status, got)) => match want.judge(status, &got) {
-                Ok(()) => (true, format!("{status}, {} bytes", got.len())),
-                Err(why) => (false, why),
-            },
-        };
-        checks.push(Check { what, ok, detail });
-    };
-    for w in workloads {
-        let req = match workload_request(w, echo_body_bytes) {
-            Ok(r) => r,
-            Err(e) => {
-                check(w.clone(), "GET", "/", b"", Expect::Fail(e.to_string()));
+    let mut names: Vec<&String> = Vec::new();
+    for name in suite.workloads.iter().chain(&suite.verify_only) {
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    for name in names {
+        let requests = match suite.workload(name).map(SentRequest::all_of) {
+            Some(Ok(r)) => r,
+            Some(Err(e)) => {
+                checks.push(failed(name.clone(), format!("{e:#}")));
+                continue;
+            }
+            None => {
+                checks.push(failed(name.clone(), "not defined".into()));
                 continue;
             }
         };
-        let expect = match w.as_str() {
-            "state" => {
-                // Two requests in a row: the second must be the first plus one.
-                let first = client
-                    .fetch(addr, req.method, req.target, &req.body)
-                    .ok()
-                    .and_then(|(s, b)| (s == 200).then_some(b))
-                    .and_then(|b| std::str::from_utf8(&b).ok()?.parse::<u64>().ok());
-                match first {
-                    Some(n) => Expect::Body(200, (n + 1).to_string().into_bytes()),
-                    None => Expect::Fail("first /state did not answer 200 with a number".into()),
-                }
-            }
-            "proxy" => Expect::Body(
-                200,
-                wasmlab_upstream::echo_of(req.method, req.target).into_bytes(),
-            ),
-            "echo" => Expect::Body(200, req.body.to_vec()),
-            other => match wasmlab_handlers::expected_body(other) {
-                Some(body) => Expect::Body(200, body),
-                None => Expect::Status(200),
-            },
-        };
-        check(w.clone(), req.method, req.target, &req.body, expect);
+        let several = requests.len() > 1;
+        for r in &requests {
+            let what = match several {
+                true => format!("{name} ({})", r.describe()),
+                false => name.clone(),
+            };
+            checks.push(match check(client, addr, r) {
+                Ok(answer) => Check {
+                    what,
+                    ok: true,
+                    detail: format!("{}, {} bytes", answer.status, answer.body.len()),
+                },
+                Err(why) => failed(what, why),
+            });
+        }
     }
-    check(
-        "404".into(),
-        "GET",
-        "/wasmlab/no-such-route",
-        b"",
-        Expect::Body(404, wasmlab_handlers::NOT_FOUND_BODY.as_bytes().to_vec()),
-    );
-    check(
-        "405".into(),
-        "POST",
-        "/",
-        b"",
-        Expect::Body(
-            405,
-            wasmlab_handlers::METHOD_NOT_ALLOWED_BODY
-                .as_bytes()
-                .to_vec(),
-        ),
-    );
     checks
 }
 
-enum Expect {
-    Status(u16),
-    Body(u16, Vec<u8>),
-    Fail(String),
-}
-
-impl Expect {
-    fn judge(&self, status: u16, got: &[u8]) -> Result<(), String> {
-        let (want_status, want_body) = match self {
-            Expect::Fail(why) => return Err(why.clone()),
-            Expect::Status(s) => (*s, None),
-            Expect::Body(s, b) => (*s, Some(b)),
-        };
-        if status != want_status {
-            return Err(format!(
-                "status {status}, expected {want_status} (body {:?})",
-                preview(got)
-            ));
-        }
-        match want_body {
-            Some(b) if b != got => Err(format!(
-                "body {:?}, expected {:?}",
-                preview(got),
-                preview(b)
-            )),
-            _ => Ok(()),
-        }
+fn failed(what: String, detail: String) -> Check {
+    Check {
+        what,
+        ok: false,
+        detail,
     }
 }
 
-fn preview(b: &[u8]) -> String {
-    let s = String::from_utf8_lossy(b);
-    if s.len() > 80 {
-        format!("{}… ({} bytes)", &s[..s.floor_char_boundary(80)], b.len())
-    } else {
-        s.into_owned()
+/// Sends `r` and judges the answer (for a counter, two in a row). The error says which check
+/// failed and what came back.
+fn check(client: &Client, addr: SocketAddr, r: &SentRequest) -> Result<Answer, String> {
+    let send = || {
+        client
+            .fetch(addr, r)
+            .map_err(|e| format!("{}: request failed: {e:#}", r.describe()))
+    };
+    let answer = send()?;
+    r.expect.judge(&answer, &r.body, None)?;
+    if !r.expect.increments {
+        return Ok(answer);
     }
+    let first = workload::counter(&answer.body);
+    let second = send()?;
+    r.expect.judge(&second, &r.body, first)?;
+    Ok(second)
 }

@@ -12,3 +12,4 @@ pub mod study;
 pub mod suite;
 pub mod tools;
 pub mod variant;
+pub mod workload;

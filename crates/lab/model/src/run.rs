@@ -154,7 +154,8 @@ pub struct VariantOutcome {
     pub checks: Vec<Check>,
 }
 
-/// One check of a verification: a workload's answer, or a route that must be refused.
+/// One check of a verification: a workload's answer (one per request of a workload that rotates
+/// through several), as its definition's check judged it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Check {
     pub what: String,

@@ -15,6 +15,8 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use vars::Vars;
+
+use crate::requests::SentRequest;
 use wasmlab_model::cpus::CpuPlan;
 use wasmlab_model::sample::StartTimes;
 use wasmlab_model::tools::{ContainerEngine, FoundTool};
@@ -93,6 +95,9 @@ pub struct LaunchContext<'a> {
     pub start_timeout: Duration,
     /// The server's stderr (and, when it does not print its address, its stdout) goes here.
     pub log_path: PathBuf,
+    /// A launch is ready when this request is answered with its expected status: the suite's
+    /// first workload's first request, unless the variant names a `ready_path`.
+    pub ready: &'a SentRequest,
 }
 
 /// A started server; stopped (and killed if need be) when dropped.
@@ -116,7 +121,7 @@ impl Launchable {
         &self.spec.name
     }
 
-    /// Starts the variant and waits until it answers 200 on its ready path.
+    /// Starts the variant and waits until it is ready (see [`LaunchContext::ready`]).
     pub fn launch(&self, ctx: &LaunchContext<'_>) -> anyhow::Result<Running> {
         let start = self.spec.start.as_ref().ok_or_else(|| {
             anyhow::anyhow!(
@@ -147,7 +152,9 @@ impl Launchable {
             Address::Stdout => None,
             Address::Port => Some(SocketAddr::from(([127, 0, 0, 1], port))),
         };
-        let mut running = spawn_server(&self.spec.name, cmd, ctx, &start.ready_path, known)?;
+        let own = start.ready_path.as_deref().map(SentRequest::get);
+        let ready = own.as_ref().unwrap_or(ctx.ready);
+        let mut running = spawn_server(&self.spec.name, cmd, ctx, ready, known)?;
         running.stop_command = start.stop.as_ref().map(|s| vars.command(s)).transpose()?;
         running.processes_command = start
             .processes
@@ -166,12 +173,12 @@ fn free_port() -> anyhow::Result<u16> {
 }
 
 /// Spawns a server, learns its address (from `known`, else from the `listening on http://ADDR`
-/// line it prints on stdout), then waits until `ready_path` answers 200.
+/// line it prints on stdout), then waits until `ready` is answered with its expected status.
 pub fn spawn_server(
     name: &str,
     mut cmd: Command,
     ctx: &LaunchContext<'_>,
-    ready_path: &str,
+    ready: &SentRequest,
     known: Option<SocketAddr>,
 ) -> anyhow::Result<Running> {
     let log = File::create(&ctx.log_path)
@@ -222,7 +229,7 @@ pub fn spawn_server(
         }
     };
     running.addr = addr;
-    wait_ready(name, &mut running, ready_path, ctx, t0)?;
+    wait_ready(name, &mut running, ready, ctx, t0)?;
     Ok(running)
 }
 
@@ -257,26 +264,46 @@ fn printed_address(
         .map_err(|e| anyhow::anyhow!("{name} printed a bad address {addr:?}: {e}"))
 }
 
-/// Waits until `ready_path` answers 200, timing the first connect, the first byte and the
-/// whole response from `t0`.
+/// How long a server that answers, but with another status than the ready request expects, is
+/// given to come round (one still loading its routes) before the launch fails.
+const WRONG_STATUS_GRACE: Duration = Duration::from_secs(2);
+
+/// Waits until `ready` is answered with its expected status, timing the first connect, the
+/// first byte and the whole response from `t0`.
 fn wait_ready(
     name: &str,
     running: &mut Running,
-    ready_path: &str,
+    ready: &SentRequest,
     ctx: &LaunchContext<'_>,
     t0: Instant,
 ) -> anyhow::Result<()> {
     let deadline = t0 + ctx.start_timeout;
+    let request = ready.closing_bytes(running.addr);
+    let want = ready.expect.status;
+    // The first answer with another status, and when it came.
+    let mut wrong: Option<(u16, Instant)> = None;
     loop {
-        // A tight retry loop with a raw request: the first 200 is timed here, with no shell, curl
-        // or client library in the window.
-        if let Some(ready) = probe(running.addr, ready_path, t0) {
+        // A tight retry loop with a raw request: the first expected answer is timed here, with no
+        // shell, curl or client library in the window.
+        if let Some(answer) = probe(running.addr, &request, t0) {
             if running.start.connected_ms == 0.0 {
-                running.start.connected_ms = ready.connected_ms;
+                running.start.connected_ms = answer.connected_ms;
             }
-            if ready.status == Some(200) {
-                running.start.first_byte_ms = ready.first_byte_ms;
-                break;
+            match answer.status {
+                Some(s) if s == want => {
+                    running.start.first_byte_ms = answer.first_byte_ms;
+                    break;
+                }
+                Some(s) => {
+                    let (_, since) = *wrong.get_or_insert((s, Instant::now()));
+                    anyhow::ensure!(
+                        since.elapsed() < WRONG_STATUS_GRACE,
+                        "{name} answers {} with {s}, expected {want} (the suite's first workload, \
+                         or the variant's ready_path, must be served)",
+                        ready.describe()
+                    );
+                }
+                None => {}
             }
         }
         if let Some(status) = running.child.try_wait()? {
@@ -287,7 +314,8 @@ fn wait_ready(
         }
         anyhow::ensure!(
             Instant::now() < deadline,
-            "{name} did not answer 200 on {ready_path} within {:?}",
+            "{name} did not answer {} with {want} within {:?}",
+            ready.describe(),
             ctx.start_timeout
         );
         std::thread::sleep(Duration::from_micros(200));
@@ -303,9 +331,9 @@ struct Probe {
     status: Option<u16>,
 }
 
-/// One `GET path` on a fresh connection (`Connection: close`, read to the end), timed from `t0`.
-/// None when the connection is refused.
-fn probe(addr: SocketAddr, path: &str, t0: Instant) -> Option<Probe> {
+/// One request (its bytes ask for `Connection: close`) on a fresh connection, read to the end,
+/// timed from `t0`. None when the connection is refused.
+fn probe(addr: SocketAddr, request: &[u8], t0: Instant) -> Option<Probe> {
     use std::io::{Read, Write};
     let ms = || t0.elapsed().as_secs_f64() * 1e3;
     let mut s = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(1)).ok()?;
@@ -317,8 +345,7 @@ fn probe(addr: SocketAddr, path: &str, t0: Instant) -> Option<Probe> {
     };
     let _ = s.set_nodelay(true);
     let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
-    let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
-    if s.write_all(req.as_bytes()).is_err() {
+    if s.write_all(request).is_err() {
         return Some(p);
     }
     let mut buf = Vec::with_capacity(512);

@@ -51,7 +51,7 @@ impl Suite {
         let table: toml::Table =
             toml::from_str(&text).map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
         match table.get("kind").map(|k| k.as_str()) {
-            None => ServerSuite::parse(&text)
+            None => ServerSuite::parse_in(&text, &base_dir(spec))
                 .map(Suite::Servers)
                 .map_err(|e| anyhow::anyhow!("{origin}: {e:#}")),
             Some(Some("programs")) => ProgramSuite::parse(&text, &origin).map(Suite::Programs),
@@ -67,6 +67,55 @@ impl Suite {
             Suite::Servers(s) => &s.name,
             Suite::Programs(p) => &p.name,
         }
+    }
+}
+
+/// A suite's text as a starting point for one's own: a built-in suite or a file as written, and
+/// for a server suite, after it, the definitions of the workloads it names from wasmlab's, so
+/// every workload it measures or checks is there to read and edit.
+pub fn show(spec: &str) -> anyhow::Result<String> {
+    let (text, origin) = text(spec)?;
+    let mut out = text.trim_end().to_owned();
+    if let Suite::Servers(suite) = Suite::read(spec)? {
+        let own: toml::Table = toml::from_str(&text)?;
+        let own_names: Vec<&str> = own
+            .get("workload")
+            .and_then(|w| w.as_array())
+            .into_iter()
+            .flatten()
+            .filter_map(|w| w.get("name")?.as_str())
+            .collect();
+        let from_library = crate::workload::Definitions {
+            workloads: suite
+                .definitions
+                .iter()
+                .filter(|w| !own_names.contains(&w.name.as_str()))
+                .cloned()
+                .collect(),
+        };
+        if !from_library.workloads.is_empty() {
+            let names: Vec<&str> = from_library
+                .workloads
+                .iter()
+                .map(|w| w.name.as_str())
+                .collect();
+            out.push_str(&format!(
+                "\n\n# The workloads {origin} names from wasmlab's (suites/workloads.toml): {}.\n\
+                 # Edit them, or add your own the same way (docs/workloads.md has every field).\n\n",
+                names.join(", ")
+            ));
+            out.push_str(toml::to_string(&from_library)?.trim_end());
+        }
+    }
+    Ok(out)
+}
+
+/// The directory a suite's relative paths start from: a suite file's own, else the current one.
+fn base_dir(spec: &str) -> std::path::PathBuf {
+    let path = Path::new(spec);
+    match path.parent() {
+        Some(dir) if path.is_file() && !dir.as_os_str().is_empty() => dir.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
     }
 }
 

@@ -1,9 +1,12 @@
 //! A server suite: which server variants, workloads and concurrency levels a run measures, and
 //! for how long.
 
+use std::path::Path;
+
 use serde::{Deserialize, Serialize};
 
 use crate::variant::Catalog;
+use crate::workload::{self, Workload};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -12,7 +15,13 @@ pub struct ServerSuite {
     #[serde(default)]
     pub description: String,
     pub variants: Vec<String>,
+    /// The workloads measured, by name: the suite's own `[[workload]]` definitions, else
+    /// wasmlab's (`suites/workloads.toml`). The first is the one a cold start waits for.
     pub workloads: Vec<String>,
+    /// Workloads checked on every launch but not measured (wasmlab's suites check that unknown
+    /// routes answer 404 and wrong methods 405).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub verify_only: Vec<String>,
     pub connections: Vec<usize>,
     pub duration_secs: f64,
     #[serde(default)]
@@ -23,8 +32,10 @@ pub struct ServerSuite {
     /// (see `cpus.rs`); off, both share every CPU.
     #[serde(default = "default_cpu_partition")]
     pub cpu_partition: bool,
-    #[serde(default = "default_echo_body_bytes")]
-    pub echo_body_bytes: usize,
+    /// Gone (the echo workload's `body_size` says it now); read from the run.json of runs made
+    /// before, refused in a suite file.
+    #[serde(default, skip_serializing)]
+    pub echo_body_bytes: Option<usize>,
     #[serde(default = "default_timeout_secs")]
     pub timeout_secs: f64,
     #[serde(default = "default_start_timeout_secs")]
@@ -47,6 +58,10 @@ pub struct ServerSuite {
     /// Variants defined in the suite itself (`[[variant]]` tables, the variant file's shape).
     #[serde(default, rename = "variant", skip_serializing_if = "Vec::is_empty")]
     pub inline_variants: Vec<crate::variant::VariantSpec>,
+    /// The workloads' definitions (`[[workload]]` tables): the suite's own, and once read, those
+    /// it names from wasmlab's, so a run's record says what each workload sent and checked.
+    #[serde(default, rename = "workload", skip_serializing_if = "Vec::is_empty")]
+    pub definitions: Vec<Workload>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -90,9 +105,6 @@ fn default_load_threads() -> usize {
 fn default_cpu_partition() -> bool {
     true
 }
-fn default_echo_body_bytes() -> usize {
-    1024
-}
 fn default_timeout_secs() -> f64 {
     10.0
 }
@@ -104,11 +116,76 @@ fn default_repetitions() -> u32 {
 }
 
 impl ServerSuite {
-    /// Parses and checks a server suite's TOML text.
+    /// Parses and checks a server suite's TOML text; body files are relative to the current
+    /// directory.
     pub fn parse(text: &str) -> anyhow::Result<Self> {
-        let suite: ServerSuite = toml::from_str(text)?;
+        Self::parse_in(text, Path::new("."))
+    }
+
+    /// Parses and checks a server suite's TOML text, its workloads' body files relative to `dir`.
+    /// The workloads it names from wasmlab's are added to its definitions.
+    pub fn parse_in(text: &str, dir: &Path) -> anyhow::Result<Self> {
+        check_each_workload_table(text)?;
+        let mut suite: ServerSuite = toml::from_str(text)?;
+        anyhow::ensure!(
+            suite.echo_body_bytes.is_none(),
+            "`echo_body_bytes` is gone: the echo workload's request says its body's size \
+             (`body_size`; `wasmlab show-suite quick` shows it)"
+        );
+        for w in &mut suite.definitions {
+            w.resolve_paths(dir);
+        }
+        suite.add_named_definitions()?;
         suite.validate()?;
         Ok(suite)
+    }
+
+    /// Every workload the suite names, measured or only verified, each once.
+    pub fn named_workloads(&self) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
+        for w in self
+            .workloads
+            .iter()
+            .chain(&self.verify_only)
+            .chain(&self.warm_workloads())
+            .chain(&self.open_loop_workloads())
+        {
+            if !names.contains(w) {
+                names.push(w.clone());
+            }
+        }
+        names
+    }
+
+    /// Adds wasmlab's definition of each named workload the suite does not define itself.
+    fn add_named_definitions(&mut self) -> anyhow::Result<()> {
+        for name in self.named_workloads() {
+            if self.workload(&name).is_some() {
+                continue;
+            }
+            let w = workload::library()
+                .iter()
+                .find(|w| w.name == name)
+                .ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "unknown workload {name:?}: define it in a [[workload]] table or name one of wasmlab's: {}",
+                        workload::library_names()
+                    )
+                })?;
+            self.definitions.push(w.clone());
+        }
+        Ok(())
+    }
+
+    /// A workload's definition.
+    pub fn workload(&self, name: &str) -> Option<&Workload> {
+        self.definitions.iter().find(|w| w.name == name)
+    }
+
+    /// The first measured workload: a launch is ready, and a cold start over, when it answers
+    /// this workload's first request with its expected status.
+    pub fn first_workload(&self) -> Option<&Workload> {
+        self.workloads.first().and_then(|w| self.workload(w))
     }
 
     /// The variants launched for cold starts.
@@ -163,20 +240,19 @@ impl ServerSuite {
     pub fn validate(&self) -> anyhow::Result<()> {
         anyhow::ensure!(!self.variants.is_empty(), "`variants` is empty");
         anyhow::ensure!(!self.workloads.is_empty(), "`workloads` is empty");
-        for w in self
-            .workloads
-            .iter()
-            .chain(&self.warm_workloads())
-            .chain(&self.open_loop_workloads())
-        {
+        for (i, w) in self.definitions.iter().enumerate() {
             anyhow::ensure!(
-                wasmlab_handlers::ROUTES.iter().any(|r| r.workload == w),
-                "unknown workload {w:?}: known workloads are {}",
-                wasmlab_handlers::ROUTES
-                    .iter()
-                    .map(|r| r.workload)
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                !self.definitions[..i].iter().any(|d| d.name == w.name),
+                "workload {:?} is defined twice",
+                w.name
+            );
+            w.validate()?;
+        }
+        for w in self.named_workloads() {
+            anyhow::ensure!(
+                self.workload(&w).is_some(),
+                "unknown workload {w:?}: define it in a [[workload]] table or name one of wasmlab's: {}",
+                workload::library_names()
             );
         }
         anyhow::ensure!(!self.connections.is_empty(), "`connections` is empty");
@@ -229,6 +305,27 @@ impl ServerSuite {
     }
 }
 
+/// Reads each `[[workload]]` table on its own first, so a bad one is named in the error (the
+/// whole suite's parse would give only a line number).
+fn check_each_workload_table(text: &str) -> anyhow::Result<()> {
+    let table: toml::Table = toml::from_str(text)?;
+    let Some(defs) = table.get("workload") else {
+        return Ok(());
+    };
+    let defs = defs
+        .as_array()
+        .ok_or_else(|| anyhow::anyhow!("`workload` must be [[workload]] tables"))?;
+    for (i, def) in defs.iter().enumerate() {
+        let name = def
+            .get("name")
+            .and_then(|n| n.as_str())
+            .map_or_else(|| format!("number {}", i + 1), |n| format!("{n:?}"));
+        Workload::deserialize(def.clone())
+            .map_err(|e| anyhow::anyhow!("[[workload]] {name}: {}", e.message()))?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -249,6 +346,20 @@ duration_secs = 1.0
         };
         assert!(err(base.replace("\"native\"", "\"nope\"")).contains("unknown variant \"nope\""));
         assert!(err(base.replace("\"hello\"", "\"hi\"")).contains("unknown workload \"hi\""));
+        assert!(err(format!("{base}echo_body_bytes = 64\n")).contains("body_size"));
+        assert!(
+            err(format!(
+                "{base}[[workload]]\nname = \"x\"\nrequest = {{ path = \"/\" }}\n[[workload]]\nname = \"x\"\nrequest = {{ path = \"/\" }}\n"
+            ))
+            .contains("\"x\" is defined twice")
+        );
+        let unknown_field = err(format!(
+            "{base}[[workload]]\nname = \"mine\"\nrequest = {{ path = \"/\" }}\nexpect = {{ stauts = 200 }}\n"
+        ));
+        assert!(
+            unknown_field.contains("[[workload]] \"mine\"") && unknown_field.contains("stauts"),
+            "{unknown_field}"
+        );
         assert!(err(base.replace("[1]", "[0]")).contains("connections"));
         assert!(err(base.replace("1.0", "-1.0")).contains("duration_secs"));
         assert!(err(format!("{base}colour = 1\n")).contains("colour"));

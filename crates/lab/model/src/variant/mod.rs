@@ -192,16 +192,18 @@ pub struct Program {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Start {
-    /// Program and arguments (templates). Timed from exec to the first complete 200.
+    /// Program and arguments (templates). Timed from exec to the first complete answer to the
+    /// suite's first workload (or `ready_path`).
     pub command: Vec<String>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
     /// How the lab learns the server's address.
     #[serde(default)]
     pub address: Address,
-    /// The path that must answer 200 for the server to be ready.
-    #[serde(default = "default_ready_path")]
-    pub ready_path: String,
+    /// A path that must answer 200 for the server to be ready, in place of the suite's first
+    /// workload answering its first request with its expected status (the default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_path: Option<String>,
     /// Run to stop the server (e.g. remove a container) before it is sent SIGTERM.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop: Option<Vec<String>>,
@@ -209,10 +211,6 @@ pub struct Start {
     /// its main process, which are not descendants of `podman run`), sampled with its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub processes: Option<Vec<String>>,
-}
-
-fn default_ready_path() -> String {
-    "/".into()
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -302,10 +300,12 @@ impl VariantSpec {
                 if let Some(p) = &start.processes {
                     templates.check("[start] processes", p)?;
                 }
-                anyhow::ensure!(
-                    start.ready_path.starts_with('/'),
-                    "[start] ready_path must start with '/'"
-                );
+                if let Some(path) = &start.ready_path {
+                    anyhow::ensure!(
+                        path.starts_with('/') && path.parse::<http::uri::PathAndQuery>().is_ok(),
+                        "[start] ready_path {path:?} is not a path starting with '/'"
+                    );
+                }
             }
             (None, Some(program)) => {
                 templates.check("[program] command", &program.command)?;
@@ -443,7 +443,7 @@ address = "port"
         assert_eq!(spec.family, "yours");
         let start = spec.start.as_ref().unwrap();
         assert_eq!(start.address, Address::Port);
-        assert_eq!(start.ready_path, "/");
+        assert_eq!(start.ready_path, None);
         for (edit, why) in [
             (GOOD.replace("my-server", "My Server"), "lowercase"),
             (

@@ -3,6 +3,7 @@
 
 use serde::Serialize;
 use wasmlab_analysis::ServerAnalysis;
+use wasmlab_model::suite::ServerSuite;
 
 use crate::format::grouped;
 use crate::html::{Cell, Table};
@@ -20,6 +21,9 @@ pub(super) struct Environment {
     /// (tool, version: None when unknown).
     tools: Vec<(&'static str, Option<String>)>,
     suite: SuiteParameters,
+    /// What each workload sent and what its answers were checked for (None for runs recorded
+    /// before workloads were data).
+    workloads: Option<Table>,
     orders: Option<Table>,
     seed: u64,
 }
@@ -35,7 +39,8 @@ struct SuiteParameters {
     repetitions: u32,
     timeout_secs: String,
     start_timeout_secs: String,
-    echo_body_bytes: usize,
+    /// Runs recorded before workloads were data: the echo workload's body size.
+    echo_body_bytes: Option<usize>,
     cold_start: Option<ColdStartParameters>,
     warm: Option<WarmParameters>,
     open_loop: Option<OpenLoopParameters>,
@@ -61,6 +66,41 @@ struct OpenLoopParameters {
     duration_secs: String,
     connections: usize,
     workloads: Vec<String>,
+}
+
+/// One row per workload the suite named: its name, whether it was measured, its request(s) and
+/// its check(s).
+fn workloads(s: &ServerSuite) -> Option<Table> {
+    let rows: Vec<Vec<Cell>> = s
+        .named_workloads()
+        .iter()
+        .filter_map(|name| s.workload(name))
+        .map(|w| {
+            let role = match s.workloads.contains(&w.name) {
+                true => "measured",
+                false => "verified only",
+            };
+            let requests: Vec<String> = w.each_request().map(|r| r.describe()).collect();
+            let mut checks: Vec<String> = Vec::new();
+            for r in w.each_request() {
+                let c = w.expect_for(r).describe();
+                if !checks.contains(&c) {
+                    checks.push(c);
+                }
+            }
+            let about = match w.about.is_empty() {
+                true => String::new(),
+                false => format!(": {}", w.about),
+            };
+            vec![
+                w.name.clone().into(),
+                role.into(),
+                format!("{}{about}", requests.join(", then ")).into(),
+                checks.join("; ").into(),
+            ]
+        })
+        .collect();
+    Table::some(&["Workload", "", "Request", "Answer checked for"], 4, rows)
 }
 
 pub(super) fn environment(a: &ServerAnalysis) -> Environment {
@@ -120,6 +160,7 @@ pub(super) fn environment(a: &ServerAnalysis) -> Environment {
                 workloads: s.open_loop_workloads(),
             }),
         },
+        workloads: workloads(s),
         orders: (!rows.is_empty()).then(|| Table::new(&["Repetition", "Order"], 2, rows)),
         seed: a.info.header.seed,
     }
