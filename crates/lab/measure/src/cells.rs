@@ -12,7 +12,7 @@ use wasmlab_model::suite::ServerSuite;
 use wasmlab_record::{Recorder, Servers};
 
 use crate::launch::Running;
-use crate::requests::{self, SentRequest};
+use crate::requests::{self, SentRequest, Workloads};
 use crate::resources::Sampler;
 
 /// The variant's process died while being measured.
@@ -51,16 +51,17 @@ pub struct Subject<'a> {
 pub fn measure_variant(
     lab: &mut Recorder<Servers>,
     suite: &ServerSuite,
+    workloads: &Workloads,
     sub: &mut Subject<'_>,
 ) -> anyhow::Result<()> {
     let mut best_rps: Vec<(String, f64)> = Vec::new();
     for workload in &suite.workloads {
-        let requests = workload_requests(suite, workload)?;
+        let requests = workloads.requests(workload)?;
         for &conns in &suite.connections {
             let cell = Cell {
                 kind: Kind::Throughput,
                 workload,
-                requests: &requests,
+                requests,
                 connections: conns,
                 duration: suite.duration_secs,
                 warmup: suite.warmup_secs,
@@ -78,11 +79,11 @@ pub fn measure_variant(
     }
     if let Some(warm) = &suite.warm {
         for workload in suite.warm_workloads() {
-            let requests = workload_requests(suite, &workload)?;
+            let requests = workloads.requests(&workload)?;
             let cell = Cell {
                 kind: Kind::Warm,
                 workload: &workload,
-                requests: &requests,
+                requests,
                 connections: 1,
                 duration: warm.duration_secs,
                 warmup: warm.warmup_secs,
@@ -96,7 +97,7 @@ pub fn measure_variant(
     }
     if let Some(open) = &suite.open_loop {
         for workload in suite.open_loop_workloads() {
-            let requests = workload_requests(suite, &workload)?;
+            let requests = workloads.requests(&workload)?;
             let Some(max) = best_rps
                 .iter()
                 .find(|(w, _)| *w == workload)
@@ -113,7 +114,7 @@ pub fn measure_variant(
                 let cell = Cell {
                     kind: Kind::OpenLoop,
                     workload: &workload,
-                    requests: &requests,
+                    requests,
                     connections: open.connections,
                     duration: open.duration_secs,
                     warmup: 0.0,
@@ -127,14 +128,6 @@ pub fn measure_variant(
         }
     }
     Ok(())
-}
-
-/// The requests of a workload the suite names.
-fn workload_requests(suite: &ServerSuite, name: &str) -> anyhow::Result<Vec<SentRequest>> {
-    let w = suite
-        .workload(name)
-        .ok_or_else(|| anyhow::anyhow!("workload {name:?} is not defined"))?;
-    SentRequest::all_of(w)
 }
 
 /// Warms up, measures one cell and records it. None when cancelled (nothing recorded).

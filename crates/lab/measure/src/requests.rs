@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 
 use bytes::Bytes;
 use wasmlab_load::{LoadConfig, RequestParts};
+use wasmlab_model::suite::ServerSuite;
 use wasmlab_model::workload::{Expect, Workload};
 
 /// One request of a workload, ready to send.
@@ -93,6 +94,36 @@ impl SentRequest {
             body: self.body.clone(),
             expect_status: Some(self.expect.status),
         })
+    }
+}
+
+/// Every workload a suite names, its requests ready to send: body files are read once per run.
+pub struct Workloads {
+    named: Vec<(String, Vec<SentRequest>)>,
+}
+
+impl Workloads {
+    pub fn of(suite: &ServerSuite) -> anyhow::Result<Self> {
+        let named = suite
+            .named_workloads()
+            .into_iter()
+            .map(|name| {
+                let w = suite
+                    .workload(&name)
+                    .ok_or_else(|| anyhow::anyhow!("workload {name:?} is not defined"))?;
+                Ok((name, SentRequest::all_of(w)?))
+            })
+            .collect::<anyhow::Result<_>>()?;
+        Ok(Self { named })
+    }
+
+    /// The requests of a workload the suite names.
+    pub fn requests(&self, name: &str) -> anyhow::Result<&[SentRequest]> {
+        self.named
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, r)| r.as_slice())
+            .ok_or_else(|| anyhow::anyhow!("workload {name:?} is not defined"))
     }
 }
 

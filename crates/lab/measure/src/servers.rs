@@ -18,7 +18,7 @@ use wasmlab_record::{Recorder, ResultsDir, Servers};
 use crate::cells;
 use crate::launch::prepare;
 use crate::launch::{LaunchContext, Launchable, RunValues, Running};
-use crate::requests::SentRequest;
+use crate::requests::{SentRequest, Workloads};
 use crate::resources;
 use crate::verify;
 
@@ -29,7 +29,9 @@ pub(crate) fn run(
     results: &Path,
     cancel: Arc<AtomicBool>,
 ) -> anyhow::Result<(ResultsDir, Run)> {
-    let ready = first_request(suite)?;
+    // Body files are read here, once: one that went missing stops the run before it starts.
+    let workloads = Workloads::of(suite)?;
+    let ready = first_request(suite, &workloads)?;
     let rec = start_recording(plan, suite, results, cancel)?;
     let mut run = ServerRun {
         plan,
@@ -38,6 +40,7 @@ pub(crate) fn run(
         client: verify::Client::new()?,
         start_timeout: Duration::from_secs_f64(suite.start_timeout_secs),
         ready: &ready,
+        workloads: &workloads,
     };
     // The upstream echo server for /proxy, then every variant's preparation.
     let upstream = run.start_upstream()?;
@@ -66,11 +69,16 @@ pub(crate) fn run(
 
 /// The suite's first workload's first request: a launch is ready, and a cold start over, when it
 /// is answered with its expected status.
-fn first_request(suite: &ServerSuite) -> anyhow::Result<SentRequest> {
-    let w = suite
-        .first_workload()
+fn first_request(suite: &ServerSuite, workloads: &Workloads) -> anyhow::Result<SentRequest> {
+    let first = suite
+        .workloads
+        .first()
         .ok_or_else(|| anyhow::anyhow!("suite {} measures no workload", suite.name))?;
-    Ok(SentRequest::all_of(w)?.remove(0))
+    workloads
+        .requests(first)?
+        .first()
+        .cloned()
+        .ok_or_else(|| anyhow::anyhow!("workload {first:?} has no request"))
 }
 
 /// The results directory and run.json, every variant's outcome so far (those that cannot run
@@ -142,6 +150,8 @@ struct ServerRun<'a> {
     start_timeout: Duration,
     /// What a launch waits for: the first workload's first request.
     ready: &'a SentRequest,
+    /// Every workload's requests.
+    workloads: &'a Workloads,
 }
 
 impl<'a> ServerRun<'a> {
@@ -237,7 +247,7 @@ impl<'a> ServerRun<'a> {
         self.rec
             .progress
             .set_message(format!("{}: verifying", v.name()));
-        let checks = verify::verify(&self.client, running.addr, self.suite);
+        let checks = verify::verify(&self.client, running.addr, self.suite, self.workloads);
         let failed: Vec<String> = checks
             .iter()
             .filter(|c| !c.ok)
@@ -352,14 +362,15 @@ impl<'a> ServerRun<'a> {
             running: &mut running,
             log: &ctx.log_path,
         };
-        let measured = match cells::measure_variant(&mut self.rec, self.suite, &mut subject) {
-            Ok(()) => true,
-            Err(e) if e.is::<cells::VariantDied>() => {
-                self.rec.fail(v.name(), format!("{e:#}"))?;
-                false
-            }
-            Err(e) => return Err(e),
-        };
+        let measured =
+            match cells::measure_variant(&mut self.rec, self.suite, self.workloads, &mut subject) {
+                Ok(()) => true,
+                Err(e) if e.is::<cells::VariantDied>() => {
+                    self.rec.fail(v.name(), format!("{e:#}"))?;
+                    false
+                }
+                Err(e) => return Err(e),
+            };
         running.stop();
         self.rec.save_info()?;
         Ok(measured)

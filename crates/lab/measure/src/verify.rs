@@ -13,7 +13,7 @@ use wasmlab_model::run::Check;
 use wasmlab_model::suite::ServerSuite;
 use wasmlab_model::workload::{self, Answer};
 
-use crate::requests::SentRequest;
+use crate::requests::{SentRequest, Workloads};
 
 /// A small blocking HTTP client for readiness and verification (one connection per request).
 pub struct Client {
@@ -74,7 +74,12 @@ impl Client {
 
 /// Checks every workload the suite names, measured or only verified, each request of each, as
 /// its definition says. Returns every check; the variant passes when all are ok.
-pub fn verify(client: &Client, addr: SocketAddr, suite: &ServerSuite) -> Vec<Check> {
+pub fn verify(
+    client: &Client,
+    addr: SocketAddr,
+    suite: &ServerSuite,
+    workloads: &Workloads,
+) -> Vec<Check> {
     let mut checks = Vec::new();
     let mut names: Vec<&String> = Vec::new();
     for name in suite.workloads.iter().chain(&suite.verify_only) {
@@ -83,19 +88,15 @@ pub fn verify(client: &Client, addr: SocketAddr, suite: &ServerSuite) -> Vec<Che
         }
     }
     for name in names {
-        let requests = match suite.workload(name).map(SentRequest::all_of) {
-            Some(Ok(r)) => r,
-            Some(Err(e)) => {
+        let requests = match workloads.requests(name) {
+            Ok(r) => r,
+            Err(e) => {
                 checks.push(failed(name.clone(), format!("{e:#}")));
-                continue;
-            }
-            None => {
-                checks.push(failed(name.clone(), "not defined".into()));
                 continue;
             }
         };
         let several = requests.len() > 1;
-        for r in &requests {
+        for r in requests {
             let what = match several {
                 true => format!("{name} ({})", r.describe()),
                 false => name.clone(),

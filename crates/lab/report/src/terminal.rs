@@ -141,7 +141,10 @@ fn cold_start(out: &mut String, a: &ServerAnalysis, wide: bool) {
         ];
         t.add_row(pick(&all, &keep));
     }
-    *out += &format!("cold start (exec to first complete 200)\n{t}\n");
+    *out += &format!(
+        "cold start (exec to the first complete {})\n{t}\n",
+        a.info.suite.cold_start_answer()
+    );
 }
 
 fn warm(out: &mut String, a: &ServerAnalysis, wide: bool) {

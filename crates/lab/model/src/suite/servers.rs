@@ -177,6 +177,23 @@ impl ServerSuite {
         Ok(())
     }
 
+    /// What ends a cold start, in words: `200 answer to GET /`.
+    pub fn cold_start_answer(&self) -> String {
+        match self.first_workload() {
+            Some(w) => {
+                let r = w.first_request();
+                format!(
+                    "{} answer to {} {}",
+                    w.expect_for(r).status,
+                    r.method,
+                    r.path
+                )
+            }
+            // A run recorded before workloads were data: it always waited for this.
+            None => "200 answer to GET /".into(),
+        }
+    }
+
     /// A workload's definition.
     pub fn workload(&self, name: &str) -> Option<&Workload> {
         self.definitions.iter().find(|w| w.name == name)

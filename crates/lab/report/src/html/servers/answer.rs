@@ -158,7 +158,8 @@ fn cold_start(a: &ServerAnalysis) -> Option<String> {
         format!("; {}", listed.join(", "))
     };
     Some(format!(
-        "From exec to the first 200 (median of {} launches): {BASELINE} {} ms{tail}.",
+        "From exec to the first {} (median of {} launches): {BASELINE} {} ms{tail}.",
+        a.info.suite.cold_start_answer(),
         native.n,
         fmt_ms(native.first_200.p50)
     ))

@@ -161,6 +161,8 @@ pub(super) fn latency(a: &ServerAnalysis) -> Option<Latency> {
 
 #[derive(Serialize)]
 pub(super) struct ColdStart {
+    /// The answer a launch waits for: `200 answer to GET /`.
+    until: String,
     figure: Figure,
     table: Table,
 }
@@ -189,6 +191,7 @@ pub(super) fn cold_start(a: &ServerAnalysis) -> Option<ColdStart> {
         })
         .collect();
     Some(ColdStart {
+        until: a.info.suite.cold_start_answer(),
         figure: Figure::new(
             "Cold start: distribution of spawn → first 200 (ECDF)".into(),
             &plots::cold_start(a),

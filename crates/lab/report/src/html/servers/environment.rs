@@ -68,8 +68,8 @@ struct OpenLoopParameters {
     workloads: Vec<String>,
 }
 
-/// One row per workload the suite named: its name, whether it was measured, its request(s) and
-/// its check(s).
+/// One row per workload the suite named: its name, whether it was measured, what it is, its
+/// request(s) and its check(s).
 fn workloads(s: &ServerSuite) -> Option<Table> {
     let rows: Vec<Vec<Cell>> = s
         .named_workloads()
@@ -88,19 +88,26 @@ fn workloads(s: &ServerSuite) -> Option<Table> {
                     checks.push(c);
                 }
             }
-            let about = match w.about.is_empty() {
-                true => String::new(),
-                false => format!(": {}", w.about),
-            };
             vec![
                 w.name.clone().into(),
                 role.into(),
-                format!("{}{about}", requests.join(", then ")).into(),
+                w.about.clone().into(),
+                requests.join(", then ").into(),
                 checks.join("; ").into(),
             ]
         })
         .collect();
-    Table::some(&["Workload", "", "Request", "Answer checked for"], 4, rows)
+    Table::some(
+        &[
+            "Workload",
+            "",
+            "What it asks",
+            "Request",
+            "Answer checked for",
+        ],
+        5,
+        rows,
+    )
 }
 
 pub(super) fn environment(a: &ServerAnalysis) -> Environment {
