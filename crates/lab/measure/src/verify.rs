@@ -72,8 +72,8 @@ impl Client {
     }
 }
 
-/// Checks every workload the suite names, measured or only verified, each request of each, as
-/// its definition says. Returns every check; the variant passes when all are ok.
+/// Checks every workload the suite names (measured in any way, or only verified), each request
+/// of each, as its definition says. Returns every check; the variant passes when all are ok.
 pub fn verify(
     client: &Client,
     addr: SocketAddr,
@@ -81,17 +81,11 @@ pub fn verify(
     workloads: &Workloads,
 ) -> Vec<Check> {
     let mut checks = Vec::new();
-    let mut names: Vec<&String> = Vec::new();
-    for name in suite.workloads.iter().chain(&suite.verify_only) {
-        if !names.contains(&name) {
-            names.push(name);
-        }
-    }
-    for name in names {
-        let requests = match workloads.requests(name) {
+    for name in suite.named_workloads() {
+        let requests = match workloads.requests(&name) {
             Ok(r) => r,
             Err(e) => {
-                checks.push(failed(name.clone(), format!("{e:#}")));
+                checks.push(failed(name, format!("{e:#}")));
                 continue;
             }
         };
