@@ -17,6 +17,7 @@ mod connection;
 mod http1;
 mod pacing;
 mod report;
+mod threshold;
 mod timing;
 mod worker;
 
@@ -25,6 +26,7 @@ pub use report::{
     ErrorCounts, LatencyMs, LoadReport, OpenLoop, histogram_buckets, histogram_from_buckets,
     new_histogram,
 };
+pub use threshold::{Crossed, Threshold};
 pub use timing::Phases;
 
 use std::sync::Arc;

@@ -97,7 +97,7 @@ pub struct LoadReport {
     pub threads: usize,
     /// Complete responses received, whatever their status.
     pub responses: u64,
-    /// Responses with a 2xx status.
+    /// Responses with the expected status (any 2xx unless the configuration names one).
     pub ok: u64,
     pub errors: ErrorCounts,
     /// From the first send to the last response.

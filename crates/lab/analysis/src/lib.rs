@@ -9,6 +9,7 @@ pub mod programs;
 pub mod servers;
 pub mod stats;
 pub mod study;
+pub mod thresholds;
 
 use wasmlab_model::run::Run;
 use wasmlab_model::study::Study;

@@ -4,7 +4,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use hyper::header::{HeaderName, HeaderValue};
-use wasmlab_load::{LoadConfig, LoadReport, parse_duration};
+use wasmlab_load::{LoadConfig, LoadReport, Threshold, parse_duration};
+use wasmlab_model::run::Ending;
 
 use crate::stdout::show;
 
@@ -47,6 +48,11 @@ pub struct LoadArgs {
     /// Extra header, `Name: value` (repeatable).
     #[arg(short = 'H', long = "header")]
     pub headers: Vec<String>,
+    /// Fail (exit 99, after the report) when this holds: METRIC OP VALUE, e.g. 'errors>1%',
+    /// 'errors>0', 'p99>50ms', 'rps<1000' (repeatable). Metrics: errors (a count, or a % of the
+    /// requests sent), rps, mean, p50, p90, p99, p99.9, max (ms, or with us/ms/s).
+    #[arg(long = "fail-if", value_name = "CONDITION")]
+    pub fail_if: Vec<Threshold>,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
@@ -85,7 +91,36 @@ pub fn load(args: LoadArgs) -> anyhow::Result<()> {
     } else {
         print_report(&report);
     }
-    Ok(())
+    judge(&report, &args.fail_if)
+}
+
+/// A run with no successful answer fails (exit 1), whatever was asked; then each `--fail-if`
+/// that held is named with its measured value (exit 99).
+fn judge(report: &LoadReport, fail_if: &[Threshold]) -> anyhow::Result<()> {
+    if report.ok == 0 {
+        let why = report
+            .first_error
+            .as_deref()
+            .unwrap_or("no request was sent");
+        return Err(Ending {
+            exit_code: 1,
+            message: format!("no request succeeded ({why})"),
+        }
+        .into());
+    }
+    let crossed: Vec<String> = fail_if
+        .iter()
+        .filter_map(|t| t.check(report))
+        .map(|c| c.to_string())
+        .collect();
+    if crossed.is_empty() {
+        return Ok(());
+    }
+    Err(Ending {
+        exit_code: crate::run::THRESHOLD_EXIT,
+        message: format!("threshold crossed: {}", crossed.join("; ")),
+    }
+    .into())
 }
 
 /// The report as a reader of wrk or oha expects it.

@@ -8,7 +8,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use wasmlab_load::parse_duration;
+use wasmlab_model::run::{Ending, Run};
 use wasmlab_plan::RunRequest;
+
+/// The exit status of a run or load that crossed a threshold (k6's).
+pub const THRESHOLD_EXIT: u8 = 99;
 
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
@@ -90,8 +94,38 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     let written = crate::results::report_files(&dir, &run, args.wide);
     crate::stdout::show(format!("results: {}", dir.path.display()));
     written?;
-    match run.ending(&dir.path) {
-        Some(ending) => Err(ending.into()),
-        None => Ok(()),
+    let crossed = crossed_thresholds(&run);
+    // A failed or interrupted run says so first: its thresholds judged an incomplete run.
+    match (run.ending(&dir.path), crossed) {
+        (Some(ending), _) => Err(ending.into()),
+        (None, Some(ending)) => Err(ending.into()),
+        (None, None) => Ok(()),
     }
+}
+
+/// The suite's thresholds that held, printed one per line; the ending they make (exit 99, as
+/// k6's), or None when none held.
+fn crossed_thresholds(run: &Run) -> Option<Ending> {
+    let Run::Servers { info, samples } = run else {
+        return None;
+    };
+    if info.suite.thresholds.is_empty() {
+        return None;
+    }
+    let crossed = wasmlab_analysis::thresholds::crossed(&info.suite, samples);
+    if crossed.is_empty() {
+        let n: usize = info.suite.thresholds.iter().map(|t| t.fail_if.len()).sum();
+        crate::stdout::show(format!("thresholds: none of {n} crossed"));
+        return None;
+    }
+    let lines: Vec<String> = crossed.iter().map(|c| format!("  {c}")).collect();
+    eprintln!("thresholds crossed:\n{}", lines.join("\n"));
+    Some(Ending {
+        exit_code: THRESHOLD_EXIT,
+        message: format!(
+            "{} threshold crossing(s), first: {}",
+            crossed.len(),
+            crossed[0]
+        ),
+    })
 }

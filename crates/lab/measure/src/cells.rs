@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use wasmlab_load::LoadReport;
 
-use wasmlab_model::sample::{Kind, Sample};
+use wasmlab_model::sample::{Kind, Sample, cell_label};
 use wasmlab_model::suite::ServerSuite;
 use wasmlab_record::{Recorder, Servers};
 
@@ -141,11 +141,7 @@ fn measure_cell(
     if lab.cancelled() {
         return Ok(None);
     }
-    let what = match (cell.kind, cell.load_fraction) {
-        (Kind::OpenLoop, Some(f)) => format!("open loop {:.0}%", f * 100.0),
-        (Kind::Warm, _) => "warm".into(),
-        _ => format!("c={}", cell.connections),
-    };
+    let what = cell_label(cell.kind, cell.connections, cell.load_fraction);
     lab.progress.set_message(format!(
         "{} {} {what} (run {}/{})",
         name,

@@ -22,6 +22,15 @@ pub enum Kind {
     OpenLoop,
 }
 
+/// A load cell as the terminal names it: `c=50`, `warm`, `open loop 90%`.
+pub fn cell_label(kind: Kind, connections: usize, load_fraction: Option<f64>) -> String {
+    match (kind, load_fraction) {
+        (Kind::OpenLoop, Some(f)) => format!("open loop {:.0}%", f * 100.0),
+        (Kind::Warm, _) => "warm".into(),
+        _ => format!("c={connections}"),
+    }
+}
+
 /// Start-up timings of one launch, each from the spawn of the process.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct StartTimes {

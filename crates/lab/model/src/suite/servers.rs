@@ -5,6 +5,9 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use wasmlab_load::Threshold;
+
+use crate::sample::Kind;
 use crate::variant::Catalog;
 use crate::workload::{self, Workload};
 
@@ -62,6 +65,36 @@ pub struct ServerSuite {
     /// it names from wasmlab's, so a run's record says what each workload sent and checked.
     #[serde(default, rename = "workload", skip_serializing_if = "Vec::is_empty")]
     pub definitions: Vec<Workload>,
+    /// Conditions that fail the run (exit 99) when a measured cell meets them (`[[threshold]]`).
+    #[serde(default, rename = "threshold", skip_serializing_if = "Vec::is_empty")]
+    pub thresholds: Vec<ThresholdRule>,
+}
+
+/// A `[[threshold]]` table: conditions checked against every load cell of the variants and
+/// workloads it names (default: all), each run of each.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ThresholdRule {
+    /// Each fails the run when it holds: `errors>1%`, `p99>50ms`, `rps<1000`.
+    pub fail_if: Vec<Threshold>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub variants: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub workloads: Vec<String>,
+    /// Which kinds of load cell: `throughput`, `warm`, `open_loop` (default: all three).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cells: Vec<Kind>,
+}
+
+impl ThresholdRule {
+    /// Whether the rule applies to a cell of this kind, variant and workload.
+    pub fn covers(&self, kind: Kind, variant: &str, workload: &str) -> bool {
+        let named = |list: &[String], x: &str| list.is_empty() || list.iter().any(|n| n == x);
+        kind != Kind::ColdStart
+            && (self.cells.is_empty() || self.cells.contains(&kind))
+            && named(&self.variants, variant)
+            && named(&self.workloads, workload)
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -137,7 +170,35 @@ impl ServerSuite {
         }
         suite.add_named_definitions()?;
         suite.validate()?;
+        suite.check_thresholds()?;
         Ok(suite)
+    }
+
+    /// Checks the `[[threshold]]` tables against the suite as written (a `--variant` on the command
+    /// line may measure fewer variants later; a rule naming another then simply never applies).
+    fn check_thresholds(&self) -> anyhow::Result<()> {
+        for (i, rule) in self.thresholds.iter().enumerate() {
+            let at = format!("[[threshold]] number {}", i + 1);
+            anyhow::ensure!(!rule.fail_if.is_empty(), "{at}: `fail_if` is empty");
+            for v in &rule.variants {
+                anyhow::ensure!(
+                    self.variants.contains(v),
+                    "{at}: variant {v:?} is not one the suite measures ({})",
+                    self.variants.join(", ")
+                );
+            }
+            for w in &rule.workloads {
+                anyhow::ensure!(
+                    self.named_workloads().contains(w),
+                    "{at}: workload {w:?} is not one the suite measures"
+                );
+            }
+            anyhow::ensure!(
+                !rule.cells.contains(&Kind::ColdStart),
+                "{at}: thresholds apply to load cells (throughput, warm, open_loop), not cold starts"
+            );
+        }
+        Ok(())
     }
 
     /// Every workload the suite names, measured or only verified, each once.
