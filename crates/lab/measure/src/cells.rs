@@ -149,7 +149,7 @@ fn measure_cell(
         r + 1,
         suite.repetitions
     ));
-    let mut config = requests::load_config(sub.running.addr, cell.requests)?;
+    let mut config = requests::load_config(&sub.running.authority, cell.requests)?;
     config.connections = cell.connections;
     config.threads = suite.load_threads.min(cell.connections);
     config.timeout = Duration::from_secs_f64(suite.timeout_secs);
@@ -164,9 +164,10 @@ fn measure_cell(
     }
     config.duration = Some(Duration::from_secs_f64(cell.duration));
     config.rate = cell.rate;
-    let sampler = Sampler::start(sub.running.process_roots());
+    // A remote target's processes are not observable: no resources, rather than zeros.
+    let sampler = sub.running.process_roots().map(Sampler::start);
     let report = wasmlab_load::run(config)?;
-    let resources = sampler.finish();
+    let resources = sampler.map(Sampler::finish);
     if lab.cancelled() {
         // Cut short: not a measurement of the configured duration.
         return Ok(None);
@@ -182,7 +183,7 @@ fn measure_cell(
     let mut s = Sample::new(cell.kind, name, r);
     s.workload = Some(cell.workload.to_owned());
     s.load_fraction = cell.load_fraction;
-    s.resources = Some(resources);
+    s.resources = resources;
     let s = s.with_load(report.clone());
     lab.record(s)?;
     lab.progress.inc(1);

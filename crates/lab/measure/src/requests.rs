@@ -3,8 +3,6 @@
 //! generator, and a launch is ready (a cold start over) when the first one is answered with its
 //! expected status.
 
-use std::net::SocketAddr;
-
 use bytes::Bytes;
 use wasmlab_load::{LoadConfig, RequestParts};
 use wasmlab_model::suite::ServerSuite;
@@ -60,15 +58,16 @@ impl SentRequest {
         format!("{} {}", self.method, self.target)
     }
 
-    /// The request on the wire with `Connection: close`, for a probe on a fresh connection.
-    pub fn closing_bytes(&self, addr: SocketAddr) -> Vec<u8> {
+    /// The request on the wire with `Connection: close`, for a probe on a fresh connection to
+    /// `authority` (`host:port`, sent as `Host` unless the request names its own).
+    pub fn closing_bytes(&self, authority: &str) -> Vec<u8> {
         let mut out = format!("{} {} HTTP/1.1\r\n", self.method, self.target).into_bytes();
         if !self
             .headers
             .iter()
             .any(|(k, _)| k.eq_ignore_ascii_case("host"))
         {
-            out.extend_from_slice(format!("host: {addr}\r\n").as_bytes());
+            out.extend_from_slice(format!("host: {authority}\r\n").as_bytes());
         }
         for (k, v) in &self.headers {
             out.extend_from_slice(format!("{k}: {v}\r\n").as_bytes());
@@ -127,13 +126,13 @@ impl Workloads {
     }
 }
 
-/// A load against `addr` sending `requests` in turn, each answer counted a success when its
-/// status is the one its check expects.
-pub fn load_config(addr: SocketAddr, requests: &[SentRequest]) -> anyhow::Result<LoadConfig> {
+/// A load against `authority` (`host:port`) sending `requests` in turn, each answer counted a
+/// success when its status is the one its check expects.
+pub fn load_config(authority: &str, requests: &[SentRequest]) -> anyhow::Result<LoadConfig> {
     let (first, rest) = requests
         .split_first()
         .ok_or_else(|| anyhow::anyhow!("a workload without a request"))?;
-    let mut config = LoadConfig::new(&format!("http://{addr}{}", first.target))?;
+    let mut config = LoadConfig::new(&format!("http://{authority}{}", first.target))?;
     let parts = first.parts()?;
     config.method = parts.method;
     config.headers = parts.headers;
@@ -160,7 +159,7 @@ expect = { status = 201 }
         )
         .unwrap();
         let r = SentRequest::all_of(&w).unwrap().remove(0);
-        let addr: SocketAddr = "127.0.0.1:9".parse().unwrap();
+        let addr = "127.0.0.1:9";
         assert_eq!(
             String::from_utf8(r.closing_bytes(addr)).unwrap(),
             "POST /in?x=1 HTTP/1.1\r\nhost: 127.0.0.1:9\r\nx-k: v\r\ncontent-length: 3\r\nconnection: close\r\n\r\nabc"

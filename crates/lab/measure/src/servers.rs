@@ -247,7 +247,12 @@ impl<'a> ServerRun<'a> {
         self.rec
             .progress
             .set_message(format!("{}: verifying", v.name()));
-        let checks = verify::verify(&self.client, running.addr, self.suite, self.workloads);
+        let checks = verify::verify(
+            &self.client,
+            (running.addr, &running.authority),
+            self.suite,
+            self.workloads,
+        );
         let failed: Vec<String> = checks
             .iter()
             .filter(|c| !c.ok)
@@ -286,8 +291,17 @@ impl<'a> ServerRun<'a> {
     /// `runs` launches of each variant, in a shuffled order each round: exec to the first
     /// complete answer to the first workload with its expected status.
     fn cold_starts(&mut self, variants: &[&Launchable], runs: u32) -> anyhow::Result<()> {
+        let (remote, variants): (Vec<&Launchable>, Vec<&Launchable>) =
+            variants.iter().partition(|v| v.spec.is_remote());
+        for v in remote {
+            self.rec.say(format!(
+                "{}: cold start not observable (a remote target: the lab does not start it)",
+                v.name()
+            ));
+            self.rec.progress.inc(u64::from(runs));
+        }
         for i in 0..runs {
-            for v in self.plan.cold_start_order(variants, i) {
+            for v in self.plan.cold_start_order(&variants, i) {
                 if self.rec.cancelled() {
                     return Ok(());
                 }
@@ -302,7 +316,9 @@ impl<'a> ServerRun<'a> {
                     Ok(mut running) => {
                         let mut s = Sample::new(Kind::ColdStart, v.name(), i);
                         let mut start = running.start;
-                        start.rss_kib = resources::rss_kib(&running.process_roots());
+                        if let Some(roots) = running.process_roots() {
+                            start.rss_kib = resources::rss_kib(&roots);
+                        }
                         s.start = Some(start);
                         running.stop();
                         self.rec.record(s)?;

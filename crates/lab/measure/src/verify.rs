@@ -29,15 +29,21 @@ impl Client {
         })
     }
 
-    /// Sends `r` on a fresh connection and reads the whole answer.
-    pub fn fetch(&self, addr: SocketAddr, r: &SentRequest) -> anyhow::Result<Answer> {
+    /// Sends `r` on a fresh connection to `addr`, naming `authority` as `Host` (unless `r`
+    /// names its own), and reads the whole answer.
+    pub fn fetch(
+        &self,
+        addr: SocketAddr,
+        authority: &str,
+        r: &SentRequest,
+    ) -> anyhow::Result<Answer> {
         let mut req = Request::builder().method(r.method.as_str()).uri(&r.target);
         if !r
             .headers
             .iter()
             .any(|(k, _)| k.eq_ignore_ascii_case("host"))
         {
-            req = req.header(hyper::header::HOST, addr.to_string());
+            req = req.header(hyper::header::HOST, authority);
         }
         for (k, v) in &r.headers {
             req = req.header(k, v);
@@ -76,7 +82,7 @@ impl Client {
 /// of each, as its definition says. Returns every check; the variant passes when all are ok.
 pub fn verify(
     client: &Client,
-    addr: SocketAddr,
+    (addr, authority): (SocketAddr, &str),
     suite: &ServerSuite,
     workloads: &Workloads,
 ) -> Vec<Check> {
@@ -95,7 +101,7 @@ pub fn verify(
                 true => format!("{name} ({})", r.describe()),
                 false => name.clone(),
             };
-            checks.push(match check(client, addr, r) {
+            checks.push(match check(client, (addr, authority), r) {
                 Ok(answer) => Check {
                     what,
                     ok: true,
@@ -118,10 +124,14 @@ fn failed(what: String, detail: String) -> Check {
 
 /// Sends `r` and judges the answer (for a counter, two in a row). The error says which check
 /// failed and what came back.
-fn check(client: &Client, addr: SocketAddr, r: &SentRequest) -> Result<Answer, String> {
+fn check(
+    client: &Client,
+    (addr, authority): (SocketAddr, &str),
+    r: &SentRequest,
+) -> Result<Answer, String> {
     let send = || {
         client
-            .fetch(addr, r)
+            .fetch(addr, authority, r)
             .map_err(|e| format!("{}: request failed: {e:#}", r.describe()))
     };
     let answer = send()?;

@@ -65,7 +65,20 @@ fn load_values(s: &Sample) -> Vec<String> {
     let l = s.load.as_ref().expect("load samples only");
     let lat = &l.latency_ms;
     let e = &l.errors;
-    let r = s.resources.unwrap_or_default();
+    // Not sampled (a remote target's processes): said, not written as zeros.
+    let (rss_peak, rss_mean, cpu) = match &s.resources {
+        Some(r) => (
+            r.rss_peak_kib.to_string(),
+            f(r.rss_mean_kib, 0),
+            f(r.cpu_secs, 3),
+        ),
+        None => [
+            "not observable".to_owned(),
+            "not observable".into(),
+            "not observable".into(),
+        ]
+        .into(),
+    };
     vec![
         s.variant.clone(),
         s.workload.clone().unwrap_or_default(),
@@ -87,9 +100,9 @@ fn load_values(s: &Sample) -> Vec<String> {
         f(l.phases.wait.p50, 4),
         f(l.generator_busy, 3),
         l.generator_saturated.to_string(),
-        r.rss_peak_kib.to_string(),
-        f(r.rss_mean_kib, 0),
-        f(r.cpu_secs, 3),
+        rss_peak,
+        rss_mean,
+        cpu,
     ]
 }
 

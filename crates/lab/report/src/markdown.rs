@@ -175,6 +175,7 @@ fn throughput(md: &mut String, a: &ServerAnalysis) {
 
 fn cold_start(md: &mut String, a: &ServerAnalysis) {
     w!(md, "## Cold start (spawn → first 200, ms)\n");
+    not_observable(md, a);
     let rows: Vec<Vec<String>> = sections::cold_starts(a)
         .into_iter()
         .map(|r| {
@@ -275,8 +276,16 @@ fn open_loop(md: &mut String, a: &ServerAnalysis) {
     );
 }
 
+/// The line on what is not observable of remote targets, where a section leaves them out.
+fn not_observable(md: &mut String, a: &ServerAnalysis) {
+    if let Some(n) = sections::not_observable(a) {
+        w!(md, "{n}.\n");
+    }
+}
+
 /// Resources at the reference concurrency.
 fn resources(md: &mut String, a: &ServerAnalysis) {
+    not_observable(md, a);
     let mut rows = Vec::new();
     if let Some(conns) = a.reference_connections {
         for wl in &a.workloads {

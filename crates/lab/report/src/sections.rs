@@ -35,6 +35,17 @@ impl Ratio {
         }
     }
 
+    /// A ratio that needs what the lab cannot see of `variant` (a remote target's CPU).
+    pub fn needing_processes(a: &ServerAnalysis, variant: &str, e: Option<&Estimate>) -> Self {
+        match a.observable(variant) {
+            true => Self::of(variant, e),
+            false => Self {
+                text: NOT_OBSERVABLE.into(),
+                significant: false,
+            },
+        }
+    }
+
     /// The ratio alone.
     pub fn plain(e: Option<&Estimate>) -> Self {
         Self {
@@ -69,6 +80,20 @@ impl Saturation {
             self.saturated, self.runs
         )
     }
+}
+
+/// What a figure that needs a variant's processes shows for a remote target.
+pub const NOT_OBSERVABLE: &str = "not observable";
+
+/// The measured remote targets and what of them is not observable, or None.
+pub fn not_observable(a: &ServerAnalysis) -> Option<String> {
+    let names = a.not_observable();
+    (!names.is_empty()).then(|| {
+        format!(
+            "{}: CPU, memory, capacity and cold start {NOT_OBSERVABLE} (a remote target: the lab starts none of its processes and sees none)",
+            names.join(", ")
+        )
+    })
 }
 
 /// How a variant fared.
@@ -160,7 +185,7 @@ pub fn throughput(a: &ServerAnalysis) -> Vec<Throughput> {
                 connections: c.connections,
                 rps: c.rps.show(fmt_rps),
                 rps_mean: fmt_rps(c.rps.value),
-                capacity: Ratio::of(v, c.capacity_ratio.as_ref()),
+                capacity: Ratio::needing_processes(a, v, c.capacity_ratio.as_ref()),
                 ratio: Ratio::of(v, c.ratio_to_native.as_ref()),
                 p50: fmt_ms(c.latency.p50),
                 p99: fmt_ms(c.latency.p99),

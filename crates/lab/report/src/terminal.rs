@@ -34,6 +34,9 @@ fn pick<T: Clone>(all: &[T], keep: &[bool]) -> Vec<T> {
 pub fn servers(a: &ServerAnalysis, wide: bool) -> String {
     let mut out = String::new();
     throughput(&mut out, a, wide);
+    if let Some(n) = sections::not_observable(a) {
+        out += &format!("{n}\n");
+    }
     cold_start(&mut out, a, wide);
     warm(&mut out, a, wide);
     open_loop(&mut out, a, wide);

@@ -140,6 +140,25 @@ pub struct ServerAnalysis {
 }
 
 impl ServerAnalysis {
+    /// Whether the lab could see `variant`'s processes (not for a remote target).
+    pub fn observable(&self, variant: &str) -> bool {
+        !self
+            .info
+            .variant_specs
+            .iter()
+            .any(|s| s.name == variant && s.is_remote())
+    }
+
+    /// The measured variants whose processes the lab could not see (remote targets): their CPU,
+    /// memory, capacity and cold start are not observable.
+    pub fn not_observable(&self) -> Vec<&str> {
+        self.variants
+            .iter()
+            .filter(|v| !self.observable(v))
+            .map(String::as_str)
+            .collect()
+    }
+
     pub fn throughput_cell(
         &self,
         variant: &str,

@@ -20,7 +20,7 @@ use crate::requests::SentRequest;
 use wasmlab_model::cpus::CpuPlan;
 use wasmlab_model::sample::StartTimes;
 use wasmlab_model::tools::{ContainerEngine, FoundTool};
-use wasmlab_model::variant::{Address, VariantSpec};
+use wasmlab_model::variant::{Address, RemoteTarget, VariantSpec};
 use wasmlab_plan::tools::run_with_timeout;
 
 /// A variant ready to launch: its spec and this run's values for its templates.
@@ -100,11 +100,14 @@ pub struct LaunchContext<'a> {
     pub ready: &'a SentRequest,
 }
 
-/// A started server; stopped (and killed if need be) when dropped.
+/// A started server (or a remote one reached); stopped (and killed if need be) when dropped.
 pub struct Running {
     pub addr: SocketAddr,
+    /// `host:port` as requests name it in `Host` (a remote target's own name; else `addr`).
+    pub authority: String,
     pub start: StartTimes,
-    child: Child,
+    /// The process the lab started; None for a remote target.
+    child: Option<Child>,
     /// Run before SIGTERM (e.g. removing a container), with the variant's environment.
     stop_command: Option<Command>,
     /// Prints more process ids of the variant (see `Start::processes`); run once, on first use.
@@ -121,8 +124,12 @@ impl Launchable {
         &self.spec.name
     }
 
-    /// Starts the variant and waits until it is ready (see [`LaunchContext::ready`]).
+    /// Starts the variant and waits until it is ready (see [`LaunchContext::ready`]); a remote
+    /// target is only waited for.
     pub fn launch(&self, ctx: &LaunchContext<'_>) -> anyhow::Result<Running> {
+        if let Some(url) = &self.spec.url {
+            return reach(&self.spec.name, url, ctx);
+        }
         let start = self.spec.start.as_ref().ok_or_else(|| {
             anyhow::anyhow!(
                 "{} is an engine for program suites ([program]), not a server",
@@ -163,6 +170,36 @@ impl Launchable {
             .transpose()?;
         Ok(running)
     }
+}
+
+/// A remote target, resolved and waited for until it answers the ready request.
+fn reach(name: &str, url: &str, ctx: &LaunchContext<'_>) -> anyhow::Result<Running> {
+    use std::net::ToSocketAddrs;
+    let target = RemoteTarget::parse(url)?;
+    let addrs: Vec<SocketAddr> = target
+        .authority
+        .to_socket_addrs()
+        .map_err(|e| anyhow::anyhow!("{name}: cannot resolve {}: {e}", target.authority))?
+        .collect();
+    // The first address that accepts a connection (a name may resolve to ::1 and 127.0.0.1
+    // with the server on one of them), else the first, waited for below.
+    let addr = addrs
+        .iter()
+        .find(|a| std::net::TcpStream::connect_timeout(a, Duration::from_secs(1)).is_ok())
+        .or(addrs.first())
+        .copied()
+        .ok_or_else(|| anyhow::anyhow!("{name}: {} resolves to no address", target.authority))?;
+    let mut running = Running {
+        addr,
+        authority: target.authority,
+        start: StartTimes::default(),
+        child: None,
+        stop_command: None,
+        processes_command: None,
+        roots: None,
+    };
+    wait_ready(name, &mut running, ctx.ready, ctx, Instant::now())?;
+    Ok(running)
 }
 
 /// A free loopback port (bound and released: the server binds it next).
@@ -213,8 +250,9 @@ pub fn spawn_server(
     }
     let mut running = Running {
         addr: known.unwrap_or(SocketAddr::from(([127, 0, 0, 1], 0))),
+        authority: String::new(),
         start: StartTimes::default(),
-        child,
+        child: Some(child),
         stop_command: None,
         processes_command: None,
         roots: None,
@@ -229,6 +267,7 @@ pub fn spawn_server(
         }
     };
     running.addr = addr;
+    running.authority = addr.to_string();
     wait_ready(name, &mut running, ready, ctx, t0)?;
     Ok(running)
 }
@@ -247,7 +286,7 @@ fn printed_address(
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => {}
         }
-        if let Some(status) = running.child.try_wait()? {
+        if let Some(status) = running.exited() {
             anyhow::bail!(
                 "{name} exited ({status}) before listening: {}",
                 log_tail(&ctx.log_path)
@@ -278,7 +317,7 @@ fn wait_ready(
     t0: Instant,
 ) -> anyhow::Result<()> {
     let deadline = t0 + ctx.start_timeout;
-    let request = ready.closing_bytes(running.addr);
+    let request = ready.closing_bytes(&running.authority);
     let want = ready.expect.status;
     // The first answer with another status, and when it came.
     let mut wrong: Option<(u16, Instant)> = None;
@@ -306,7 +345,7 @@ fn wait_ready(
                 None => {}
             }
         }
-        if let Some(status) = running.child.try_wait()? {
+        if let Some(status) = running.exited() {
             anyhow::bail!(
                 "{name} exited ({status}) before answering; see {}",
                 ctx.log_path.display()
@@ -387,16 +426,17 @@ fn log_tail(path: &Path) -> String {
 impl Running {
     /// `None` while running; the exit status once it has died.
     pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
-        self.child.try_wait().ok().flatten()
+        self.child.as_mut()?.try_wait().ok().flatten()
     }
 
     /// The roots of the variant's process trees: the process the lab started, and those its
     /// `processes` command names (a container's conmon and main process), asked once per launch.
-    pub fn process_roots(&mut self) -> Vec<u32> {
+    /// None for a remote target: its processes are not observable from here.
+    pub fn process_roots(&mut self) -> Option<Vec<u32>> {
         if let Some(roots) = &self.roots {
-            return roots.clone();
+            return Some(roots.clone());
         }
-        let mut roots = vec![self.child.id()];
+        let mut roots = vec![self.child.as_ref()?.id()];
         if let Some(cmd) = self.processes_command.as_mut()
             && let Ok(out) = run_with_timeout(cmd, Duration::from_secs(10))
         {
@@ -407,7 +447,7 @@ impl Running {
             }
         }
         self.roots = Some(roots.clone());
-        roots
+        Some(roots)
     }
 
     /// The stop command if any, then SIGTERM, then SIGKILL after a grace period.
@@ -422,9 +462,12 @@ impl Running {
         if self.exited().is_some() {
             return;
         }
+        let Some(child) = self.child.as_mut() else {
+            return;
+        };
         // SAFETY: signalling our own child by pid.
         unsafe {
-            libc::kill(self.child.id() as i32, libc::SIGTERM);
+            libc::kill(child.id() as i32, libc::SIGTERM);
         }
         let deadline = Instant::now() + Duration::from_secs(3);
         while Instant::now() < deadline {
@@ -433,8 +476,10 @@ impl Running {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        if let Some(child) = self.child.as_mut() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 }
 

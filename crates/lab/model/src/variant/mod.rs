@@ -35,16 +35,58 @@ pub struct VariantSpec {
     /// Files or images whose size the report shows.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub artifacts: Vec<ArtifactSpec>,
-    /// A server: how it is started and known to be ready (the HTTP suites). A variant has either
-    /// `[start]` or `[program]`.
+    /// A server: how it is started and known to be ready (the HTTP suites). A variant has one of
+    /// `[start]`, `url` and `[program]`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start: Option<Start>,
     /// An engine that runs programs to completion (the program suites, docs/engines.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub program: Option<Program>,
+    /// A server that runs elsewhere (`http://host:port`): the lab starts nothing, verifies and
+    /// measures what answers there; what needs its processes (CPU, memory, capacity, cold
+    /// start) is not observable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
     /// Run once at the end of a run (e.g. remove an image).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub finish: Vec<Step>,
+}
+
+/// A remote target's address: where to connect and what to send as `Host`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteTarget {
+    /// `host:port`, as `Host` and for name resolution.
+    pub authority: String,
+}
+
+impl RemoteTarget {
+    /// Parses a remote variant's `url`: `http://host[:port]`, no path but `/`.
+    pub fn parse(url: &str) -> anyhow::Result<Self> {
+        let uri: http::Uri = url
+            .parse()
+            .map_err(|e| anyhow::anyhow!("url {url:?} is not a URL: {e}"))?;
+        match uri.scheme_str() {
+            Some("http") => {}
+            Some("https") => anyhow::bail!(
+                "url {url:?}: https targets are not supported yet (the lab's client speaks HTTP/1.1 over TCP)"
+            ),
+            _ => anyhow::bail!("url {url:?}: the scheme must be http://"),
+        }
+        let host = uri
+            .host()
+            .ok_or_else(|| anyhow::anyhow!("url {url:?} has no host"))?;
+        anyhow::ensure!(
+            matches!(uri.path(), "" | "/") && uri.query().is_none(),
+            "url {url:?}: give the server's root (http://host:port); the workloads' paths are sent as they are"
+        );
+        let port = uri.port_u16().unwrap_or(80);
+        let authority = if host.contains(':') && !host.starts_with('[') {
+            format!("[{host}]:{port}")
+        } else {
+            format!("{host}:{port}")
+        };
+        Ok(Self { authority })
+    }
 }
 
 fn default_family() -> String {
@@ -289,8 +331,17 @@ impl VariantSpec {
         Ok(())
     }
 
-    /// A server (`[start]`) or an engine (`[program]`), each with its commands checked.
+    /// A server (`[start]`), an engine (`[program]`) or a remote server (`url`), each with its
+    /// commands checked.
     fn validate_kind(&self, templates: &Templates<'_>) -> anyhow::Result<()> {
+        if let Some(url) = &self.url {
+            anyhow::ensure!(
+                self.start.is_none() && self.program.is_none(),
+                "a variant with a `url` runs elsewhere: it has no [start] or [program]"
+            );
+            RemoteTarget::parse(url)?;
+            return Ok(());
+        }
         match (&self.start, &self.program) {
             (Some(start), None) => {
                 templates.check("[start] command", &start.command)?;
@@ -329,7 +380,7 @@ impl VariantSpec {
                 )
             }
             (None, None) => anyhow::bail!(
-                "a variant needs [start] (a server it starts) or [program] (an engine that runs programs)"
+                "a variant needs [start] (a server it starts), `url` (a server that runs elsewhere) or [program] (an engine that runs programs)"
             ),
         }
         Ok(())
@@ -359,6 +410,11 @@ impl VariantSpec {
     /// An engine for program suites (it has `[program]`), not a server.
     pub fn is_engine(&self) -> bool {
         self.program.is_some()
+    }
+
+    /// A server that runs elsewhere (`url`): none of its processes is observable.
+    pub fn is_remote(&self) -> bool {
+        self.url.is_some()
     }
 
     /// Whether the variant runs a core-module guest that `wasmlab run --wasm` replaces.

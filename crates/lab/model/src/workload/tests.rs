@@ -313,3 +313,18 @@ fn the_examples_in_the_docs_are_suites_that_read() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn the_readmes_remote_example_is_a_suite_that_reads() {
+    let readme = include_str!("../../../../../README.md");
+    let example = readme
+        .split("```toml")
+        .skip(1)
+        .filter_map(|block| block.split("```").next())
+        .find(|block| block.contains("url = "))
+        .expect("README has a remote example");
+    let suite = crate::suite::ServerSuite::parse(example).unwrap();
+    let catalog = suite.catalog(&[]).unwrap();
+    suite.check_variants(&catalog).unwrap();
+    assert!(catalog.find("spin-on-k8s").unwrap().is_remote());
+}

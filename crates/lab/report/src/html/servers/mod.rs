@@ -4,7 +4,6 @@
 use serde::Serialize;
 use wasmlab_analysis::ServerAnalysis;
 use wasmlab_analysis::servers::{BASELINE, ThroughputCell};
-use wasmlab_analysis::stats::Estimate;
 use wasmlab_model::run::Status;
 
 mod answer;
@@ -38,6 +37,8 @@ pub(super) struct Report {
     resources: Resources,
     capacity: Option<Capacity>,
     environment: Environment,
+    /// What of remote targets is not observable (they are left out where it is needed).
+    not_observable: Option<String>,
     /// The share of a run (in %) the generator must be busy for its saturation flag.
     saturated_share: String,
 }
@@ -58,6 +59,7 @@ impl Report {
             resources: resources::resources(a),
             capacity: resources::capacity(a),
             environment: environment::environment(a),
+            not_observable: crate::sections::not_observable(a),
             saturated_share: format!("{:.0}", wasmlab_load::SATURATED_SHARE * 100.0),
         }
     }
@@ -211,14 +213,17 @@ struct Ratios {
     cold_start: Option<Table>,
 }
 
+/// Which ratios a matrix shows.
+enum MatrixOf {
+    /// Capacity: needs the variant's CPU, not observable for a remote target.
+    Capacity,
+    /// Throughput, with the load generator's saturation flags (which bias it).
+    Throughput,
+}
+
 /// A matrix of ratios: a row per variant, a column per workload and concurrency level (None
-/// without any); `flags` adds the load generator's saturation flags (which bias throughput, not
-/// capacity).
-fn matrix(
-    a: &ServerAnalysis,
-    pick: fn(&ThroughputCell) -> Option<&Estimate>,
-    flags: bool,
-) -> Option<Table> {
+/// without any).
+fn matrix(a: &ServerAnalysis, of: MatrixOf) -> Option<Table> {
     let levels = connection_levels(a);
     let columns: Vec<(&String, usize)> = a
         .workloads
@@ -243,9 +248,15 @@ fn matrix(
         for c in cells {
             row.push(match c {
                 None => "–".into(),
+                Some(_) if matches!(of, MatrixOf::Capacity) && !a.observable(v) => {
+                    crate::sections::NOT_OBSERVABLE.into()
+                }
                 Some(c) => {
-                    let mut cell = Cell::compact_ratio(pick(c));
-                    if flags {
+                    let mut cell = Cell::compact_ratio(match of {
+                        MatrixOf::Capacity => c.capacity_ratio.as_ref(),
+                        MatrixOf::Throughput => c.ratio_to_native.as_ref(),
+                    });
+                    if matches!(of, MatrixOf::Throughput) {
                         cell.flags.extend(Saturation::of(c, None));
                         // A saturated baseline understates native, so the ratio too.
                         cell.flags.extend(
@@ -317,8 +328,8 @@ fn ratios(a: &ServerAnalysis) -> Option<Ratios> {
         .collect();
     Some(Ratios {
         baseline: a.variants.iter().any(|v| v == BASELINE),
-        capacity: matrix(a, |c| c.capacity_ratio.as_ref(), false),
-        throughput: matrix(a, |c| c.ratio_to_native.as_ref(), true),
+        capacity: matrix(a, MatrixOf::Capacity),
+        throughput: matrix(a, MatrixOf::Throughput),
         saturation_note: a.throughput.iter().any(|c| c.generator_saturated_runs > 0),
         warm: Table::some(&warm_head, 1, rows),
         cold_start: Table::some(
