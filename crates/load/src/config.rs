@@ -31,6 +31,10 @@ pub struct LoadConfig {
     /// Open loop: send at this constant arrival rate (requests per second, all threads together)
     /// instead of as fast as responses come back.
     pub rate: Option<f64>,
+    /// HTTPS: trust the certificates in this PEM file instead of the system's roots.
+    pub ca_file: Option<std::path::PathBuf>,
+    /// HTTPS: accept any certificate (the handshake's signatures are still checked).
+    pub insecure: bool,
     /// A request not answered within this counts as a timeout and its connection is replaced.
     pub timeout: Duration,
     /// Set to stop early (Ctrl-C); what finished until then is reported.
@@ -62,8 +66,8 @@ impl LoadConfig {
             .parse()
             .map_err(|e| anyhow::anyhow!("{url:?} is not a URL: {e}"))?;
         anyhow::ensure!(
-            url.scheme_str() == Some("http"),
-            "only http:// URLs are supported (got {url})"
+            matches!(url.scheme_str(), Some("http" | "https")),
+            "{url}: the scheme must be http:// or https://"
         );
         anyhow::ensure!(url.host().is_some(), "URL {url} has no host");
         Ok(Self {
@@ -72,6 +76,8 @@ impl LoadConfig {
             headers: Vec::new(),
             body: Bytes::new(),
             rotation: Vec::new(),
+            ca_file: None,
+            insecure: false,
             expect_status: None,
             connections: 50,
             threads: 1,
@@ -86,7 +92,11 @@ impl LoadConfig {
 
     pub(crate) fn authority(&self) -> String {
         let host = self.url.host().unwrap_or("localhost");
-        let port = self.url.port_u16().unwrap_or(80);
+        let default = match self.url.scheme_str() {
+            Some("https") => 443,
+            _ => 80,
+        };
+        let port = self.url.port_u16().unwrap_or(default);
         if host.contains(':') && !host.starts_with('[') {
             format!("[{host}]:{port}")
         } else {
@@ -140,6 +150,12 @@ mod tests {
     #[test]
     fn rejects_bad_urls() {
         assert!(LoadConfig::new("ftp://x/").is_err());
+        assert_eq!(
+            LoadConfig::new("https://example.test/")
+                .unwrap()
+                .authority(),
+            "example.test:443"
+        );
         assert!(LoadConfig::new("not a url").is_err());
         assert!(LoadConfig::new("http://127.0.0.1:1/").is_ok());
     }

@@ -6,7 +6,10 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 
 use crate::pacing::{self, Pacer};
@@ -20,9 +23,55 @@ enum Failure {
     Timeout,
 }
 
+/// A connection's byte stream: plain TCP, or TLS over it.
+enum Stream {
+    Plain(TcpStream),
+    Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
+}
+
+impl AsyncRead for Stream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_flush(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
+}
+
 /// One keep-alive connection: the socket, the buffer its reads land in, and the response parser.
 struct Connection {
-    stream: TcpStream,
+    stream: Stream,
     buf: Box<[u8]>,
     parser: http1::ResponseParser,
 }
@@ -30,17 +79,43 @@ struct Connection {
 /// Bytes one read takes at most; a hello response is ~100 bytes, larger bodies take several.
 const READ_BUFFER_BYTES: usize = 16 * 1024;
 
-async fn connect(shared: &Shared) -> Result<Connection, Failure> {
+/// A new connection, and when its TCP connect ended and its TLS handshake (if any) with
+/// whether it resumed a session.
+struct Opened {
+    conn: Connection,
+    tcp_done: Instant,
+    tls_resumed: Option<bool>,
+}
+
+async fn connect(shared: &Shared) -> Result<Opened, Failure> {
     let addr = shared.config.authority();
-    let stream = tokio::time::timeout(shared.config.timeout, TcpStream::connect(&addr))
+    let timeout = shared.config.timeout;
+    let tcp = tokio::time::timeout(timeout, TcpStream::connect(&addr))
         .await
         .map_err(|_| Failure::Connect(format!("connect to {addr} timed out")))?
         .map_err(|e| Failure::Connect(format!("connect to {addr}: {e}")))?;
-    let _ = stream.set_nodelay(true);
-    Ok(Connection {
-        stream,
-        buf: vec![0; READ_BUFFER_BYTES].into_boxed_slice(),
-        parser: http1::ResponseParser::new(false),
+    let tcp_done = Instant::now();
+    let _ = tcp.set_nodelay(true);
+    let (stream, tls_resumed) = match &shared.tls {
+        None => (Stream::Plain(tcp), None),
+        Some(tls) => {
+            let handshake = tls.connector.connect(tls.server_name.clone(), tcp);
+            let s = tokio::time::timeout(timeout, handshake)
+                .await
+                .map_err(|_| Failure::Connect(format!("TLS handshake with {addr} timed out")))?
+                .map_err(|e| Failure::Connect(format!("TLS handshake with {addr}: {e}")))?;
+            let resumed = s.get_ref().1.handshake_kind() == Some(rustls::HandshakeKind::Resumed);
+            (Stream::Tls(Box::new(s)), Some(resumed))
+        }
+    };
+    Ok(Opened {
+        conn: Connection {
+            stream,
+            buf: vec![0; READ_BUFFER_BYTES].into_boxed_slice(),
+            parser: http1::ResponseParser::new(false),
+        },
+        tcp_done,
+        tls_resumed,
     })
 }
 
@@ -151,10 +226,16 @@ pub(crate) async fn connection(
             let (c, begin) = match conn.as_mut() {
                 Some(c) => (c, started),
                 None => {
-                    let c = connect(&shared).await?;
+                    let opened = connect(&shared).await?;
                     let connected = Instant::now();
-                    record(&mut stats.borrow_mut().phases.connect, connected - started);
-                    (conn.insert(c), connected)
+                    let mut st = stats.borrow_mut();
+                    record(&mut st.phases.connect, opened.tcp_done - started);
+                    if let Some(resumed) = opened.tls_resumed {
+                        record(&mut st.phases.tls, connected - opened.tcp_done);
+                        st.phases.tls_resumed += u64::from(resumed);
+                    }
+                    drop(st);
+                    (conn.insert(opened.conn), connected)
                 }
             };
             let deadline = started + timeout;

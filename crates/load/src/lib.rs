@@ -19,6 +19,7 @@ mod pacing;
 mod report;
 mod threshold;
 mod timing;
+mod tls;
 mod worker;
 
 pub use config::{LoadConfig, RequestParts, parse_duration};
@@ -89,8 +90,10 @@ pub fn run(config: LoadConfig) -> anyhow::Result<LoadReport> {
             expect_status: r.expect_status.or(config.expect_status),
         });
     }
+    let tls = tls::client(&config)?;
     let start = Instant::now();
     let shared = Arc::new(Shared {
+        tls,
         deadline: config.duration.map(|d| start + d),
         budget: config.requests.map(AtomicU64::new),
         requests,

@@ -11,6 +11,10 @@ use crate::report::{LatencyMs, new_histogram, record};
 /// One histogram per phase, per worker; merged at the end.
 pub(crate) struct PhaseHistograms {
     pub(crate) connect: Histogram<u64>,
+    /// HTTPS: each new connection's TLS handshake.
+    pub(crate) tls: Histogram<u64>,
+    /// Handshakes that resumed a session.
+    pub(crate) tls_resumed: u64,
     pub(crate) send: Histogram<u64>,
     pub(crate) wait: Histogram<u64>,
     pub(crate) receive: Histogram<u64>,
@@ -20,6 +24,8 @@ impl PhaseHistograms {
     pub(crate) fn new() -> Self {
         Self {
             connect: new_histogram(),
+            tls: new_histogram(),
+            tls_resumed: 0,
             send: new_histogram(),
             wait: new_histogram(),
             receive: new_histogram(),
@@ -35,18 +41,23 @@ impl PhaseHistograms {
     pub(crate) fn add(&mut self, o: &PhaseHistograms) {
         for (a, b) in [
             (&mut self.connect, &o.connect),
+            (&mut self.tls, &o.tls),
             (&mut self.send, &o.send),
             (&mut self.wait, &o.wait),
             (&mut self.receive, &o.receive),
         ] {
             a.add(b).expect("same bounds");
         }
+        self.tls_resumed += o.tls_resumed;
     }
 
     pub(crate) fn summary(&self) -> Phases {
         Phases {
             connections_opened: self.connect.len(),
             connect: LatencyMs::from_histogram(&self.connect),
+            tls_handshakes: self.tls.len(),
+            tls_resumed: self.tls_resumed,
+            tls: LatencyMs::from_histogram(&self.tls),
             send: LatencyMs::from_histogram(&self.send),
             wait: LatencyMs::from_histogram(&self.wait),
             receive: LatencyMs::from_histogram(&self.receive),
@@ -60,8 +71,17 @@ pub struct Phases {
     /// TCP connections opened (each one's connect + handshake is one `connect` sample; a reused
     /// keep-alive connection adds none, as k6's http_req_connecting is 0 on reuse).
     pub connections_opened: u64,
-    /// TCP connect and HTTP/1 handshake of a new connection.
+    /// TCP connect of a new connection.
     pub connect: LatencyMs,
+    /// HTTPS: TLS handshakes made (one per new connection), and of them those that resumed a
+    /// session (no certificate sent or checked).
+    #[serde(default)]
+    pub tls_handshakes: u64,
+    #[serde(default)]
+    pub tls_resumed: u64,
+    /// HTTPS: the TLS handshake of a new connection, after its TCP connect.
+    #[serde(default)]
+    pub tls: LatencyMs,
     /// From the start of the exchange to the request's last byte written to the socket.
     pub send: LatencyMs,
     /// From the last byte written to the first byte of the response read (time to first byte).

@@ -106,6 +106,8 @@ pub(crate) struct Shared {
     pub(crate) config: LoadConfig,
     /// The requests the exchanges send: the first, then any rotated through.
     pub(crate) requests: Vec<SerializedRequest>,
+    /// HTTPS: the run's TLS client.
+    pub(crate) tls: Option<crate::tls::Tls>,
     pub(crate) deadline: Option<Instant>,
     /// Requests still allowed to start, when `requests` bounds the run.
     pub(crate) budget: Option<AtomicU64>,

@@ -11,8 +11,14 @@ use crate::stdout::show;
 
 #[derive(Debug, clap::Args)]
 pub struct LoadArgs {
-    /// Target URL, e.g. http://127.0.0.1:8080/
+    /// Target URL, e.g. http://127.0.0.1:8080/ or https://example.test/
     pub url: String,
+    /// HTTPS: trust the certificates of this PEM file instead of the system's roots.
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Option<std::path::PathBuf>,
+    /// HTTPS: accept any certificate, for any name (the handshake is otherwise the same).
+    #[arg(short = 'k', long)]
+    pub insecure: bool,
     /// Concurrent keep-alive connections.
     #[arg(short = 'c', long, default_value_t = 50)]
     pub connections: usize,
@@ -71,6 +77,8 @@ pub fn load(args: LoadArgs) -> anyhow::Result<()> {
         (None, None) => Some(Duration::from_secs(10)),
     };
     c.timeout = args.timeout;
+    c.ca_file = args.cacert.clone();
+    c.insecure = args.insecure;
     c.method = args
         .method
         .parse()
@@ -166,9 +174,16 @@ fn print_report(r: &LoadReport) {
         );
     }
     let p = &r.phases;
+    let tls = match p.tls_handshakes {
+        0 => String::new(),
+        n => format!(
+            "  tls {:.3} ({n} handshakes, {} resumed)",
+            p.tls.p50, p.tls_resumed
+        ),
+    };
     let _ = writeln!(
         out,
-        "  phases p50 ms: connect {:.3} ({} opened)  send {:.3}  wait {:.3}  receive {:.3}",
+        "  phases p50 ms: connect {:.3} ({} opened){tls}  send {:.3}  wait {:.3}  receive {:.3}",
         p.connect.p50, p.connections_opened, p.send.p50, p.wait.p50, p.receive.p50
     );
     let _ = writeln!(

@@ -127,5 +127,8 @@ fn load_command_reports_json() {
     assert_eq!(r["errors"]["connect"], 0);
     assert_eq!(r["body_bytes"], 300 * "GET /x".len());
 
-    assert_fails_with(&["load", "ftp://127.0.0.1/", "-n", "1"], "only http://");
+    assert_fails_with(
+        &["load", "ftp://127.0.0.1/", "-n", "1"],
+        "the scheme must be http:// or https://",
+    );
 }
