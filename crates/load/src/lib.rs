@@ -19,7 +19,7 @@ mod pacing;
 mod report;
 mod threshold;
 mod timing;
-mod tls;
+pub mod tls;
 mod worker;
 
 pub use config::{LoadConfig, RequestParts, parse_duration};

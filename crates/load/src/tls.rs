@@ -11,6 +11,8 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 use tokio_rustls::TlsConnector;
 
+use std::path::Path;
+
 use crate::LoadConfig;
 
 /// What every TLS connection of a run shares.
@@ -24,34 +26,46 @@ pub(crate) fn client(config: &LoadConfig) -> anyhow::Result<Option<Tls>> {
     if config.url.scheme_str() != Some("https") {
         return Ok(None);
     }
+    let tls = client_config(config.ca_file.as_deref(), config.insecure)?;
+    let host = config.url.host().unwrap_or_default();
+    Ok(Some(Tls {
+        connector: TlsConnector::from(tls),
+        server_name: server_name(host)?,
+    }))
+}
+
+/// The name a TLS client asks for (SNI) and checks the certificate against: a DNS name or an
+/// IP address (a URL's host, brackets and all).
+pub fn server_name(host: &str) -> anyhow::Result<ServerName<'static>> {
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    ServerName::try_from(host.to_owned())
+        .map_err(|e| anyhow::anyhow!("{host:?} is not a TLS server name: {e}"))
+}
+
+/// An HTTP/1.1 TLS client configuration: trusting `ca_file`'s certificates (PEM), else the
+/// system's roots, or with `insecure` any certificate.
+pub fn client_config(ca_file: Option<&Path>, insecure: bool) -> anyhow::Result<Arc<ClientConfig>> {
     let provider = Arc::new(ring::default_provider());
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()?;
-    let mut tls = if config.insecure {
+    let mut tls = if insecure {
         builder
             .dangerous()
             .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
             .with_no_client_auth()
     } else {
         builder
-            .with_root_certificates(roots(config)?)
+            .with_root_certificates(roots(ca_file)?)
             .with_no_client_auth()
     };
     tls.alpn_protocols = vec![b"http/1.1".to_vec()];
-    let host = config.url.host().unwrap_or_default();
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    let server_name = ServerName::try_from(host.to_owned())
-        .map_err(|e| anyhow::anyhow!("{host:?} is not a TLS server name: {e}"))?;
-    Ok(Some(Tls {
-        connector: TlsConnector::from(Arc::new(tls)),
-        server_name,
-    }))
+    Ok(Arc::new(tls))
 }
 
-/// The certificates a server's chain must lead to: `--cacert`'s, else the system's.
-fn roots(config: &LoadConfig) -> anyhow::Result<RootCertStore> {
+/// The certificates a server's chain must lead to: `ca_file`'s, else the system's.
+fn roots(ca_file: Option<&Path>) -> anyhow::Result<RootCertStore> {
     let mut roots = RootCertStore::empty();
-    match &config.ca_file {
+    match ca_file {
         Some(path) => {
             let shown = path.display();
             let certs = CertificateDer::pem_file_iter(path)

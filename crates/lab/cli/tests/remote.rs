@@ -141,19 +141,146 @@ url = "http://localhost:{}"
 #[test]
 fn a_bad_remote_url_is_refused_before_anything_starts() {
     let tmp = tempfile::tempdir().unwrap();
-    for (url, want) in [
-        ("ftp://host/", "the scheme must be http://"),
-        ("https://host/", "https targets are not supported yet"),
-        ("http://host/api", "give the server's root"),
-        ("http//nope", "is not a URL"),
+    for (lines, want) in [
+        (
+            "url = \"ftp://host/\"",
+            "the scheme must be http:// or https://",
+        ),
+        ("url = \"http://host/api\"", "give the server's root"),
+        ("url = \"http//nope\"", "is not a URL"),
+        (
+            "url = \"http://host/\"\ninsecure = true",
+            "`cacert` and `insecure` are for an https:// url",
+        ),
+        (
+            "url = \"https://host/\"\ninsecure = true\ncacert = \"ca.pem\"",
+            "give `cacert` or `insecure`, not both",
+        ),
+        (
+            "url = \"http://host/\"\n[variant.start]\ncommand = [\"true\"]",
+            "it has no [start] or [program]",
+        ),
     ] {
         let suite = format!(
-            "name = \"r\"\nvariants = [\"x\"]\nworkloads = [\"hello\"]\nconnections = [1]\nduration_secs = 0.2\n\n[[variant]]\nname = \"x\"\nabout = \"x\"\nurl = \"{url}\"\n"
+            "name = \"r\"\nvariants = [\"x\"]\nworkloads = [\"hello\"]\nconnections = [1]\nduration_secs = 0.2\n\n[[variant]]\nname = \"x\"\nabout = \"x\"\n{lines}\n"
         );
         let (out, results) = run_suite(tmp.path(), &suite, &[]);
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{url}: {stderr}");
-        assert!(stderr.contains(want), "{url}: {stderr}");
+        assert_eq!(out.status.code(), Some(2), "{lines}: {stderr}");
+        assert!(stderr.contains(want), "{lines}: {stderr}");
         assert!(!results.exists());
     }
+}
+
+/// An HTTPS server on an ephemeral loopback port with a certificate made for `localhost`: `GET /`
+/// answers "hello", anything else 404. Returns its port and its certificate (PEM).
+fn https_hello() -> (u16, String) {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+    let pem = cert.cert.pem();
+    let key = PrivateKeyDer::from_pem_slice(cert.key_pair.serialize_pem().as_bytes()).unwrap();
+    let chain = vec![CertificateDer::from_pem_slice(pem.as_bytes()).unwrap()];
+    let config = rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(chain, key)
+    .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config));
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            tx.send(listener.local_addr().unwrap().port()).unwrap();
+            loop {
+                let (tcp, _) = listener.accept().await.unwrap();
+                let acceptor = acceptor.clone();
+                tokio::spawn(async move {
+                    let Ok(tls) = acceptor.accept(tcp).await else {
+                        return;
+                    };
+                    let svc = hyper::service::service_fn(
+                        |req: hyper::Request<hyper::body::Incoming>| async move {
+                            let (status, body) = match req.uri().path() {
+                                "/" => (200, "hello"),
+                                _ => (404, "nope"),
+                            };
+                            let mut resp = hyper::Response::new(http_body_util::Full::new(
+                                bytes::Bytes::from_static(body.as_bytes()),
+                            ));
+                            *resp.status_mut() = hyper::StatusCode::from_u16(status).unwrap();
+                            Ok::<_, std::convert::Infallible>(resp)
+                        },
+                    );
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(hyper_util::rt::TokioIo::new(tls), svc)
+                        .await;
+                });
+            }
+        });
+    });
+    (rx.recv().unwrap(), pem)
+}
+
+#[test]
+fn an_https_remote_target_is_measured_over_tls_and_a_bad_certificate_fails_it_alone() {
+    let (port, pem) = https_hello();
+    let tmp = tempfile::tempdir().unwrap();
+    let ca = write(tmp.path(), "ca.pem", &pem);
+    let suite = format!(
+        r#"name = "tls"
+variants = ["trusted", "untrusted", "anything"]
+workloads = ["hello"]
+connections = [2]
+duration_secs = 0.3
+
+[[variant]]
+name = "trusted"
+about = "the test's HTTPS server, its certificate trusted through cacert"
+url = "https://localhost:{port}"
+cacert = "{ca}"
+
+[[variant]]
+name = "untrusted"
+about = "the same, against the system's roots, which do not know it"
+url = "https://localhost:{port}"
+
+[[variant]]
+name = "anything"
+about = "the same, any certificate accepted"
+url = "https://localhost:{port}"
+insecure = true
+"#
+    );
+    let (out, results) = run_suite(tmp.path(), &suite, &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "untrusted: TLS with localhost:{port}: invalid peer certificate"
+        )),
+        "{stderr}"
+    );
+    let dir = only_run_dir(&results);
+    let throughput = std::fs::read_to_string(dir.join("throughput.csv")).unwrap();
+    for variant in ["trusted", "anything"] {
+        let row = throughput
+            .lines()
+            .find(|l| l.starts_with(&format!("{variant},hello,2,")))
+            .unwrap_or_else(|| panic!("no {variant} row: {throughput}"));
+        assert_eq!(row.split(',').nth(10), Some("0"), "errors in {row}");
+    }
+    assert!(!throughput.contains("untrusted"), "{throughput}");
+    let samples = std::fs::read_to_string(dir.join("samples.jsonl")).unwrap();
+    assert!(
+        samples.contains("\"tls_handshakes\":2"),
+        "each connection handshakes once"
+    );
 }

@@ -149,7 +149,11 @@ fn measure_cell(
         r + 1,
         suite.repetitions
     ));
-    let mut config = requests::load_config(&sub.running.authority, cell.requests)?;
+    let mut config = requests::load_config(&sub.running.base_url(), cell.requests)?;
+    if let Some(tls) = &sub.running.tls {
+        config.ca_file = tls.ca_file.clone();
+        config.insecure = tls.insecure;
+    }
     config.connections = cell.connections;
     config.threads = suite.load_threads.min(cell.connections);
     config.timeout = Duration::from_secs_f64(suite.timeout_secs);

@@ -126,13 +126,13 @@ impl Workloads {
     }
 }
 
-/// A load against `authority` (`host:port`) sending `requests` in turn, each answer counted a
-/// success when its status is the one its check expects.
-pub fn load_config(authority: &str, requests: &[SentRequest]) -> anyhow::Result<LoadConfig> {
+/// A load against `base` (`http://host:port`, or https) sending `requests` in turn, each answer
+/// counted a success when its status is the one its check expects.
+pub fn load_config(base: &str, requests: &[SentRequest]) -> anyhow::Result<LoadConfig> {
     let (first, rest) = requests
         .split_first()
         .ok_or_else(|| anyhow::anyhow!("a workload without a request"))?;
-    let mut config = LoadConfig::new(&format!("http://{authority}{}", first.target))?;
+    let mut config = LoadConfig::new(&format!("{base}{}", first.target))?;
     let parts = first.parts()?;
     config.method = parts.method;
     config.headers = parts.headers;
@@ -164,7 +164,7 @@ expect = { status = 201 }
             String::from_utf8(r.closing_bytes(addr)).unwrap(),
             "POST /in?x=1 HTTP/1.1\r\nhost: 127.0.0.1:9\r\nx-k: v\r\ncontent-length: 3\r\nconnection: close\r\n\r\nabc"
         );
-        let c = load_config(addr, &[r.clone(), SentRequest::get("/")]).unwrap();
+        let c = load_config("http://127.0.0.1:9", &[r.clone(), SentRequest::get("/")]).unwrap();
         assert_eq!((c.expect_status, c.rotation.len()), (Some(201), 1));
         assert_eq!(c.rotation[0].expect_status, Some(200));
         assert_eq!(c.url.path_and_query().unwrap().as_str(), "/in?x=1");

@@ -247,12 +247,7 @@ impl<'a> ServerRun<'a> {
         self.rec
             .progress
             .set_message(format!("{}: verifying", v.name()));
-        let checks = verify::verify(
-            &self.client,
-            (running.addr, &running.authority),
-            self.suite,
-            self.workloads,
-        );
+        let checks = verify::verify(&self.client, &running, self.suite, self.workloads);
         let failed: Vec<String> = checks
             .iter()
             .filter(|c| !c.ok)

@@ -3,7 +3,7 @@
 //! routes answer 404 and wrong methods 405, as workloads of that kind). A variant that fails is
 //! reported with what came back, and not measured.
 
-use std::net::SocketAddr;
+use bytes::Bytes;
 use std::time::Duration;
 
 use http_body_util::{BodyExt, Full};
@@ -13,6 +13,7 @@ use wasmlab_model::run::Check;
 use wasmlab_model::suite::ServerSuite;
 use wasmlab_model::workload::{self, Answer};
 
+use crate::launch::Running;
 use crate::requests::{SentRequest, Workloads};
 
 /// A small blocking HTTP client for readiness and verification (one connection per request).
@@ -29,14 +30,10 @@ impl Client {
         })
     }
 
-    /// Sends `r` on a fresh connection to `addr`, naming `authority` as `Host` (unless `r`
-    /// names its own), and reads the whole answer.
-    pub fn fetch(
-        &self,
-        addr: SocketAddr,
-        authority: &str,
-        r: &SentRequest,
-    ) -> anyhow::Result<Answer> {
+    /// Sends `r` on a fresh connection to the server (TLS over it for an https remote target),
+    /// naming its authority as `Host` (unless `r` names its own), and reads the whole answer.
+    pub fn fetch(&self, to: &Running, r: &SentRequest) -> anyhow::Result<Answer> {
+        let (addr, authority) = (to.addr, to.authority.as_str());
         let mut req = Request::builder().method(r.method.as_str()).uri(&r.target);
         if !r
             .headers
@@ -52,10 +49,13 @@ impl Client {
         self.rt.block_on(async {
             tokio::time::timeout(Duration::from_secs(10), async {
                 let stream = tokio::net::TcpStream::connect(addr).await?;
-                let (mut sender, conn) =
-                    hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
-                tokio::spawn(conn);
-                let resp = sender.send_request(req).await?;
+                let resp = match &to.tls {
+                    None => send(stream, req).await?,
+                    Some(t) => {
+                        let connector = tokio_rustls::TlsConnector::from(t.config.clone());
+                        send(connector.connect(t.server_name.clone(), stream).await?, req).await?
+                    }
+                };
                 let status = resp.status().as_u16();
                 let headers = resp
                     .headers()
@@ -78,11 +78,24 @@ impl Client {
     }
 }
 
+/// One request on a fresh HTTP/1.1 connection over `io`.
+async fn send<IO>(
+    io: IO,
+    req: Request<Full<Bytes>>,
+) -> anyhow::Result<hyper::Response<hyper::body::Incoming>>
+where
+    IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(io)).await?;
+    tokio::spawn(conn);
+    Ok(sender.send_request(req).await?)
+}
+
 /// Checks every workload the suite names (measured in any way, or only verified), each request
 /// of each, as its definition says. Returns every check; the variant passes when all are ok.
 pub fn verify(
     client: &Client,
-    (addr, authority): (SocketAddr, &str),
+    to: &Running,
     suite: &ServerSuite,
     workloads: &Workloads,
 ) -> Vec<Check> {
@@ -101,7 +114,7 @@ pub fn verify(
                 true => format!("{name} ({})", r.describe()),
                 false => name.clone(),
             };
-            checks.push(match check(client, (addr, authority), r) {
+            checks.push(match check(client, to, r) {
                 Ok(answer) => Check {
                     what,
                     ok: true,
@@ -124,14 +137,10 @@ fn failed(what: String, detail: String) -> Check {
 
 /// Sends `r` and judges the answer (for a counter, two in a row). The error says which check
 /// failed and what came back.
-fn check(
-    client: &Client,
-    (addr, authority): (SocketAddr, &str),
-    r: &SentRequest,
-) -> Result<Answer, String> {
+fn check(client: &Client, to: &Running, r: &SentRequest) -> Result<Answer, String> {
     let send = || {
         client
-            .fetch(addr, authority, r)
+            .fetch(to, r)
             .map_err(|e| format!("{}: request failed: {e:#}", r.describe()))
     };
     let answer = send()?;

@@ -105,6 +105,8 @@ pub struct Running {
     pub addr: SocketAddr,
     /// `host:port` as requests name it in `Host` (a remote target's own name; else `addr`).
     pub authority: String,
+    /// An https remote target: the TLS the lab speaks to it.
+    pub tls: Option<RemoteTls>,
     pub start: StartTimes,
     /// The process the lab started; None for a remote target.
     child: Option<Child>,
@@ -128,7 +130,8 @@ impl Launchable {
     /// target is only waited for.
     pub fn launch(&self, ctx: &LaunchContext<'_>) -> anyhow::Result<Running> {
         if let Some(url) = &self.spec.url {
-            return reach(&self.spec.name, url, ctx);
+            let s = &self.spec;
+            return reach(&s.name, (url, s.cacert.as_deref(), s.insecure), ctx);
         }
         let start = self.spec.start.as_ref().ok_or_else(|| {
             anyhow::anyhow!(
@@ -172,8 +175,21 @@ impl Launchable {
     }
 }
 
+/// The TLS spoken to an https remote target: the lab's own client configuration (for the
+/// readiness probe and verification) and what the load generator builds its own from.
+pub struct RemoteTls {
+    pub config: std::sync::Arc<rustls::ClientConfig>,
+    pub server_name: rustls::pki_types::ServerName<'static>,
+    pub ca_file: Option<PathBuf>,
+    pub insecure: bool,
+}
+
 /// A remote target, resolved and waited for until it answers the ready request.
-fn reach(name: &str, url: &str, ctx: &LaunchContext<'_>) -> anyhow::Result<Running> {
+fn reach(
+    name: &str,
+    (url, ca_file, insecure): (&str, Option<&str>, bool),
+    ctx: &LaunchContext<'_>,
+) -> anyhow::Result<Running> {
     use std::net::ToSocketAddrs;
     let target = RemoteTarget::parse(url)?;
     let addrs: Vec<SocketAddr> = target
@@ -189,9 +205,20 @@ fn reach(name: &str, url: &str, ctx: &LaunchContext<'_>) -> anyhow::Result<Runni
         .or(addrs.first())
         .copied()
         .ok_or_else(|| anyhow::anyhow!("{name}: {} resolves to no address", target.authority))?;
+    let tls = match target.tls {
+        true => Some(RemoteTls {
+            config: wasmlab_load::tls::client_config(ca_file.map(Path::new), insecure)
+                .map_err(|e| anyhow::anyhow!("{name}: {e:#}"))?,
+            server_name: wasmlab_load::tls::server_name(&target.host)?,
+            ca_file: ca_file.map(PathBuf::from),
+            insecure,
+        }),
+        false => None,
+    };
     let mut running = Running {
         addr,
         authority: target.authority,
+        tls,
         start: StartTimes::default(),
         child: None,
         stop_command: None,
@@ -251,6 +278,7 @@ pub fn spawn_server(
     let mut running = Running {
         addr: known.unwrap_or(SocketAddr::from(([127, 0, 0, 1], 0))),
         authority: String::new(),
+        tls: None,
         start: StartTimes::default(),
         child: Some(child),
         stop_command: None,
@@ -324,9 +352,12 @@ fn wait_ready(
     loop {
         // A tight retry loop with a raw request: the first expected answer is timed here, with no
         // shell, curl or client library in the window.
-        if let Some(answer) = probe(running.addr, &request, t0) {
+        if let Some(answer) = probe(running.addr, &request, running.tls.as_ref(), t0) {
             if running.start.connected_ms == 0.0 {
                 running.start.connected_ms = answer.connected_ms;
+            }
+            if let Some(why) = answer.tls_failed {
+                anyhow::bail!("{name}: TLS with {}: {why}", running.authority);
             }
             match answer.status {
                 Some(s) if s == want => {
@@ -363,28 +394,47 @@ fn wait_ready(
     Ok(())
 }
 
+/// A probe's stream: plain TCP, or TLS over it.
+trait ReadWrite: std::io::Read + std::io::Write {}
+impl<T: std::io::Read + std::io::Write> ReadWrite for T {}
+
 struct Probe {
     connected_ms: f64,
     first_byte_ms: f64,
     /// The status of a complete response; None when it did not complete.
     status: Option<u16>,
+    /// The TLS handshake failed (a certificate that does not verify): no use waiting.
+    tls_failed: Option<String>,
 }
 
-/// One request (its bytes ask for `Connection: close`) on a fresh connection, read to the end,
-/// timed from `t0`. None when the connection is refused.
-fn probe(addr: SocketAddr, request: &[u8], t0: Instant) -> Option<Probe> {
+/// One request (its bytes ask for `Connection: close`) on a fresh connection (TLS over it for
+/// an https remote target), read to the end, timed from `t0`. None when the connection is
+/// refused.
+fn probe(addr: SocketAddr, request: &[u8], tls: Option<&RemoteTls>, t0: Instant) -> Option<Probe> {
     use std::io::{Read, Write};
     let ms = || t0.elapsed().as_secs_f64() * 1e3;
-    let mut s = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(1)).ok()?;
+    let tcp = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(1)).ok()?;
     let connected_ms = ms();
+    let _ = tcp.set_nodelay(true);
+    let _ = tcp.set_read_timeout(Some(Duration::from_secs(5)));
+    let mut s: Box<dyn ReadWrite> = match tls {
+        None => Box::new(tcp),
+        Some(t) => {
+            let conn =
+                rustls::ClientConnection::new(t.config.clone(), t.server_name.clone()).ok()?;
+            Box::new(rustls::StreamOwned::new(conn, tcp))
+        }
+    };
     let mut p = Probe {
         connected_ms,
         first_byte_ms: 0.0,
         status: None,
+        tls_failed: None,
     };
-    let _ = s.set_nodelay(true);
-    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
-    if s.write_all(request).is_err() {
+    if let Err(e) = s.write_all(request) {
+        if tls.is_some() && e.kind() == std::io::ErrorKind::InvalidData {
+            p.tls_failed = Some(e.to_string());
+        }
         return Some(p);
     }
     let mut buf = Vec::with_capacity(512);
@@ -398,6 +448,9 @@ fn probe(addr: SocketAddr, request: &[u8], t0: Instant) -> Option<Probe> {
                 }
                 buf.extend_from_slice(&chunk[..n]);
             }
+            // A TLS peer that closes without close_notify after a whole answer (common, and
+            // harmless with `Connection: close`).
+            Err(e) if tls.is_some() && e.kind() == std::io::ErrorKind::UnexpectedEof => break,
             Err(_) => return Some(p),
         }
     }
@@ -424,6 +477,12 @@ fn log_tail(path: &Path) -> String {
 }
 
 impl Running {
+    /// `http://host:port`, or `https://` for a remote target reached over TLS.
+    pub fn base_url(&self) -> String {
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://{}", self.authority)
+    }
+
     /// `None` while running; the exit status once it has died.
     pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
         self.child.as_mut()?.try_wait().ok().flatten()

@@ -47,6 +47,12 @@ pub struct VariantSpec {
     /// start) is not observable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    /// An `https://` url: trust this PEM file's certificates instead of the system's roots.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cacert: Option<String>,
+    /// An `https://` url: accept any certificate.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub insecure: bool,
     /// Run once at the end of a run (e.g. remove an image).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub finish: Vec<Step>,
@@ -57,21 +63,23 @@ pub struct VariantSpec {
 pub struct RemoteTarget {
     /// `host:port`, as `Host` and for name resolution.
     pub authority: String,
+    /// The host alone (the TLS server name).
+    pub host: String,
+    /// `https://`: TLS over the connection.
+    pub tls: bool,
 }
 
 impl RemoteTarget {
-    /// Parses a remote variant's `url`: `http://host[:port]`, no path but `/`.
+    /// Parses a remote variant's `url`: `http[s]://host[:port]`, no path but `/`.
     pub fn parse(url: &str) -> anyhow::Result<Self> {
         let uri: http::Uri = url
             .parse()
             .map_err(|e| anyhow::anyhow!("url {url:?} is not a URL: {e}"))?;
-        match uri.scheme_str() {
-            Some("http") => {}
-            Some("https") => anyhow::bail!(
-                "url {url:?}: https targets are not supported yet (the lab's client speaks HTTP/1.1 over TCP)"
-            ),
-            _ => anyhow::bail!("url {url:?}: the scheme must be http://"),
-        }
+        let tls = match uri.scheme_str() {
+            Some("http") => false,
+            Some("https") => true,
+            _ => anyhow::bail!("url {url:?}: the scheme must be http:// or https://"),
+        };
         let host = uri
             .host()
             .ok_or_else(|| anyhow::anyhow!("url {url:?} has no host"))?;
@@ -79,13 +87,17 @@ impl RemoteTarget {
             matches!(uri.path(), "" | "/") && uri.query().is_none(),
             "url {url:?}: give the server's root (http://host:port); the workloads' paths are sent as they are"
         );
-        let port = uri.port_u16().unwrap_or(80);
+        let port = uri.port_u16().unwrap_or(if tls { 443 } else { 80 });
         let authority = if host.contains(':') && !host.starts_with('[') {
             format!("[{host}]:{port}")
         } else {
             format!("{host}:{port}")
         };
-        Ok(Self { authority })
+        Ok(Self {
+            authority,
+            host: host.to_owned(),
+            tls,
+        })
     }
 }
 
@@ -339,9 +351,21 @@ impl VariantSpec {
                 self.start.is_none() && self.program.is_none(),
                 "a variant with a `url` runs elsewhere: it has no [start] or [program]"
             );
-            RemoteTarget::parse(url)?;
+            let target = RemoteTarget::parse(url)?;
+            anyhow::ensure!(
+                target.tls || (self.cacert.is_none() && !self.insecure),
+                "`cacert` and `insecure` are for an https:// url"
+            );
+            anyhow::ensure!(
+                !(self.cacert.is_some() && self.insecure),
+                "give `cacert` or `insecure`, not both"
+            );
             return Ok(());
         }
+        anyhow::ensure!(
+            self.cacert.is_none() && !self.insecure,
+            "`cacert` and `insecure` are for a variant with an https:// url"
+        );
         match (&self.start, &self.program) {
             (Some(start), None) => {
                 templates.check("[start] command", &start.command)?;
