@@ -2,64 +2,15 @@
 //! verified with `ca_file`, refused without it, accepted with `insecure`; the handshake is its
 //! own phase, and sessions are resumed when connections are replaced.
 
-use std::convert::Infallible;
-use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
-use http_body_util::Full;
-use hyper::Response;
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use wasmlab_load::{LoadConfig, run};
+use wasmlab_test_support::https_server;
 
-/// A TLS server on an ephemeral loopback port; returns its port and its certificate (PEM).
-/// `keep_alive: false` closes every connection after one answer, so each request handshakes.
+/// The test's HTTPS server: every path answers "ok"; returns its port and certificate (PEM).
 fn tls_server(keep_alive: bool) -> (u16, String) {
-    let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
-    let pem = cert.cert.pem();
-    let key = PrivateKeyDer::from_pem_slice(cert.key_pair.serialize_pem().as_bytes()).unwrap();
-    let chain = vec![CertificateDer::from_pem_slice(pem.as_bytes()).unwrap()];
-    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_no_client_auth()
-    .with_single_cert(chain, key)
-    .unwrap();
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            tx.send(listener.local_addr().unwrap().port()).unwrap();
-            loop {
-                let (tcp, _) = listener.accept().await.unwrap();
-                let acceptor = acceptor.clone();
-                tokio::spawn(async move {
-                    let Ok(tls) = acceptor.accept(tcp).await else {
-                        return;
-                    };
-                    let svc = service_fn(|_req| async {
-                        Ok::<_, Infallible>(Response::new(Full::new(Bytes::from_static(b"ok"))))
-                    });
-                    let _ = http1::Builder::new()
-                        .keep_alive(keep_alive)
-                        .serve_connection(TokioIo::new(tls), svc)
-                        .await;
-                });
-            }
-        });
-    });
-    (rx.recv().unwrap(), pem)
+    let s = https_server(keep_alive, |_| (200, "ok"));
+    (s.port, s.cert_pem)
 }
 
 fn config(port: u16) -> LoadConfig {

@@ -1,12 +1,16 @@
 //! Helpers for tests that start a gateway binary and talk raw HTTP/1.1 to it (so they can also send
-//! what a well-behaved client would not). A dev-dependency of `wasmlab-gateway`'s and
-//! `wasmlab-gateway-wasm`'s tests: no production code links it.
+//! what a well-behaved client would not), and an HTTPS server for the clients' tests. A
+//! dev-dependency of the gateways', the load generator's and the lab's tests: no production code
+//! links it.
+
+mod tls;
 
 use std::io::{BufRead, BufReader, Read, Write};
 
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
+pub use tls::{HttpsServer, https_server};
 pub use wasmlab_upstream::echo_of;
 
 /// Starts the upstream echo server on an ephemeral loopback port; returns its runtime (keep it

@@ -3,50 +3,21 @@
 //! said to be not observable in every output. The "remote" server is wasmlab's native gateway,
 //! started by the test itself on a loopback port and declared by name (`localhost`).
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
 
 mod support;
 
 use support::*;
 
 /// The native gateway on an ephemeral loopback port, stopped when dropped.
-struct Elsewhere {
-    child: std::process::Child,
-    port: u16,
-}
-
-impl Elsewhere {
-    fn start() -> Self {
-        let bin = Path::new(WASMLAB).with_file_name("wasmlab-gateway-native");
-        let mut child = Command::new(bin)
-            .args(["--port", "0", "--upstream", "http://127.0.0.1:9"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        let line = stdout
-            .lines()
-            .map(|l| l.unwrap())
-            .find(|l| l.starts_with("listening on http://"))
-            .unwrap();
-        let port = line.rsplit(':').next().unwrap().trim().parse().unwrap();
-        Self { child, port }
-    }
-}
-
-impl Drop for Elsewhere {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+fn elsewhere() -> Listening {
+    let bin = Path::new(WASMLAB).with_file_name("wasmlab-gateway-native");
+    Listening::spawn(bin, &["--port", "0", "--upstream", "http://127.0.0.1:9"])
 }
 
 #[test]
 fn a_remote_url_is_verified_and_measured_with_what_it_hides_said() {
-    let server = Elsewhere::start();
+    let server = elsewhere();
     let tmp = tempfile::tempdir().unwrap();
     let suite = format!(
         r#"name = "remote"
@@ -68,7 +39,7 @@ name = "elsewhere"
 about = "the native gateway, started by the test, measured as a server on another machine"
 url = "http://localhost:{}"
 "#,
-        server.port
+        server.port()
     );
     let (out, results) = run_suite(tmp.path(), &suite, &[]);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -172,66 +143,13 @@ fn a_bad_remote_url_is_refused_before_anything_starts() {
     }
 }
 
-/// An HTTPS server on an ephemeral loopback port with a certificate made for `localhost`: `GET /`
-/// answers "hello", anything else 404. Returns its port and its certificate (PEM).
-fn https_hello() -> (u16, String) {
-    use rustls::pki_types::pem::PemObject;
-    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-    let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
-    let pem = cert.cert.pem();
-    let key = PrivateKeyDer::from_pem_slice(cert.key_pair.serialize_pem().as_bytes()).unwrap();
-    let chain = vec![CertificateDer::from_pem_slice(pem.as_bytes()).unwrap()];
-    let config = rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_no_client_auth()
-    .with_single_cert(chain, key)
-    .unwrap();
-    let acceptor = tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config));
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            tx.send(listener.local_addr().unwrap().port()).unwrap();
-            loop {
-                let (tcp, _) = listener.accept().await.unwrap();
-                let acceptor = acceptor.clone();
-                tokio::spawn(async move {
-                    let Ok(tls) = acceptor.accept(tcp).await else {
-                        return;
-                    };
-                    let svc = hyper::service::service_fn(
-                        |req: hyper::Request<hyper::body::Incoming>| async move {
-                            let (status, body) = match req.uri().path() {
-                                "/" => (200, "hello"),
-                                _ => (404, "nope"),
-                            };
-                            let mut resp = hyper::Response::new(http_body_util::Full::new(
-                                bytes::Bytes::from_static(body.as_bytes()),
-                            ));
-                            *resp.status_mut() = hyper::StatusCode::from_u16(status).unwrap();
-                            Ok::<_, std::convert::Infallible>(resp)
-                        },
-                    );
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(hyper_util::rt::TokioIo::new(tls), svc)
-                        .await;
-                });
-            }
-        });
-    });
-    (rx.recv().unwrap(), pem)
-}
-
 #[test]
 fn an_https_remote_target_is_measured_over_tls_and_a_bad_certificate_fails_it_alone() {
-    let (port, pem) = https_hello();
+    let server = wasmlab_test_support::https_server(true, |path| match path {
+        "/" => (200, "hello"),
+        _ => (404, "nope"),
+    });
+    let (port, pem) = (server.port, server.cert_pem);
     let tmp = tempfile::tempdir().unwrap();
     let ca = write(tmp.path(), "ca.pem", &pem);
     let suite = format!(

@@ -1,9 +1,6 @@
 //! The commands on results: `wasmlab report` from a committed fixture, `wasmlab compare`, and
 //! `wasmlab load` with its JSON report.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
-
 mod support;
 
 use support::*;
@@ -94,17 +91,8 @@ fn compare_marks_significant_changes() {
 
 #[test]
 fn load_command_reports_json() {
-    let mut up = Command::new(WASMLAB)
-        .args(["upstream", "--port", "0"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let line = BufReader::new(up.stdout.take().unwrap())
-        .lines()
-        .next()
-        .unwrap()
-        .unwrap();
-    let url = line.strip_prefix("listening on ").unwrap().to_owned();
+    let up = Listening::upstream();
+    let url = up.url.clone();
     let out = wasmlab(&[
         "load",
         &format!("{url}/x"),
@@ -114,8 +102,7 @@ fn load_command_reports_json() {
         "300",
         "--json",
     ]);
-    let _ = up.kill();
-    let _ = up.wait();
+    drop(up);
     assert!(
         out.status.success(),
         "{}",

@@ -2,46 +2,13 @@
 //! `[[threshold]]` tables, crossed and not, with their exit codes (99 crossed, 1 when nothing
 //! succeeded, 2 for a malformed threshold), every result written first.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
-
 mod support;
 
 use support::*;
 
-/// The upstream echo server (any path answers 200) on an ephemeral loopback port.
-struct Upstream {
-    child: std::process::Child,
-    url: String,
-}
-
-impl Upstream {
-    fn start() -> Self {
-        let mut child = Command::new(WASMLAB)
-            .args(["upstream", "--port", "0"])
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let line = BufReader::new(child.stdout.take().unwrap())
-            .lines()
-            .next()
-            .unwrap()
-            .unwrap();
-        let url = line.strip_prefix("listening on ").unwrap().to_owned();
-        Self { child, url }
-    }
-}
-
-impl Drop for Upstream {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 #[test]
 fn load_fails_if_a_threshold_holds_and_when_nothing_succeeds() {
-    let up = Upstream::start();
+    let up = Listening::upstream();
     let url = format!("{}/x", up.url);
     let load = |extra: &[&str]| {
         let mut args = vec!["load", &url, "-c", "2", "-n", "200"];

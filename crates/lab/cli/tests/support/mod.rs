@@ -100,6 +100,48 @@ pub fn leftover_tmp_files(dir: &Path) -> usize {
         .count()
 }
 
+/// A server the test starts that prints `listening on http://ADDR` on stdout (wasmlab's
+/// upstream, a gateway); killed when dropped.
+pub struct Listening {
+    child: std::process::Child,
+    /// `http://ADDR`.
+    pub url: String,
+}
+
+impl Listening {
+    pub fn spawn(program: impl AsRef<std::ffi::OsStr>, args: &[&str]) -> Self {
+        use std::io::{BufRead, BufReader};
+        let mut child = Command::new(program)
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let url = BufReader::new(child.stdout.take().unwrap())
+            .lines()
+            .map(|l| l.unwrap())
+            .find_map(|l| l.strip_prefix("listening on ").map(str::to_owned))
+            .expect("the server says where it listens");
+        Self { child, url }
+    }
+
+    /// wasmlab's upstream echo server (every path answers 200 with `METHOD TARGET`).
+    pub fn upstream() -> Self {
+        Self::spawn(WASMLAB, &["upstream", "--port", "0"])
+    }
+
+    pub fn port(&self) -> u16 {
+        self.url.rsplit(':').next().unwrap().parse().unwrap()
+    }
+}
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 pub fn wasmlab(args: &[&str]) -> std::process::Output {
     Command::new(WASMLAB).args(args).output().unwrap()
 }
