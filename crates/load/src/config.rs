@@ -31,6 +31,12 @@ pub struct LoadConfig {
     /// Open loop: send at this constant arrival rate (requests per second, all threads together)
     /// instead of as fast as responses come back.
     pub rate: Option<f64>,
+    /// HTTP/2 instead of HTTP/1.1: by prior knowledge over cleartext (h2c), by ALPN over TLS.
+    pub http2: bool,
+    /// HTTP/2: concurrent streams per connection, each sending its next request when its
+    /// previous answer is complete (h2load's `-m`); the closed loop's concurrency is
+    /// `connections x streams`.
+    pub streams: usize,
     /// HTTPS: trust the certificates in this PEM file instead of the system's roots.
     pub ca_file: Option<std::path::PathBuf>,
     /// HTTPS: accept any certificate (the handshake's signatures are still checked).
@@ -76,6 +82,8 @@ impl LoadConfig {
             headers: Vec::new(),
             body: Bytes::new(),
             rotation: Vec::new(),
+            http2: false,
+            streams: 1,
             ca_file: None,
             insecure: false,
             expect_status: None,

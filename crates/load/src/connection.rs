@@ -17,14 +17,14 @@ use crate::report::record;
 use crate::worker::{SerializedRequest, Shared, WorkerStats};
 use crate::{LATE_AFTER, http1};
 
-enum Failure {
+pub(crate) enum Failure {
     Connect(String),
     ReadWrite(String),
     Timeout,
 }
 
 /// A connection's byte stream: plain TCP, or TLS over it.
-enum Stream {
+pub(crate) enum Stream {
     Plain(TcpStream),
     Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
 }
@@ -88,6 +88,22 @@ struct Opened {
 }
 
 async fn connect(shared: &Shared) -> Result<Opened, Failure> {
+    let (stream, tcp_done, tls_resumed) = open(shared).await?;
+    Ok(Opened {
+        conn: Connection {
+            stream,
+            buf: vec![0; READ_BUFFER_BYTES].into_boxed_slice(),
+            parser: http1::ResponseParser::new(false),
+        },
+        tcp_done,
+        tls_resumed,
+    })
+}
+
+/// A new connection's stream (TLS over TCP for https), when its TCP connect ended, and for TLS
+/// whether the handshake resumed a session. Over TLS with HTTP/2 asked, the server must agree to
+/// it (ALPN).
+pub(crate) async fn open(shared: &Shared) -> Result<(Stream, Instant, Option<bool>), Failure> {
     let addr = shared.config.authority();
     let timeout = shared.config.timeout;
     let tcp = tokio::time::timeout(timeout, TcpStream::connect(&addr))
@@ -104,29 +120,30 @@ async fn connect(shared: &Shared) -> Result<Opened, Failure> {
                 .await
                 .map_err(|_| Failure::Connect(format!("TLS handshake with {addr} timed out")))?
                 .map_err(|e| Failure::Connect(format!("TLS handshake with {addr}: {e}")))?;
-            let resumed = s.get_ref().1.handshake_kind() == Some(rustls::HandshakeKind::Resumed);
+            let session = s.get_ref().1;
+            if shared.config.http2 && session.alpn_protocol() != Some(b"h2") {
+                let got = session
+                    .alpn_protocol()
+                    .map_or("none".into(), |p| String::from_utf8_lossy(p).into_owned());
+                return Err(Failure::Connect(format!(
+                    "{addr} does not speak HTTP/2 over TLS (ALPN: {got})"
+                )));
+            }
+            let resumed = session.handshake_kind() == Some(rustls::HandshakeKind::Resumed);
             (Stream::Tls(Box::new(s)), Some(resumed))
         }
     };
-    Ok(Opened {
-        conn: Connection {
-            stream,
-            buf: vec![0; READ_BUFFER_BYTES].into_boxed_slice(),
-            parser: http1::ResponseParser::new(false),
-        },
-        tcp_done,
-        tls_resumed,
-    })
+    Ok((stream, tcp_done, tls_resumed))
 }
 
 /// A completed exchange: the response, and when the request started, its last byte was written,
 /// the response's first byte was read, and its last.
-struct Exchange {
-    response: http1::Response,
-    begin: Instant,
-    written: Instant,
-    first_byte: Instant,
-    end: Instant,
+pub(crate) struct Exchange {
+    pub(crate) response: http1::Response,
+    pub(crate) begin: Instant,
+    pub(crate) written: Instant,
+    pub(crate) first_byte: Instant,
+    pub(crate) end: Instant,
 }
 
 impl Connection {
@@ -172,6 +189,37 @@ impl Connection {
     }
 }
 
+/// Waits for this sender's next turn: in the open loop its due time (None when the run is over,
+/// else Some(due), its lag counted), in the closed loop at once while the run goes on (Some(None)).
+/// `now` becomes the time the send starts.
+pub(crate) async fn turn(
+    shared: &Shared,
+    schedule: Option<&(Rc<Pacer>, Rc<pacing::Alarm>)>,
+    stats: &RefCell<WorkerStats>,
+    now: &mut Instant,
+) -> Option<Option<Instant>> {
+    let Some((p, alarm)) = schedule else {
+        return shared.may_send(*now).then_some(None);
+    };
+    // A send is taken by a sender free before the deadline and then made, even if the wait for
+    // it ends a hair past the deadline: only sends no sender took in time count as dropped.
+    let due = p.take();
+    if shared.deadline.is_some_and(|d| due >= d) || shared.stopped() {
+        return None;
+    }
+    alarm.wait_until(due).await;
+    if shared.cancelled() {
+        return None;
+    }
+    *now = Instant::now();
+    let mut st = stats.borrow_mut();
+    let lag = now.saturating_duration_since(due);
+    record(&mut st.send_lag, lag);
+    st.sent += 1;
+    st.late += u64::from(lag > LATE_AFTER);
+    Some(Some(due))
+}
+
 /// Runs connection number `id` until the run ends: each request sent (in the open loop, at its
 /// due time), its response awaited under the timeout, the outcome counted. With several
 /// requests, it sends them in turn from the `id`-th on.
@@ -195,33 +243,10 @@ pub(crate) async fn connection(
     // clock is read once per phase boundary.
     let mut now = Instant::now();
     loop {
-        let intended = match &schedule {
-            Some((p, alarm)) => {
-                // A send is taken by a connection free before the deadline and then made, even
-                // if the wait for it ends a hair past the deadline: only sends no connection
-                // took in time count as dropped.
-                let due = p.take();
-                if shared.deadline.is_some_and(|d| due >= d) || shared.stopped() {
-                    break;
-                }
-                alarm.wait_until(due).await;
-                if shared.cancelled() {
-                    break;
-                }
-                now = Instant::now();
-                Some(due)
-            }
-            None if shared.may_send(now) => None,
-            None => break,
+        let Some(intended) = turn(&shared, schedule.as_ref(), &stats, &mut now).await else {
+            break;
         };
         let started = now;
-        if let Some(due) = intended {
-            let mut st = stats.borrow_mut();
-            let lag = started.saturating_duration_since(due);
-            record(&mut st.send_lag, lag);
-            st.sent += 1;
-            st.late += u64::from(lag > LATE_AFTER);
-        }
         let outcome = async {
             let (c, begin) = match conn.as_mut() {
                 Some(c) => (c, started),
@@ -278,15 +303,15 @@ pub(crate) async fn connection(
 }
 
 /// When an exchange started, when it was due (open loop), and how long it could take.
-struct Timing {
-    started: Instant,
-    intended: Option<Instant>,
-    timeout: Duration,
+pub(crate) struct Timing {
+    pub(crate) started: Instant,
+    pub(crate) intended: Option<Instant>,
+    pub(crate) timeout: Duration,
 }
 
 /// Counts an exchange's outcome in the worker's stats; a failed one drops its connection (it
 /// is in an unknown state) and says so. `now` becomes the end of a completed exchange.
-fn count(
+pub(crate) fn count<C>(
     st: &mut WorkerStats,
     outcome: Result<Exchange, Failure>,
     Timing {
@@ -295,7 +320,7 @@ fn count(
         timeout,
     }: Timing,
     expect_status: Option<u16>,
-    conn: &mut Option<Connection>,
+    conn: &mut Option<C>,
     now: &mut Instant,
 ) -> bool {
     match outcome {

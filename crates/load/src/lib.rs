@@ -15,6 +15,7 @@
 mod config;
 mod connection;
 mod http1;
+mod http2;
 mod pacing;
 mod report;
 mod threshold;
@@ -46,6 +47,42 @@ pub const LATE_AFTER: Duration = Duration::from_millis(1);
 /// In the closed loop, the generator counts as saturated when its threads were on a CPU for at
 /// least this share of the run: the server may then have been faster than what was measured.
 pub const SATURATED_SHARE: f64 = 0.9;
+
+/// The run's requests as HTTP/2 exchanges build them: the first, then any rotated through.
+fn h2_requests(config: &LoadConfig) -> anyhow::Result<Vec<http2::H2Request>> {
+    let base = format!(
+        "{}://{}",
+        config.url.scheme_str().unwrap_or("http"),
+        config.authority()
+    );
+    let path = config.url.path_and_query().map_or("/", |pq| pq.as_str());
+    let first = RequestParts {
+        method: config.method.clone(),
+        target: path.to_owned(),
+        headers: config.headers.clone(),
+        body: config.body.clone(),
+        expect_status: config.expect_status,
+    };
+    std::iter::once(&first)
+        .chain(&config.rotation)
+        .map(|r| {
+            let mut headers = hyper::HeaderMap::new();
+            for (k, v) in &r.headers {
+                // HTTP/2 names the host in `:authority`, from the URL.
+                if k != hyper::header::HOST {
+                    headers.append(k.clone(), v.clone());
+                }
+            }
+            Ok(http2::H2Request {
+                method: r.method.clone(),
+                uri: format!("{base}{}", r.target).parse()?,
+                headers,
+                body: r.body.clone(),
+                expect_status: r.expect_status.or(config.expect_status),
+            })
+        })
+        .collect()
+}
 
 /// Runs the load and returns its report. Blocks the calling thread for the run's duration.
 pub fn run(config: LoadConfig) -> anyhow::Result<LoadReport> {
@@ -90,10 +127,20 @@ pub fn run(config: LoadConfig) -> anyhow::Result<LoadReport> {
             expect_status: r.expect_status.or(config.expect_status),
         });
     }
+    anyhow::ensure!(config.streams >= 1, "streams must be at least 1");
+    anyhow::ensure!(
+        config.http2 || config.streams == 1,
+        "several streams per connection (--streams) need HTTP/2 (--h2)"
+    );
+    let h2_requests = match config.http2 {
+        true => h2_requests(&config)?,
+        false => Vec::new(),
+    };
     let tls = tls::client(&config)?;
     let start = Instant::now();
     let shared = Arc::new(Shared {
         tls,
+        h2_requests,
         deadline: config.duration.map(|d| start + d),
         budget: config.requests.map(AtomicU64::new),
         requests,

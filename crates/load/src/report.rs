@@ -11,6 +11,13 @@ use crate::timing::Phases;
 use crate::worker::WorkerStats;
 use crate::{LoadConfig, MAX_TRACKED_NS, SATURATED_SHARE};
 
+fn one() -> usize {
+    1
+}
+fn is_one(n: &usize) -> bool {
+    *n == 1
+}
+
 /// Errors by class, as a user of wrk or k6 would split them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ErrorCounts {
@@ -95,6 +102,11 @@ pub struct LoadReport {
     pub method: String,
     pub connections: usize,
     pub threads: usize,
+    /// HTTP/2, with `streams` concurrent streams per connection.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub http2: bool,
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub streams: usize,
     /// Complete responses received, whatever their status.
     pub responses: u64,
     /// Responses with the expected status (any 2xx unless the configuration names one).
@@ -185,6 +197,8 @@ pub(crate) fn assemble(
         method: c.method.to_string(),
         connections: c.connections,
         threads,
+        http2: c.http2,
+        streams: c.streams,
         responses: stats.responses,
         ok: stats.ok,
         errors: stats.errors,

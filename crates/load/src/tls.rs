@@ -26,7 +26,7 @@ pub(crate) fn client(config: &LoadConfig) -> anyhow::Result<Option<Tls>> {
     if config.url.scheme_str() != Some("https") {
         return Ok(None);
     }
-    let tls = client_config(config.ca_file.as_deref(), config.insecure)?;
+    let tls = client_config(config.ca_file.as_deref(), config.insecure, config.http2)?;
     let host = config.url.host().unwrap_or_default();
     Ok(Some(Tls {
         connector: TlsConnector::from(tls),
@@ -42,9 +42,13 @@ pub fn server_name(host: &str) -> anyhow::Result<ServerName<'static>> {
         .map_err(|e| anyhow::anyhow!("{host:?} is not a TLS server name: {e}"))
 }
 
-/// An HTTP/1.1 TLS client configuration: trusting `ca_file`'s certificates (PEM), else the
-/// system's roots, or with `insecure` any certificate.
-pub fn client_config(ca_file: Option<&Path>, insecure: bool) -> anyhow::Result<Arc<ClientConfig>> {
+/// A TLS client configuration offering HTTP/1.1 (or with `http2` HTTP/2) by ALPN: trusting
+/// `ca_file`'s certificates (PEM), else the system's roots, or with `insecure` any certificate.
+pub fn client_config(
+    ca_file: Option<&Path>,
+    insecure: bool,
+    http2: bool,
+) -> anyhow::Result<Arc<ClientConfig>> {
     let provider = Arc::new(ring::default_provider());
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()?;
@@ -58,7 +62,11 @@ pub fn client_config(ca_file: Option<&Path>, insecure: bool) -> anyhow::Result<A
             .with_root_certificates(roots(ca_file)?)
             .with_no_client_auth()
     };
-    tls.alpn_protocols = vec![b"http/1.1".to_vec()];
+    tls.alpn_protocols = vec![if http2 {
+        b"h2".to_vec()
+    } else {
+        b"http/1.1".to_vec()
+    }];
     Ok(Arc::new(tls))
 }
 

@@ -106,6 +106,8 @@ pub(crate) struct Shared {
     pub(crate) config: LoadConfig,
     /// The requests the exchanges send: the first, then any rotated through.
     pub(crate) requests: Vec<SerializedRequest>,
+    /// HTTP/2: the requests, as its exchanges build them.
+    pub(crate) h2_requests: Vec<crate::http2::H2Request>,
     /// HTTPS: the run's TLS client.
     pub(crate) tls: Option<crate::tls::Tls>,
     pub(crate) deadline: Option<Instant>,
@@ -177,12 +179,13 @@ pub(crate) fn worker(
         }
         let mut tasks = Vec::with_capacity(conns.len());
         for id in conns {
-            tasks.push(tokio::task::spawn_local(connection(
-                id,
-                shared.clone(),
-                stats.clone(),
-                schedule.clone(),
-            )));
+            let (shared, stats, schedule) = (shared.clone(), stats.clone(), schedule.clone());
+            tasks.push(match shared.config.http2 {
+                true => {
+                    tokio::task::spawn_local(crate::http2::connection(id, shared, stats, schedule))
+                }
+                false => tokio::task::spawn_local(connection(id, shared, stats, schedule)),
+            });
         }
         for t in tasks {
             let _ = t.await;

@@ -13,6 +13,14 @@ use crate::stdout::show;
 pub struct LoadArgs {
     /// Target URL, e.g. http://127.0.0.1:8080/ or https://example.test/
     pub url: String,
+    /// HTTP/2: by prior knowledge over cleartext (h2c), by ALPN over TLS; a server that does not
+    /// speak it fails every connection, with the reason.
+    #[arg(long)]
+    pub h2: bool,
+    /// HTTP/2: concurrent streams per connection (h2load's -m); the concurrency is
+    /// connections x streams.
+    #[arg(long, default_value_t = 1, requires = "h2")]
+    pub streams: usize,
     /// HTTPS: trust the certificates of this PEM file instead of the system's roots.
     #[arg(long, value_name = "FILE")]
     pub cacert: Option<std::path::PathBuf>,
@@ -78,6 +86,8 @@ pub fn load(args: LoadArgs) -> anyhow::Result<()> {
     };
     c.timeout = args.timeout;
     c.ca_file = args.cacert.clone();
+    c.http2 = args.h2;
+    c.streams = args.streams;
     c.insecure = args.insecure;
     c.method = args
         .method
@@ -135,9 +145,13 @@ fn judge(report: &LoadReport, fail_if: &[Threshold]) -> anyhow::Result<()> {
 fn print_report(r: &LoadReport) {
     use std::fmt::Write as _;
     let mut out = String::new();
+    let protocol = match r.http2 {
+        true => format!("HTTP/2 with {} streams each", r.streams),
+        false => "HTTP/1.1".into(),
+    };
     let _ = writeln!(
         out,
-        "{} {}  {} connections, {} threads, {:.2}s",
+        "{} {}  {} connections ({protocol}), {} threads, {:.2}s",
         r.method, r.url, r.connections, r.threads, r.elapsed_secs
     );
     let _ = writeln!(

@@ -207,7 +207,7 @@ fn reach(
         .ok_or_else(|| anyhow::anyhow!("{name}: {} resolves to no address", target.authority))?;
     let tls = match target.tls {
         true => Some(RemoteTls {
-            config: wasmlab_load::tls::client_config(ca_file.map(Path::new), insecure)
+            config: wasmlab_load::tls::client_config(ca_file.map(Path::new), insecure, false)
                 .map_err(|e| anyhow::anyhow!("{name}: {e:#}"))?,
             server_name: wasmlab_load::tls::server_name(&target.host)?,
             ca_file: ca_file.map(PathBuf::from),

@@ -149,6 +149,8 @@ fn load(conns: usize, rps: f64, base_ms: f64, saturated: bool, rate: Option<f64>
         method: "GET".into(),
         connections: conns,
         threads: 1,
+        http2: false,
+        streams: 1,
         responses,
         ok: responses,
         errors: ErrorCounts {
