@@ -20,34 +20,25 @@ mod common;
 fn h2c_server() -> (std::net::SocketAddr, Arc<AtomicU64>, Arc<AtomicU64>) {
     let (answers, conns) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
     let (a, c) = (answers.clone(), conns.clone());
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            tx.send(listener.local_addr().unwrap()).unwrap();
-            loop {
-                let (tcp, _) = listener.accept().await.unwrap();
-                c.fetch_add(1, Ordering::SeqCst);
-                let a = a.clone();
-                tokio::spawn(async move {
-                    let svc = service_fn(move |_req| {
-                        a.fetch_add(1, Ordering::SeqCst);
-                        async {
-                            Ok::<_, Infallible>(Response::new(Full::new(Bytes::from_static(b"ok"))))
-                        }
-                    });
-                    let _ = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
-                        .serve_connection(TokioIo::new(tcp), svc)
-                        .await;
+    let addr = wasmlab_test_support::serve_on_loopback(move |listener| async move {
+        loop {
+            let (tcp, _) = listener.accept().await.unwrap();
+            c.fetch_add(1, Ordering::SeqCst);
+            let a = a.clone();
+            tokio::spawn(async move {
+                let svc = service_fn(move |_req| {
+                    a.fetch_add(1, Ordering::SeqCst);
+                    async {
+                        Ok::<_, Infallible>(Response::new(Full::new(Bytes::from_static(b"ok"))))
+                    }
                 });
-            }
-        });
+                let _ = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+                    .serve_connection(TokioIo::new(tcp), svc)
+                    .await;
+            });
+        }
     });
-    (rx.recv().unwrap(), answers, conns)
+    (addr, answers, conns)
 }
 
 #[test]

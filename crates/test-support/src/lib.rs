@@ -13,6 +13,28 @@ use std::time::Duration;
 pub use tls::{HttpsServer, https_server};
 pub use wasmlab_upstream::echo_of;
 
+/// Runs `serve` on a thread of its own (a current-thread tokio runtime) with a listener bound to
+/// an ephemeral loopback port; returns that address once it is bound.
+pub fn serve_on_loopback<F, Fut>(serve: F) -> SocketAddr
+where
+    F: FnOnce(tokio::net::TcpListener) -> Fut + Send + 'static,
+    Fut: Future<Output = ()>,
+{
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            tx.send(listener.local_addr().unwrap()).unwrap();
+            serve(listener).await;
+        });
+    });
+    rx.recv().unwrap()
+}
+
 /// Starts the upstream echo server on an ephemeral loopback port; returns its runtime (keep it
 /// alive) and its base URL.
 pub fn spawn_upstream() -> (tokio::runtime::Runtime, String) {

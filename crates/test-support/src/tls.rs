@@ -36,39 +36,30 @@ pub fn https_server(keep_alive: bool, answer: fn(&str) -> (u16, &'static str)) -
     .with_single_cert(chain, key)
     .unwrap();
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            tx.send(listener.local_addr().unwrap().port()).unwrap();
-            loop {
-                let (tcp, _) = listener.accept().await.unwrap();
-                let acceptor = acceptor.clone();
-                tokio::spawn(async move {
-                    let Ok(tls) = acceptor.accept(tcp).await else {
-                        return;
-                    };
-                    let svc = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
-                        let (status, body) = answer(req.uri().path());
-                        let mut resp =
-                            hyper::Response::new(Full::new(Bytes::from_static(body.as_bytes())));
-                        *resp.status_mut() = hyper::StatusCode::from_u16(status).unwrap();
-                        async move { Ok::<_, Infallible>(resp) }
-                    });
-                    let _ = http1::Builder::new()
-                        .keep_alive(keep_alive)
-                        .serve_connection(TokioIo::new(tls), svc)
-                        .await;
+    let addr = crate::serve_on_loopback(move |listener| async move {
+        loop {
+            let (tcp, _) = listener.accept().await.unwrap();
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let svc = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                    let (status, body) = answer(req.uri().path());
+                    let mut resp =
+                        hyper::Response::new(Full::new(Bytes::from_static(body.as_bytes())));
+                    *resp.status_mut() = hyper::StatusCode::from_u16(status).unwrap();
+                    async move { Ok::<_, Infallible>(resp) }
                 });
-            }
-        });
+                let _ = http1::Builder::new()
+                    .keep_alive(keep_alive)
+                    .serve_connection(TokioIo::new(tls), svc)
+                    .await;
+            });
+        }
     });
     HttpsServer {
-        port: rx.recv().unwrap(),
+        port: addr.port(),
         cert_pem,
     }
 }

@@ -27,49 +27,40 @@ pub struct Behaviour {
 /// Starts the server in its own thread; returns its address and the count of answers.
 pub fn server(b: Behaviour) -> (SocketAddr, Arc<AtomicU64>) {
     let served = Arc::new(AtomicU64::new(0));
-    let (tx, rx) = std::sync::mpsc::channel();
     let counter = served.clone();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let t0 = Instant::now();
-            tx.send(listener.local_addr().unwrap()).unwrap();
-            loop {
-                let (stream, _) = listener.accept().await.unwrap();
-                let _ = stream.set_nodelay(true);
-                let counter = counter.clone();
-                tokio::spawn(async move {
-                    let svc = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
-                        let root = req.uri().path() == "/";
-                        let counter = counter.clone();
-                        async move {
-                            if let Some((from, to)) = b.stall {
-                                let at = t0.elapsed();
-                                if at >= from && at < to {
-                                    tokio::time::sleep(to - at).await;
-                                }
+    let addr = wasmlab_test_support::serve_on_loopback(move |listener| async move {
+        let t0 = Instant::now();
+        loop {
+            let (stream, _) = listener.accept().await.unwrap();
+            let _ = stream.set_nodelay(true);
+            let counter = counter.clone();
+            tokio::spawn(async move {
+                let svc = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                    let root = req.uri().path() == "/";
+                    let counter = counter.clone();
+                    async move {
+                        if let Some((from, to)) = b.stall {
+                            let at = t0.elapsed();
+                            if at >= from && at < to {
+                                tokio::time::sleep(to - at).await;
                             }
-                            let n = counter.fetch_add(1, Ordering::SeqCst) + 1;
-                            let mut resp = Response::new(Full::new(Bytes::from_static(b"ok")));
-                            if b.only_root && !root {
-                                *resp.status_mut() = StatusCode::NOT_FOUND;
-                            }
-                            if b.fail_every > 0 && n.is_multiple_of(b.fail_every) {
-                                *resp.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
-                            }
-                            Ok::<_, Infallible>(resp)
                         }
-                    });
-                    let _ = http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), svc)
-                        .await;
+                        let n = counter.fetch_add(1, Ordering::SeqCst) + 1;
+                        let mut resp = Response::new(Full::new(Bytes::from_static(b"ok")));
+                        if b.only_root && !root {
+                            *resp.status_mut() = StatusCode::NOT_FOUND;
+                        }
+                        if b.fail_every > 0 && n.is_multiple_of(b.fail_every) {
+                            *resp.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+                        }
+                        Ok::<_, Infallible>(resp)
+                    }
                 });
-            }
-        });
+                let _ = http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), svc)
+                    .await;
+            });
+        }
     });
-    (rx.recv().unwrap(), served)
+    (addr, served)
 }
