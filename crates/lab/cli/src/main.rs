@@ -33,8 +33,9 @@ enum Command {
     Report(results::ReportArgs),
     /// Compare two results directories cell by cell, with confidence intervals.
     Compare(results::CompareArgs),
-    /// HTTP/1.1 keep-alive load against any URL: closed loop (like wrk, oha) or open loop at a
-    /// constant rate with --rate (like wrk2).
+    /// Load against any http:// or https:// URL over keep-alive HTTP/1.1 (or HTTP/2 with --h2):
+    /// closed loop (like wrk, oha) or open loop at a constant rate with --rate (like wrk2), with
+    /// thresholds that fail a pipeline (--fail-if).
     Load(load::LoadArgs),
     /// Serve the upstream echo server that /proxy forwards to (the lab starts it itself).
     Upstream {
