@@ -84,11 +84,11 @@ pub struct Expect {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body_sha256: Option<String>,
     /// The body is the request's body.
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub echo: bool,
     /// The body is a decimal counter: of two answers in a row, the second is one more than the
     /// first.
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub increments: bool,
     /// Headers the answer must carry with exactly these values (names in any case).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -100,9 +100,6 @@ fn default_method() -> String {
 }
 fn default_status() -> u16 {
     200
-}
-fn is_false(b: &bool) -> bool {
-    !b
 }
 
 impl Default for Expect {
