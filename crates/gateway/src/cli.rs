@@ -57,6 +57,17 @@ pub struct ServerArgs {
     /// reply (replies then leave in bursts): `auto` is the executor's choice.
     #[arg(long, value_enum, default_value = "auto")]
     pub defer_replies: DeferReplies,
+    /// Serve HTTP/2 beside HTTP/1.1 on the same port: by prior knowledge in cleartext (h2c; a
+    /// connection opening with the HTTP/2 preface), by ALPN over TLS. Up to 200 streams per
+    /// connection, each request run as a task of its own.
+    #[arg(long, conflicts_with = "connection_close")]
+    pub http2: bool,
+    /// Serve HTTPS with this certificate chain (PEM; the server's certificate first).
+    #[arg(long, value_name = "PEM", requires = "tls_key")]
+    pub tls_cert: Option<std::path::PathBuf>,
+    /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    pub tls_key: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -82,8 +93,13 @@ impl ServerArgs {
             .max(1)
     }
 
-    pub fn server_config(&self) -> ServerConfig {
-        ServerConfig {
+    /// The server's settings; fails only on unreadable TLS files.
+    pub fn server_config(&self) -> anyhow::Result<ServerConfig> {
+        let tls = match (&self.tls_cert, &self.tls_key) {
+            (Some(cert), Some(key)) => Some(crate::tls::server_config(cert, key, self.http2)?),
+            _ => None,
+        };
+        Ok(ServerConfig {
             keep_alive: !self.connection_close,
             accept_loops: self.threads(),
             max_body_bytes: self.max_body_bytes,
@@ -97,7 +113,9 @@ impl ServerArgs {
                 DeferReplies::On => Some(true),
                 DeferReplies::Off => Some(false),
             },
-        }
+            http2: self.http2,
+            tls,
+        })
     }
 
     /// Builds the runtime, the capabilities and (inside the runtime) the executor, binds, prints
@@ -109,6 +127,8 @@ impl ServerArgs {
         Fut: Future<Output = anyhow::Result<E>>,
     {
         raise_fd_limit();
+        // Bad TLS files fail before anything is compiled or bound.
+        let config = self.server_config()?;
         let threads = self.threads();
         let mut builder = if threads == 1 {
             tokio::runtime::Builder::new_current_thread()
@@ -127,10 +147,15 @@ impl ServerArgs {
             let addr = SocketAddr::new(self.host, self.port);
             let listener = bind(addr)?;
             let local = listener.local_addr()?;
-            let config = self.server_config();
             eprintln!(
-                "executor={} threads={threads} keep_alive={} max_connections={} max_body_bytes={} max_header_bytes={} header_timeout={:?} body_timeout={:?} error_details={}",
+                "executor={} threads={threads} protocols={} keep_alive={} max_connections={} max_body_bytes={} max_header_bytes={} header_timeout={:?} body_timeout={:?} error_details={}",
                 executor.name(),
+                match (config.tls.is_some(), config.http2) {
+                    (false, false) => "http/1.1",
+                    (false, true) => "http/1.1,h2c",
+                    (true, false) => "https(http/1.1)",
+                    (true, true) => "https(h2,http/1.1)",
+                },
                 config.keep_alive,
                 config.max_connections,
                 config.max_body_bytes,
@@ -140,7 +165,8 @@ impl ServerArgs {
                 if config.error_details { "to clients" } else { "log only" },
             );
             // The lab and the tests read this line to learn the port.
-            println!("listening on http://{local}");
+            let scheme = if config.tls.is_some() { "https" } else { "http" };
+            println!("listening on {scheme}://{local}");
             use std::io::Write;
             std::io::stdout().flush()?;
             let served = tokio::select! {

@@ -1,4 +1,5 @@
-//! The HTTP/1.1 server: accept loop, connection settings, request → executor → response.
+//! The HTTP server: accept loop, connection settings (HTTP/1.1, and HTTP/2 and TLS when asked),
+//! request → executor → response.
 
 use std::cell::Cell;
 use std::convert::Infallible;
@@ -11,15 +12,16 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Body as _;
 use hyper::body::Incoming;
 use hyper::header::{HeaderName, HeaderValue};
-use hyper::server::conn::http1;
+use hyper::server::conn::{http1, http2};
 use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 
 use crate::connections::{ConnectionGauge, ConnectionSlot};
 use crate::executor::{ExecRequest, Executor, Failure, Reply};
 use crate::log::{self, Incident, RequestId};
+use crate::protocol::{self, Http};
 
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
@@ -46,6 +48,11 @@ pub struct ServerConfig {
     pub error_details: bool,
     /// Whether a busy worker defers replies (see `handle`); None: as the executor prefers.
     pub defer_replies: Option<bool>,
+    /// Serve HTTP/2 beside HTTP/1.1: in cleartext to clients that open with its preface (prior
+    /// knowledge, h2c), over TLS to those that choose `h2` by ALPN. Needs keep-alive.
+    pub http2: bool,
+    /// HTTPS with these settings (certificate, ALPN); None: cleartext.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 impl Default for ServerConfig {
@@ -60,6 +67,8 @@ impl Default for ServerConfig {
             max_connections: 10_000,
             error_details: false,
             defer_replies: None,
+            http2: false,
+            tls: None,
         }
     }
 }
@@ -154,8 +163,59 @@ fn is_transient_accept_error(e: &std::io::Error) -> bool {
 static CONNECTIONS: AtomicU64 = AtomicU64::new(0);
 
 /// Serves one connection (any byte stream: a TCP socket, or an in-memory pipe in the fuzz target)
-/// until the client or the server closes it.
+/// until the client or the server closes it: the TLS handshake first with HTTPS, then HTTP/1.1,
+/// or HTTP/2 where the configuration serves it and the client chose it.
 pub async fn serve_connection<E, S>(stream: S, executor: Arc<E>, config: Arc<ServerConfig>)
+where
+    E: Executor,
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    // The TLS and HTTP/2 paths are boxed: an idle connection's task is as small as the plain
+    // HTTP/1.1 path alone makes it (tokio allocates a task's whole future when it is spawned).
+    match config.tls.clone() {
+        Some(tls) => Box::pin(serve_tls(tls, stream, executor, config)).await,
+        None if config.http2 => Box::pin(serve_sniffed(stream, executor, config)).await,
+        // The tuned path: the bytes go to hyper's HTTP/1.1 parser untouched.
+        None => serve_http(Http::One, stream, executor, config).await,
+    }
+}
+
+/// HTTPS: the handshake, then the protocol ALPN chose.
+async fn serve_tls<E, S>(
+    tls: Arc<rustls::ServerConfig>,
+    stream: S,
+    executor: Arc<E>,
+    config: Arc<ServerConfig>,
+) where
+    E: Executor,
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let accept = tokio_rustls::TlsAcceptor::from(tls).accept(stream);
+    // A handshake must finish within the time a request head must; a failed or slow one is
+    // the client's, and its connection is closed.
+    let Ok(Ok(stream)) = tokio::time::timeout(config.header_timeout, accept).await else {
+        return;
+    };
+    let http = match stream.get_ref().1.alpn_protocol() {
+        Some(crate::tls::ALPN_H2) => Http::Two,
+        _ => Http::One,
+    };
+    serve_http(http, stream, executor, config).await;
+}
+
+/// Cleartext with HTTP/2 on: the first bytes say which protocol (within the header timeout).
+async fn serve_sniffed<E, S>(stream: S, executor: Arc<E>, config: Arc<ServerConfig>)
+where
+    E: Executor,
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let sniffed = tokio::time::timeout(config.header_timeout, protocol::sniff(stream)).await;
+    if let Ok(Ok((http, stream))) = sniffed {
+        serve_http(http, stream, executor, config).await;
+    }
+}
+
+async fn serve_http<E, S>(http: Http, stream: S, executor: Arc<E>, config: Arc<ServerConfig>)
 where
     E: Executor,
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
@@ -173,19 +233,34 @@ where
         };
         async move { Ok::<_, Infallible>(handle(req, executor.as_ref(), rules, id).await) }
     });
-    let mut builder = http1::Builder::new();
-    builder
-        .keep_alive(config.keep_alive)
-        .timer(TokioTimer::new())
-        .header_read_timeout(config.header_timeout)
-        // 431 past this many bytes of request line and headers, however they are split.
-        .max_header_size(config.max_header_bytes)
-        // The read buffer's cap (hyper needs at least 8 KiB).
-        .max_buf_size(config.max_header_bytes.max(8192));
-    // Errors here are the client's (reset, malformed request answered by hyper with 400, timeout).
-    let _ = builder
-        .serve_connection(TokioIo::new(stream), service)
-        .await;
+    let io = TokioIo::new(stream);
+    // Errors here are the client's (reset, malformed request answered by hyper with 400, timeout,
+    // a protocol error in an HTTP/2 frame).
+    match http {
+        Http::One => {
+            let mut builder = http1::Builder::new();
+            builder
+                .keep_alive(config.keep_alive)
+                .timer(TokioTimer::new())
+                .header_read_timeout(config.header_timeout)
+                // 431 past this many bytes of request line and headers, however they are split.
+                .max_header_size(config.max_header_bytes)
+                // The read buffer's cap (hyper needs at least 8 KiB).
+                .max_buf_size(config.max_header_bytes.max(8192));
+            let _ = builder.serve_connection(io, service).await;
+        }
+        Http::Two => {
+            // Each stream's request runs as a task of its own, so one connection's requests run
+            // at once, as they would on as many HTTP/1.1 connections.
+            let mut builder = http2::Builder::new(TokioExecutor::new());
+            builder
+                .timer(TokioTimer::new())
+                // hyper's own default; said here because it bounds one connection's work.
+                .max_concurrent_streams(200)
+                .max_header_list_size(config.max_header_bytes as u32);
+            let _ = Box::pin(builder.serve_connection(io, service)).await;
+        }
+    }
 }
 
 /// What the server needs to know per request.

@@ -10,7 +10,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
-pub use tls::{HttpsServer, https_server};
+pub use tls::{HttpsServer, LocalhostCertificate, https_server};
 pub use wasmlab_upstream::echo_of;
 
 /// Runs `serve` on a thread of its own (a current-thread tokio runtime) with a listener bound to
@@ -100,7 +100,8 @@ impl ServerProcess {
                 .next()
                 .unwrap_or_else(|| panic!("{binary} exited before listening"))
                 .unwrap();
-            if let Some(a) = line.strip_prefix("listening on http://") {
+            let printed = line.strip_prefix("listening on http://");
+            if let Some(a) = printed.or_else(|| line.strip_prefix("listening on https://")) {
                 break a.trim().parse().unwrap();
             }
         };

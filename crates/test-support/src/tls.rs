@@ -19,13 +19,42 @@ pub struct HttpsServer {
     pub cert_pem: String,
 }
 
+/// A certificate for `localhost`, self-signed, made on the spot, and its key, PEM.
+pub struct LocalhostCertificate {
+    pub cert_pem: String,
+    pub key_pem: String,
+}
+
+impl LocalhostCertificate {
+    pub fn new() -> Self {
+        let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+        Self {
+            cert_pem: cert.cert.pem(),
+            key_pem: cert.key_pair.serialize_pem(),
+        }
+    }
+
+    /// Both written into `dir` as `cert.pem` and `key.pem`; returns their paths.
+    pub fn write_to(&self, dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf) {
+        let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+        std::fs::write(&cert, &self.cert_pem).unwrap();
+        std::fs::write(&key, &self.key_pem).unwrap();
+        (cert, key)
+    }
+}
+
+impl Default for LocalhostCertificate {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// Starts an HTTPS server whose answer to a request for `path` is `answer(path)`: a status and a
 /// body. With `keep_alive` false it closes every connection after one answer, so each request
 /// needs a new handshake.
 pub fn https_server(keep_alive: bool, answer: fn(&str) -> (u16, &'static str)) -> HttpsServer {
-    let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
-    let cert_pem = cert.cert.pem();
-    let key = PrivateKeyDer::from_pem_slice(cert.key_pair.serialize_pem().as_bytes()).unwrap();
+    let LocalhostCertificate { cert_pem, key_pem } = LocalhostCertificate::new();
+    let key = PrivateKeyDer::from_pem_slice(key_pem.as_bytes()).unwrap();
     let chain = vec![CertificateDer::from_pem_slice(cert_pem.as_bytes()).unwrap()];
     let config = rustls::ServerConfig::builder_with_provider(Arc::new(
         rustls::crypto::ring::default_provider(),
