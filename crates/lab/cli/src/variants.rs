@@ -75,6 +75,17 @@ pub fn list(args: VariantsArgs) -> anyhow::Result<()> {
     for d in details {
         show(d);
     }
+    let http2: Vec<&str> = catalog
+        .all()
+        .filter(|s| catalog.http2_twin(&s.name).is_some())
+        .map(|s| s.name.as_str())
+        .collect();
+    if !http2.is_empty() {
+        show(format!(
+            "Also measurable over HTTP/2, as NAME-h2 (named, or through a suite's [http2] table): {}.",
+            http2.join(", ")
+        ));
+    }
     show(format!(
         "`wasmlab run` records a variant that cannot run as skipped, with the reason; `wasmlab setup VARIANT` installs what it can into {}.",
         tools.display()

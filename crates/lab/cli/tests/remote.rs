@@ -70,7 +70,7 @@ url = "http://localhost:{}"
             .find(|l| l.starts_with(&format!("elsewhere,{workload},2,")))
             .unwrap_or_else(|| panic!("no elsewhere {workload} row: {throughput}"));
         assert!(
-            row.ends_with("not observable,not observable,not observable"),
+            row.ends_with("not observable,not observable,not observable,http/1.1,2,1"),
             "{row}"
         );
         let cols: Vec<&str> = row.split(',').collect();

@@ -9,7 +9,7 @@ mod support;
 
 use support::*;
 
-const THROUGHPUT_COLUMNS: &str = "variant,workload,connections,rps,p50_ms,p90_ms,p99_ms,p99_9_ms,max_ms,responses,errors,errors_connect,errors_read_write,errors_timeout,errors_non_2xx,duration_s,repetition,ttfb_p50_ms,generator_busy,generator_saturated,rss_peak_kib,rss_mean_kib,cpu_secs";
+const THROUGHPUT_COLUMNS: &str = "variant,workload,connections,rps,p50_ms,p90_ms,p99_ms,p99_9_ms,max_ms,responses,errors,errors_connect,errors_read_write,errors_timeout,errors_non_2xx,duration_s,repetition,ttfb_p50_ms,generator_busy,generator_saturated,rss_peak_kib,rss_mean_kib,cpu_secs,protocol,tcp_connections,streams";
 
 /// With at least 2 CPUs the load generator and the servers ran on disjoint CPUs, and each gateway
 /// (whose default worker count is the CPUs it may use) started one worker per server CPU.

@@ -9,6 +9,7 @@ use wasmlab_load::LoadReport;
 
 use wasmlab_model::sample::{Kind, Sample, cell_label};
 use wasmlab_model::suite::ServerSuite;
+use wasmlab_model::variant::Protocol;
 use wasmlab_record::{Recorder, Servers};
 
 use crate::launch::Running;
@@ -141,7 +142,15 @@ fn measure_cell(
     if lab.cancelled() {
         return Ok(None);
     }
-    let what = cell_label(cell.kind, cell.connections, cell.load_fraction);
+    // Over HTTP/2 a level is the requests in flight, multiplexed on fewer connections.
+    let (connections, streams) = match sub.running.protocol {
+        Protocol::Http1 => (cell.connections, 1),
+        Protocol::Http2 => suite.http2_split(cell.connections),
+    };
+    let mut what = cell_label(cell.kind, cell.connections, cell.load_fraction);
+    if streams > 1 {
+        what = format!("{what} ({connections}×{streams})");
+    }
     lab.progress.set_message(format!(
         "{} {} {what} (run {}/{})",
         name,
@@ -154,8 +163,10 @@ fn measure_cell(
         config.ca_file = tls.ca_file.clone();
         config.insecure = tls.insecure;
     }
-    config.connections = cell.connections;
-    config.threads = suite.load_threads.min(cell.connections);
+    config.connections = connections;
+    config.http2 = sub.running.protocol == Protocol::Http2;
+    config.streams = streams;
+    config.threads = suite.load_threads.min(connections);
     config.timeout = Duration::from_secs_f64(suite.timeout_secs);
     config.cancel = Some(lab.cancel_flag());
     // A generator on CPUs of its own spins rather than sleeps while it waits, so no server pays
@@ -188,7 +199,9 @@ fn measure_cell(
     s.workload = Some(cell.workload.to_owned());
     s.load_fraction = cell.load_fraction;
     s.resources = resources;
-    let s = s.with_load(report.clone());
+    let mut s = s.with_load(report.clone());
+    // The level, as for every protocol (the report's own `connections` says how many it used).
+    s.connections = Some(cell.connections);
     lab.record(s)?;
     lab.progress.inc(1);
     Ok(Some(report))

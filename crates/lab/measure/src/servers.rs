@@ -96,6 +96,9 @@ fn start_recording(
         dir.path.display(),
         plan.cpus.describe()
     );
+    if let Some(axis) = suite.http2_axis() {
+        eprintln!("wasmlab: HTTP/2: {axis}");
+    }
     let info = ServerRunInfo {
         header: crate::header(plan, &dir.run_id),
         core_guest: plan.core_guest.as_ref().map(|p| p.display().to_string()),

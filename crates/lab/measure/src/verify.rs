@@ -8,9 +8,10 @@ use std::time::Duration;
 
 use http_body_util::{BodyExt, Full};
 use hyper::Request;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioExecutor, TokioIo};
 use wasmlab_model::run::Check;
 use wasmlab_model::suite::ServerSuite;
+use wasmlab_model::variant::Protocol;
 use wasmlab_model::workload::{self, Answer};
 
 use crate::launch::Running;
@@ -49,11 +50,25 @@ impl Client {
         self.rt.block_on(async {
             tokio::time::timeout(Duration::from_secs(10), async {
                 let stream = tokio::net::TcpStream::connect(addr).await?;
+                let http2 = to.protocol == Protocol::Http2;
                 let resp = match &to.tls {
-                    None => send(stream, req).await?,
+                    None => send(stream, req, http2, "http").await?,
                     Some(t) => {
-                        let connector = tokio_rustls::TlsConnector::from(t.config.clone());
-                        send(connector.connect(t.server_name.clone(), stream).await?, req).await?
+                        let mut config = t.config.clone();
+                        if http2 {
+                            // The probe's configuration offers no ALPN; HTTP/2 must be chosen.
+                            let mut own = (*config).clone();
+                            own.alpn_protocols = vec![b"h2".to_vec()];
+                            config = std::sync::Arc::new(own);
+                        }
+                        let connector = tokio_rustls::TlsConnector::from(config);
+                        let tls = connector.connect(t.server_name.clone(), stream).await?;
+                        if http2 && tls.get_ref().1.alpn_protocol() != Some(b"h2") {
+                            anyhow::bail!(
+                                "the server does not speak HTTP/2 over TLS (ALPN chose no h2)"
+                            );
+                        }
+                        send(tls, req, http2, "https").await?
                     }
                 };
                 let status = resp.status().as_u16();
@@ -78,17 +93,41 @@ impl Client {
     }
 }
 
-/// One request on a fresh HTTP/1.1 connection over `io`.
+/// One request on a fresh connection over `io`, HTTP/1.1 or HTTP/2.
 async fn send<IO>(
     io: IO,
-    req: Request<Full<Bytes>>,
+    mut req: Request<Full<Bytes>>,
+    http2: bool,
+    scheme: &str,
 ) -> anyhow::Result<hyper::Response<hyper::body::Incoming>>
 where
     IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(io)).await?;
-    tokio::spawn(conn);
-    Ok(sender.send_request(req).await?)
+    if !http2 {
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(io)).await?;
+        tokio::spawn(conn);
+        return Ok(sender.send_request(req).await?);
+    }
+    // HTTP/2 names the authority in `:authority`, from the URI, not in a Host header.
+    if let Some(host) = req.headers_mut().remove(hyper::header::HOST) {
+        let target = req.uri().path_and_query().map_or("/", |p| p.as_str());
+        *req.uri_mut() = format!("{scheme}://{}{target}", host.to_str()?).parse()?;
+    }
+    let exchange = async {
+        let (mut sender, conn) =
+            hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(io)).await?;
+        tokio::spawn(conn);
+        sender.send_request(req).await
+    };
+    exchange.await.map_err(|e| {
+        anyhow::anyhow!(
+            "HTTP/2: {e} (no HTTP/2 answer: does the server speak it{}?)",
+            match scheme {
+                "http" => " by prior knowledge, h2c",
+                _ => "",
+            }
+        )
+    })
 }
 
 /// Checks every workload the suite names (measured in any way, or only verified), each request

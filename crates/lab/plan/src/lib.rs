@@ -191,6 +191,9 @@ fn servers(
                 c.variants = req.variants.clone();
             }
         }
+        if let Some(h) = &mut suite.http2 {
+            h.variants.retain(|v| req.variants.contains(v));
+        }
     }
     if !req.connections.is_empty() {
         suite.connections = req.connections.clone();
@@ -203,6 +206,7 @@ fn servers(
     }
     suite.validate()?;
     let catalog = suite.catalog(&req.variant_files)?;
+    suite.add_http2_twins(&catalog)?;
     suite.check_variants(&catalog)?;
     let core_guest = match &req.wasm {
         Some(p) => {

@@ -7,6 +7,8 @@ use crate::dir::ResultsDir;
 
 /// The columns of every load cell's row (throughput.csv and warm.csv; open_loop.csv adds
 /// [`OPEN_LOOP_EXTRA`]). `throughput.csv` starts with the gateway study's columns.
+/// `connections` is the level, the requests in flight; over HTTP/2 they travel on
+/// `tcp_connections` of `streams` each.
 const LOAD_HEADER: &[&str] = &[
     "variant",
     "workload",
@@ -31,6 +33,9 @@ const LOAD_HEADER: &[&str] = &[
     "rss_peak_kib",
     "rss_mean_kib",
     "cpu_secs",
+    "protocol",
+    "tcp_connections",
+    "streams",
 ];
 
 const OPEN_LOOP_EXTRA: &[&str] = &[
@@ -82,7 +87,8 @@ fn load_values(s: &Sample) -> Vec<String> {
     vec![
         s.variant.clone(),
         s.workload.clone().unwrap_or_default(),
-        l.connections.to_string(),
+        // The level: the requests in flight, over either protocol.
+        s.connections.unwrap_or(l.connections).to_string(),
         f(l.rps, 1),
         f(lat.p50, 4),
         f(lat.p90, 4),
@@ -103,6 +109,9 @@ fn load_values(s: &Sample) -> Vec<String> {
         rss_peak,
         rss_mean,
         cpu,
+        if l.http2 { "h2" } else { "http/1.1" }.to_owned(),
+        l.connections.to_string(),
+        l.streams.max(1).to_string(),
     ]
 }
 

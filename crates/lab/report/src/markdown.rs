@@ -427,6 +427,9 @@ fn environment(md: &mut String, a: &ServerAnalysis) {
             .join(", "),
         s.repetitions
     );
+    if let Some(axis) = s.http2_axis() {
+        w!(md, "- HTTP/2: {axis}");
+    }
 }
 
 /// summary.md of a program suite's run.

@@ -20,7 +20,7 @@ use crate::requests::SentRequest;
 use wasmlab_model::cpus::CpuPlan;
 use wasmlab_model::sample::StartTimes;
 use wasmlab_model::tools::{ContainerEngine, FoundTool};
-use wasmlab_model::variant::{Address, RemoteTarget, VariantSpec};
+use wasmlab_model::variant::{Address, Protocol, RemoteTarget, VariantSpec};
 use wasmlab_plan::tools::run_with_timeout;
 
 /// A variant ready to launch: its spec and this run's values for its templates.
@@ -107,6 +107,9 @@ pub struct Running {
     pub authority: String,
     /// An https remote target: the TLS the lab speaks to it.
     pub tls: Option<RemoteTls>,
+    /// What the lab speaks to it in verification and under load (the readiness probe speaks
+    /// HTTP/1.1, which every variant serves).
+    pub protocol: Protocol,
     pub start: StartTimes,
     /// The process the lab started; None for a remote target.
     child: Option<Child>,
@@ -131,7 +134,9 @@ impl Launchable {
     pub fn launch(&self, ctx: &LaunchContext<'_>) -> anyhow::Result<Running> {
         if let Some(url) = &self.spec.url {
             let s = &self.spec;
-            return reach(&s.name, (url, s.cacert.as_deref(), s.insecure), ctx);
+            let mut running = reach(&s.name, (url, s.cacert.as_deref(), s.insecure), ctx)?;
+            running.protocol = s.protocol;
+            return Ok(running);
         }
         let start = self.spec.start.as_ref().ok_or_else(|| {
             anyhow::anyhow!(
@@ -165,6 +170,7 @@ impl Launchable {
         let own = start.ready_path.as_deref().map(SentRequest::get);
         let ready = own.as_ref().unwrap_or(ctx.ready);
         let mut running = spawn_server(&self.spec.name, cmd, ctx, ready, known)?;
+        running.protocol = self.spec.protocol;
         running.stop_command = start.stop.as_ref().map(|s| vars.command(s)).transpose()?;
         running.processes_command = start
             .processes
@@ -219,6 +225,7 @@ fn reach(
         addr,
         authority: target.authority,
         tls,
+        protocol: Protocol::Http1,
         start: StartTimes::default(),
         child: None,
         stop_command: None,
@@ -279,6 +286,7 @@ pub fn spawn_server(
         addr: known.unwrap_or(SocketAddr::from(([127, 0, 0, 1], 0))),
         authority: String::new(),
         tls: None,
+        protocol: Protocol::Http1,
         start: StartTimes::default(),
         child: Some(child),
         stop_command: None,

@@ -22,6 +22,7 @@ const BUILTIN: &[(&str, &str)] = &[
         "isolation",
         include_str!("../../../../../suites/isolation.toml"),
     ),
+    ("http2", include_str!("../../../../../suites/http2.toml")),
     (
         "libsodium",
         include_str!("../../../../../suites/libsodium.toml"),
@@ -38,6 +39,10 @@ const BUILTIN: &[(&str, &str)] = &[
 
 /// A suite of either kind.
 #[derive(Debug, Clone)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "read once per run and moved a few times: boxing would save nothing measurable"
+)]
 pub enum Suite {
     Servers(ServerSuite),
     Programs(ProgramSuite),

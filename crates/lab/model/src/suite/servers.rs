@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use wasmlab_load::Threshold;
 
 use crate::sample::Kind;
-use crate::variant::Catalog;
+use crate::variant::{Catalog, Protocol};
 use crate::workload::{self, Workload};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -58,6 +58,10 @@ pub struct ServerSuite {
     /// Open loop at fractions of each variant's closed-loop maximum (absent: none).
     #[serde(default)]
     pub open_loop: Option<OpenLoop>,
+    /// The HTTP/2 axis: each variant that can serve HTTP/2 measured over it too, as `NAME-h2`
+    /// (absent: HTTP/1.1 only, unless an `-h2` variant is named).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http2: Option<Http2>,
     /// Variants defined in the suite itself (`[[variant]]` tables, the variant file's shape).
     #[serde(default, rename = "variant", skip_serializing_if = "Vec::is_empty")]
     pub inline_variants: Vec<crate::variant::VariantSpec>,
@@ -95,6 +99,31 @@ impl ThresholdRule {
             && named(&self.variants, variant)
             && named(&self.workloads, workload)
     }
+}
+
+/// The `[http2]` table.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Http2 {
+    /// Streams per connection. A cell's `connections` level is the requests in flight, for both
+    /// protocols: over HTTP/2 they share `level / streams` connections (one connection with
+    /// `level` streams below `streams`), so each level must be a multiple of it.
+    #[serde(default = "default_http2_streams")]
+    pub streams: usize,
+    /// The variants also measured over HTTP/2 (default: each of the suite's that can be).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub variants: Vec<String>,
+    /// Written by a run (run.json), refused in a suite file: the variants covered that serve
+    /// HTTP/1.1 only.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub http1_only: Vec<String>,
+}
+
+/// Streams per connection over HTTP/2 when a suite does not say.
+pub const DEFAULT_HTTP2_STREAMS: usize = 10;
+
+fn default_http2_streams() -> usize {
+    DEFAULT_HTTP2_STREAMS
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -168,6 +197,10 @@ impl ServerSuite {
         for w in &mut suite.definitions {
             w.resolve_paths(dir);
         }
+        anyhow::ensure!(
+            suite.http2.as_ref().is_none_or(|h| h.http1_only.is_empty()),
+            "`http2.http1_only` is written by a run, not read from a suite"
+        );
         suite.add_named_definitions()?;
         suite.validate()?;
         suite.check_thresholds()?;
@@ -181,8 +214,12 @@ impl ServerSuite {
             let at = format!("[[threshold]] number {}", i + 1);
             anyhow::ensure!(!rule.fail_if.is_empty(), "{at}: `fail_if` is empty");
             for v in &rule.variants {
+                // An HTTP/2 twin is added once the catalog is known (`add_http2_twins`).
+                let twin_of_one = self.http2.is_some()
+                    && v.strip_suffix(crate::variant::HTTP2_SUFFIX)
+                        .is_some_and(|base| self.variants.iter().any(|n| n == base));
                 anyhow::ensure!(
-                    self.variants.contains(v),
+                    self.variants.contains(v) || twin_of_one,
                     "{at}: variant {v:?} is not one the suite measures ({})",
                     self.variants.join(", ")
                 );
@@ -304,15 +341,113 @@ impl ServerSuite {
         Ok(catalog)
     }
 
-    /// Checks that every variant the suite names is in `catalog`.
+    /// Checks that every variant the suite names is in `catalog`, and that the connection
+    /// levels split into HTTP/2 streams evenly if any variant speaks it.
     pub fn check_variants(&self, catalog: &Catalog) -> anyhow::Result<()> {
+        let mut http2 = false;
         for v in self.variants.iter().chain(&self.cold_start_variants()) {
+            let spec = catalog.find(v)?;
             anyhow::ensure!(
-                !catalog.find(v)?.is_engine(),
+                !spec.is_engine(),
                 "{v} is an engine for program suites (such as libsodium), not a server"
             );
+            http2 |= spec.protocol == Protocol::Http2 && self.variants.contains(v);
+        }
+        if http2 {
+            let streams = self.http2_streams();
+            let levels = self
+                .connections
+                .iter()
+                .chain(self.open_loop.as_ref().map(|o| &o.connections));
+            for &level in levels {
+                anyhow::ensure!(
+                    level % streams.min(level) == 0,
+                    "{level} connections is not a multiple of the {streams} HTTP/2 streams per connection: \
+                     over HTTP/2 a level is the requests in flight, on level/streams connections \
+                     (give levels that are multiples, or `[http2] streams`)"
+                );
+            }
         }
         Ok(())
+    }
+
+    /// Adds the HTTP/2 twin (`NAME-h2`) of each variant the `[http2]` table covers, right after
+    /// it, and notes in the table those it covers that serve HTTP/1.1 only (a variant it names
+    /// without a twin is an error).
+    pub fn add_http2_twins(&mut self, catalog: &Catalog) -> anyhow::Result<()> {
+        let Some(axis) = &self.http2 else {
+            return Ok(());
+        };
+
+        let named = !axis.variants.is_empty();
+        let bases = if named {
+            axis.variants.clone()
+        } else {
+            self.variants.clone()
+        };
+        let mut http1_only = Vec::new();
+        for base in bases {
+            let spec = catalog.find(&base)?;
+            let Some(twin) = catalog.http2_twin(&base) else {
+                anyhow::ensure!(
+                    !named || spec.protocol == Protocol::Http2,
+                    "[http2] variants: {base} does not say how it serves HTTP/2 (`http2_args` in its [start])"
+                );
+                if spec.protocol == Protocol::Http1 {
+                    http1_only.push(base);
+                }
+                continue;
+            };
+            if self.variants.contains(&twin.name) {
+                continue;
+            }
+            match self.variants.iter().position(|v| *v == base) {
+                Some(i) => self.variants.insert(i + 1, twin.name.clone()),
+                None => self.variants.push(twin.name.clone()),
+            }
+        }
+        if let Some(axis) = &mut self.http2 {
+            axis.http1_only = http1_only;
+        }
+        Ok(())
+    }
+
+    /// The HTTP/2 axis in words (None without one): which variants are measured over it, how,
+    /// and which serve HTTP/1.1 only.
+    pub fn http2_axis(&self) -> Option<String> {
+        let axis = self.http2.as_ref()?;
+        let twins: Vec<&str> = self
+            .variants
+            .iter()
+            .filter(|v| v.ends_with(crate::variant::HTTP2_SUFFIX))
+            .map(String::as_str)
+            .collect();
+        let mut line = match twins.is_empty() {
+            true => "no variant measured over HTTP/2".to_owned(),
+            false => format!(
+                "{} over HTTP/2 (prior knowledge), {} streams per connection: a level's requests in flight on level/{} connections",
+                twins.join(", "),
+                axis.streams,
+                axis.streams
+            ),
+        };
+        if !axis.http1_only.is_empty() {
+            line += &format!("; HTTP/1.1 only: {}", axis.http1_only.join(", "));
+        }
+        Some(line)
+    }
+
+    /// Streams per HTTP/2 connection.
+    pub fn http2_streams(&self) -> usize {
+        self.http2
+            .as_ref()
+            .map_or(DEFAULT_HTTP2_STREAMS, |h| h.streams)
+    }
+
+    /// How `in_flight` requests travel over HTTP/2: (connections, streams on each).
+    pub fn http2_split(&self, in_flight: usize) -> (usize, usize) {
+        let streams = self.http2_streams().min(in_flight).max(1);
+        (in_flight.div_ceil(streams), streams)
     }
 
     pub fn validate(&self) -> anyhow::Result<()> {
@@ -364,6 +499,19 @@ impl ServerSuite {
                 "`warm.warmup_secs` must be >= 0"
             );
         }
+        if let Some(h) = &self.http2 {
+            anyhow::ensure!(
+                (1..=1000).contains(&h.streams),
+                "`http2.streams` must be in 1..=1000"
+            );
+            for v in &h.variants {
+                anyhow::ensure!(
+                    self.variants.contains(v),
+                    "[http2] variants: {v:?} is not one the suite measures ({})",
+                    self.variants.join(", ")
+                );
+            }
+        }
         if let Some(o) = &self.open_loop {
             anyhow::ensure!(!o.fractions.is_empty(), "`open_loop.fractions` is empty");
             anyhow::ensure!(
@@ -407,6 +555,96 @@ fn check_each_workload_table(text: &str) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_http2_axis_adds_twins_after_their_variants_and_splits_levels_into_streams() {
+        let text = r#"name = "t"
+variants = ["native", "native-close", "wasmtime-pooled"]
+workloads = ["hello"]
+connections = [1, 10, 50]
+duration_secs = 1.0
+[http2]
+streams = 10
+[[threshold]]
+fail_if = ["errors>0"]
+variants = ["native-h2"]
+"#;
+        let mut suite = ServerSuite::parse(text).unwrap();
+        let catalog = suite.catalog(&[]).unwrap();
+        suite.add_http2_twins(&catalog).unwrap();
+        assert_eq!(
+            suite.variants,
+            [
+                "native",
+                "native-h2",
+                "native-close",
+                "wasmtime-pooled",
+                "wasmtime-pooled-h2"
+            ]
+        );
+        suite.check_variants(&catalog).unwrap();
+        let twin = catalog.find("native-h2").unwrap();
+        assert_eq!(twin.protocol, Protocol::Http2);
+        assert_eq!(
+            twin.start.as_ref().unwrap().command.last().unwrap(),
+            "--http2"
+        );
+        // A level is the requests in flight: 50 on 5 connections of 10 streams, fewer than 10
+        // on one connection.
+        assert_eq!(suite.http2_split(50), (5, 10));
+        assert_eq!(suite.http2_split(10), (1, 10));
+        assert_eq!(suite.http2_split(1), (1, 1));
+        let axis = suite.http2_axis().unwrap();
+        assert!(
+            axis.contains("native-h2, wasmtime-pooled-h2")
+                && axis.contains("HTTP/1.1 only: native-close"),
+            "{axis}"
+        );
+        // Twice is once.
+        suite.add_http2_twins(&catalog).unwrap();
+        assert_eq!(suite.variants.len(), 5);
+
+        let refused = |text: String| {
+            let mut suite = match ServerSuite::parse(&text) {
+                Ok(s) => s,
+                Err(e) => return format!("{e:#}"),
+            };
+            let catalog = suite.catalog(&[]).unwrap();
+            let checked = suite
+                .add_http2_twins(&catalog)
+                .and_then(|()| suite.check_variants(&catalog));
+            format!("{:#}", checked.unwrap_err())
+        };
+        assert!(
+            refused(text.replace("[1, 10, 50]", "[25]"))
+                .contains("25 connections is not a multiple of the 10 HTTP/2 streams")
+        );
+        assert!(
+            refused(text.replace(
+                "streams = 10",
+                "streams = 10\nvariants = [\"native-close\"]"
+            ))
+            .contains("native-close does not say how it serves HTTP/2")
+        );
+        assert!(
+            refused(text.replace(
+                "streams = 10",
+                "streams = 10\nvariants = [\"wasmtime-shared\"]"
+            ))
+            .contains("not one the suite measures")
+        );
+        assert!(refused(text.replace("streams = 10", "streams = 0")).contains("http2.streams"));
+        assert!(
+            refused(text.replace("streams = 10", "streams = 10\nhttp1_only = [\"x\"]"))
+                .contains("written by a run")
+        );
+        // Without the axis, a twin named outright is measured all the same, and its levels checked.
+        let named = text
+            .replace("[http2]\nstreams = 10\n", "")
+            .replace("\"native-close\"", "\"native-h2\"")
+            .replace("[1, 10, 50]", "[15]");
+        assert!(refused(named).contains("15 connections"));
+    }
 
     #[test]
     fn bad_suites_say_why() {

@@ -109,10 +109,12 @@ const BUILTIN: &[(&str, &str)] = &[
     ),
 ];
 
-/// Every variant a run can name: the built-in files, then the user's.
+/// Every variant a run can name: the built-in files, then the user's, and the HTTP/2 twins of
+/// those that can serve it (`NAME-h2`, see [`VariantSpec::over_http2`]).
 #[derive(Debug, Clone)]
 pub struct Catalog {
     specs: Vec<(VariantSpec, String)>,
+    http2_twins: Vec<VariantSpec>,
 }
 
 impl Catalog {
@@ -130,8 +132,9 @@ impl Catalog {
                 );
                 (spec, origin)
             })
-            .collect();
-        Self { specs }
+            .collect::<Vec<_>>();
+        let http2_twins = specs.iter().filter_map(|(s, _)| s.over_http2()).collect();
+        Self { specs, http2_twins }
     }
 
     /// The built-in variants and the user's variant files.
@@ -163,6 +166,21 @@ impl Catalog {
                 spec.name
             );
         }
+        if let Some(twin) = self.http2_twins.iter().find(|s| s.name == spec.name) {
+            anyhow::bail!(
+                "{origin}: {:?} names the HTTP/2 twin of {:?}; give yours another name",
+                spec.name,
+                twin.name.trim_end_matches(super::HTTP2_SUFFIX)
+            );
+        }
+        if let Some(twin) = spec.over_http2() {
+            anyhow::ensure!(
+                !self.specs.iter().any(|(s, _)| s.name == twin.name),
+                "{origin}: its HTTP/2 twin would be named {:?}, which another variant has",
+                twin.name
+            );
+            self.http2_twins.push(twin);
+        }
         self.specs.push((spec, origin));
         Ok(())
     }
@@ -171,6 +189,7 @@ impl Catalog {
         self.specs
             .iter()
             .map(|(s, _)| s)
+            .chain(&self.http2_twins)
             .find(|s| s.name == name)
             .ok_or_else(|| {
                 anyhow::anyhow!(
@@ -178,6 +197,12 @@ impl Catalog {
                     self.names().join(", ")
                 )
             })
+    }
+
+    /// The HTTP/2 twin of the variant `base`, if it has one.
+    pub fn http2_twin(&self, base: &str) -> Option<&VariantSpec> {
+        let name = format!("{base}{}", super::HTTP2_SUFFIX);
+        self.http2_twins.iter().find(|s| s.name == name)
     }
 
     pub fn names(&self) -> Vec<&str> {
@@ -209,6 +234,26 @@ mod tests {
         let mut listed: Vec<&str> = catalog.names();
         listed.sort();
         assert_eq!(listed, on_disk, "variants/ and BUILTIN differ");
+    }
+
+    #[test]
+    fn a_variant_that_says_how_it_serves_http2_has_a_twin_whose_name_is_its_own() {
+        let mut c = Catalog::builtin();
+        assert!(c.find("native-h2").is_ok() && c.http2_twin("native-close").is_none());
+        let taken = VariantSpec::parse(&GOOD.replace("my-server", "native-h2"), "t").unwrap();
+        let e = c.add(taken, "mine.toml".into()).unwrap_err().to_string();
+        assert!(e.contains("HTTP/2 twin of \"native\""), "{e}");
+        let mine = GOOD.replace(
+            "address = \"port\"",
+            "address = \"port\"\nhttp2_args = [\"--h2\"]",
+        );
+        c.add(VariantSpec::parse(&mine, "t").unwrap(), "mine.toml".into())
+            .unwrap();
+        let twin = c.find("my-server-h2").unwrap();
+        assert_eq!(twin.start.as_ref().unwrap().command.last().unwrap(), "--h2");
+        assert!(twin.start.as_ref().unwrap().http2_args.is_empty());
+        let e = VariantSpec::parse(&format!("protocol = \"h2\"\n{mine}"), "t").unwrap_err();
+        assert!(e.to_string().contains("already speaks h2"), "{e}");
     }
 
     #[test]

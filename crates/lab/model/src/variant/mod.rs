@@ -53,10 +53,35 @@ pub struct VariantSpec {
     /// An `https://` url: accept any certificate.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub insecure: bool,
+    /// What the lab speaks to the server under load and in verification.
+    #[serde(default, skip_serializing_if = "Protocol::is_default")]
+    pub protocol: Protocol,
     /// Run once at the end of a run (e.g. remove an image).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub finish: Vec<Step>,
 }
+
+/// The HTTP the lab speaks to a variant.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Protocol {
+    /// HTTP/1.1 with keep-alive.
+    #[default]
+    #[serde(rename = "http/1.1")]
+    Http1,
+    /// HTTP/2: by prior knowledge in cleartext (h2c), chosen by ALPN over TLS; the requests in
+    /// flight multiplexed on a suite's `[http2] streams` per connection.
+    #[serde(rename = "h2")]
+    Http2,
+}
+
+impl Protocol {
+    fn is_default(&self) -> bool {
+        *self == Protocol::Http1
+    }
+}
+
+/// What a variant measured over HTTP/2 is named: its own name with this after it.
+pub const HTTP2_SUFFIX: &str = "-h2";
 
 /// A remote target's address: where to connect and what to send as `Host`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -258,6 +283,10 @@ pub struct Start {
     /// workload answering its first request with its expected status (the default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ready_path: Option<String>,
+    /// Arguments that make the server serve HTTP/2 too (`["--http2"]` for wasmlab's gateways):
+    /// with them the variant is also measurable over HTTP/2, as `NAME-h2`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub http2_args: Vec<String>,
     /// Run to stop the server (e.g. remove a container) before it is sent SIGTERM.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop: Option<Vec<String>>,
@@ -369,6 +398,13 @@ impl VariantSpec {
         match (&self.start, &self.program) {
             (Some(start), None) => {
                 templates.check("[start] command", &start.command)?;
+                if !start.http2_args.is_empty() {
+                    templates.check("[start] http2_args", &start.http2_args)?;
+                }
+                anyhow::ensure!(
+                    start.http2_args.is_empty() || self.protocol == Protocol::Http1,
+                    "`http2_args` make an HTTP/1.1 variant's HTTP/2 twin; this one already speaks h2"
+                );
                 if let Some(stop) = &start.stop {
                     templates.check("[start] stop", stop)?;
                 }
@@ -408,6 +444,26 @@ impl VariantSpec {
             ),
         }
         Ok(())
+    }
+
+    /// The variant served and measured over HTTP/2 (`NAME-h2`), when its `[start]` says how.
+    pub fn over_http2(&self) -> Option<VariantSpec> {
+        let start = self.start.as_ref()?;
+        if start.http2_args.is_empty() || self.protocol != Protocol::Http1 {
+            return None;
+        }
+        let mut twin = self.clone();
+        twin.name = format!("{}{HTTP2_SUFFIX}", self.name);
+        twin.about = format!(
+            "{}; over HTTP/2 (prior knowledge), the requests in flight multiplexed on the suite's streams per connection",
+            self.about
+        );
+        // Not the published system's setting: no study row to stand beside.
+        twin.study = None;
+        twin.protocol = Protocol::Http2;
+        let start = twin.start.as_mut().expect("cloned from a [start]");
+        start.command.extend(std::mem::take(&mut start.http2_args));
+        Some(twin)
     }
 
     /// The names of wasmlab's own binaries the variant runs (`{bin}/NAME` in any command).

@@ -44,6 +44,7 @@ struct SuiteParameters {
     cold_start: Option<ColdStartParameters>,
     warm: Option<WarmParameters>,
     open_loop: Option<OpenLoopParameters>,
+    http2: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -156,6 +157,7 @@ pub(super) fn environment(a: &ServerAnalysis) -> Environment {
                 warmup_secs: w.warmup_secs.to_string(),
                 workloads: s.warm_workloads(),
             }),
+            http2: s.http2_axis(),
             open_loop: s.open_loop.as_ref().map(|o| OpenLoopParameters {
                 fractions: o
                     .fractions
