@@ -211,7 +211,7 @@ fn measure_cell(
 fn cell_line(name: &str, workload: &str, what: &str, report: &LoadReport) -> String {
     match &report.open_loop {
         Some(o) => format!(
-            "{:<22} {:<8} {what:<16} {:>9.0} req/s offered, p50 {:.3} ms p99 {:.3} ms (uncorrected p99 {:.3}), dropped {}, errors {}",
+            "{:<22} {:<8} {what:<20} {:>9.0} req/s offered, p50 {:.3} ms p99 {:.3} ms (uncorrected p99 {:.3}), dropped {}, errors {}",
             name,
             workload,
             o.target_rate,
@@ -222,7 +222,7 @@ fn cell_line(name: &str, workload: &str, what: &str, report: &LoadReport) -> Str
             report.errors.total()
         ),
         None => format!(
-            "{:<22} {:<8} {what:<16} {:>9.0} req/s  p50 {:.3} ms  p99 {:.3} ms  errors {}{}",
+            "{:<22} {:<8} {what:<20} {:>9.0} req/s  p50 {:.3} ms  p99 {:.3} ms  errors {}{}",
             name,
             workload,
             report.rps,
