@@ -52,12 +52,7 @@ variants = ["native-h2"]
     let dir = only_run_dir(&results);
     assert_files_parse(&dir);
     let run = read_json(&dir.join("run.json"));
-    let verified = run["variants"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|v| v["name"] == "native-h2")
-        .unwrap_or_else(|| panic!("no native-h2 outcome: {}", run["variants"]));
+    let verified = outcome(&run, "native-h2");
     assert!(
         verified["checks"].as_array().unwrap().len() == 3
             && verified["checks"]
@@ -143,12 +138,7 @@ protocol = "h2"
     assert_eq!(out.status.code(), Some(1), "{stderr}\n{stdout}");
     let dir = only_run_dir(&results);
     let run = read_json(&dir.join("run.json"));
-    let failed = run["variants"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|v| v["name"] == "elsewhere")
-        .unwrap();
+    let failed = outcome(&run, "elsewhere");
     let check = &failed["checks"][0];
     assert_eq!(check["ok"], false, "{failed}");
     assert!(

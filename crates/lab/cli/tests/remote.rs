@@ -83,12 +83,7 @@ url = "http://localhost:{}"
     let warm = std::fs::read_to_string(dir.join("warm.csv")).unwrap();
     assert!(warm.contains("elsewhere,hello"), "{warm}");
     let run = read_json(&dir.join("run.json"));
-    let elsewhere = run["variants"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|v| v["name"] == "elsewhere")
-        .unwrap();
+    let elsewhere = outcome(&run, "elsewhere");
     assert_eq!(elsewhere["status"], "measured", "{elsewhere}");
     assert!(
         elsewhere["checks"]

@@ -256,15 +256,7 @@ command = ["{tool:wasmlab-test-slow-tool}"]
     );
     let dir = only_run_dir(&results);
     let run = read_json(&dir.join("run.json"));
-    let outcome = |name: &str| {
-        run["variants"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|o| o["name"] == name)
-            .cloned()
-            .unwrap()
-    };
+    let outcome = |name: &str| outcome(&run, name);
     assert_eq!(outcome("native")["status"], "measured");
     let tool = outcome("needs-a-tool");
     assert_eq!(tool["status"], "skipped");

@@ -204,6 +204,16 @@ pub fn read_json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
+/// A variant's outcome in a run.json (its status, reason and checks).
+pub fn outcome<'a>(run: &'a serde_json::Value, variant: &str) -> &'a serde_json::Value {
+    run["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == variant)
+        .unwrap_or_else(|| panic!("no outcome of {variant}: {}", run["variants"]))
+}
+
 /// A copy of the committed fixture run (tests/fixtures/small-run: a real two-variant run, two
 /// repetitions, with cold starts, warm and open-loop cells) in a temporary directory.
 pub fn fixture_copy(tmp: &Path, name: &str) -> std::path::PathBuf {
