@@ -154,6 +154,20 @@ pub fn install_tool(
         .as_ref()
         .ok_or_else(|| anyhow::anyhow!("{name} has no install recipe"))?;
     std::fs::create_dir_all(tools.join("logs"))?;
+    // One install at a time into the tools directory: npm rewrites its whole prefix, so two
+    // wasmlab processes installing Bun and Deno at once would undo each other's work.
+    let lock = std::fs::File::create(tools.join(".install.lock"))?;
+    if lock.try_lock().is_err() {
+        say(format!(
+            "waiting for another wasmlab's install into {}",
+            tools.display()
+        ));
+        lock.lock()?;
+        // It may have installed this very tool.
+        if let Ok(found) = tools::probe(r, tools) {
+            return Ok(found);
+        }
+    }
     let log_path = tools.join("logs").join(format!("{name}.log"));
     say(format!(
         "installing {name}: {} ({}; output in {})",
