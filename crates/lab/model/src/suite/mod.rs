@@ -24,6 +24,10 @@ const BUILTIN: &[(&str, &str)] = &[
     ),
     ("http2", include_str!("../../../../../suites/http2.toml")),
     (
+        "net-limits",
+        include_str!("../../../../../suites/net-limits.toml"),
+    ),
+    (
         "libsodium",
         include_str!("../../../../../suites/libsodium.toml"),
     ),

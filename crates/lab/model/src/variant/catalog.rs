@@ -52,6 +52,24 @@ const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../../../variants/wasmedge-cli.toml"),
     ),
     (
+        "node-http",
+        include_str!("../../../../../variants/node-http.toml"),
+    ),
+    (
+        "bun-http",
+        include_str!("../../../../../variants/bun-http.toml"),
+    ),
+    (
+        "deno-http",
+        include_str!("../../../../../variants/deno-http.toml"),
+    ),
+    (
+        "go-http",
+        include_str!("../../../../../variants/go-http.toml"),
+    ),
+    ("c-O0", include_str!("../../../../../variants/c-O0.toml")),
+    ("c-O3", include_str!("../../../../../variants/c-O3.toml")),
+    (
         "native-portable",
         include_str!("../../../../../variants/native-portable.toml"),
     ),

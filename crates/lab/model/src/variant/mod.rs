@@ -17,7 +17,7 @@ pub use template::{PLACEHOLDERS, Piece, parse_template};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct VariantSpec {
-    /// Stable identifier in results: lowercase letters, digits and `-`.
+    /// Stable identifier in results: ASCII letters, digits and `-` (`c-O3` keeps its compiler flag).
     pub name: String,
     /// One line: what runs.
     pub about: String,
@@ -325,8 +325,8 @@ impl VariantSpec {
                 && self
                     .name
                     .bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'),
-            "variant name {:?} must be lowercase letters, digits and '-'",
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-'),
+            "variant name {:?} must be ASCII letters, digits and '-'",
             self.name
         );
         anyhow::ensure!(!self.about.trim().is_empty(), "`about` is empty");
@@ -581,7 +581,10 @@ address = "port"
         assert_eq!(start.address, Address::Port);
         assert_eq!(start.ready_path, None);
         for (edit, why) in [
-            (GOOD.replace("my-server", "My Server"), "lowercase"),
+            (
+                GOOD.replace("my-server", "My Server"),
+                "ASCII letters, digits",
+            ),
             (
                 GOOD.replace("about = \"a server of mine\"", ""),
                 "missing field `about`",

@@ -1,0 +1,3 @@
+module wasmlab/peers/go-http
+
+go 1.22

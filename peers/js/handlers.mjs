@@ -1,0 +1,82 @@
+// The five routes with the semantics of crates/handlers, for the JavaScript peers (Node, Bun,
+// Deno): one module, so the three differ only in their HTTP servers. SHA-256 is node:crypto's
+// (OpenSSL in Node, BoringSSL in Bun, Rust's in Deno), not portable code: the report says so.
+import { Buffer } from "node:buffer";
+import { createHash } from "node:crypto";
+
+const TEXT = "text/plain; charset=utf-8";
+const BYTES = "application/octet-stream";
+const SEED = new TextEncoder().encode("wasmlab");
+const DEFAULT_ITERS = 20000;
+const MAX_ITERS = 10000000;
+const ROUTES = { "/": "GET", "/compute": "GET", "/state": "GET", "/proxy": "GET", "/echo": "POST" };
+
+let counter = 0;
+
+const hex = (bytes) => Buffer.from(bytes).toString("hex");
+
+/** `state = SEED; repeat iters times: state = sha256(state)`, as lowercase hex. */
+export function chainedSha256Hex(iters) {
+  if (iters === 0) return hex(SEED);
+  let digest = createHash("sha256").update(SEED).digest();
+  for (let i = 1; i < iters; i++) digest = createHash("sha256").update(digest).digest();
+  return digest.toString("hex");
+}
+
+const text = (status, body) => ({ status, headers: { "content-type": TEXT }, body });
+
+/** A request in (`target` is path and query; `body` a Uint8Array), a response out. */
+export async function handle(method, target, body, upstream) {
+  const q = target.indexOf("?");
+  const path = q < 0 ? target : target.slice(0, q);
+  const allowed = ROUTES[path];
+  if (allowed === undefined) return text(404, "not found");
+  if (method !== allowed) {
+    const r = text(405, "method not allowed");
+    r.headers.allow = allowed;
+    return r;
+  }
+  switch (path) {
+    case "/":
+      return text(200, "hello");
+    case "/compute": {
+      const params = new URLSearchParams(q < 0 ? "" : target.slice(q + 1));
+      let iters = DEFAULT_ITERS;
+      if (params.has("iters")) {
+        const v = params.get("iters");
+        iters = /^\+?[0-9]{1,10}$/.test(v) ? Number(v) : NaN;
+        if (!(iters <= MAX_ITERS)) return text(400, `iters must be an integer in 0..=${MAX_ITERS}`);
+      }
+      return text(200, chainedSha256Hex(iters));
+    }
+    case "/state":
+      counter += 1;
+      return text(200, String(counter));
+    case "/proxy": {
+      if (!upstream) return text(502, "upstream error: no upstream configured");
+      try {
+        const resp = await fetch(upstream + target);
+        return { status: 200, headers: { "content-type": BYTES }, body: new Uint8Array(await resp.arrayBuffer()) };
+      } catch (e) {
+        return text(502, `upstream error: ${e.message}`);
+      }
+    }
+    case "/echo":
+      return { status: 200, headers: { "content-type": BYTES }, body };
+  }
+}
+
+/** `--port N --host H --upstream URL` from the command line. */
+export function options(args) {
+  const o = { port: 8080, host: "127.0.0.1", upstream: "" };
+  for (let i = 0; i < args.length; i += 2) {
+    const [k, v] = [args[i], args[i + 1]];
+    if (v === undefined) throw new Error(`${k} needs a value`);
+    if (k === "--port") o.port = Number(v);
+    else if (k === "--host") o.host = v;
+    else if (k === "--upstream") o.upstream = v.replace(/\/$/, "");
+    else throw new Error(`unknown option ${k} (give --port, --host, --upstream)`);
+  }
+  if (!Number.isInteger(o.port) || o.port < 0 || o.port > 65535) throw new Error(`--port ${o.port}: not a port`);
+  return o;
+}
