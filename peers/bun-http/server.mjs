@@ -1,8 +1,8 @@
 // Bun.serve, one process; the routes are ../js/handlers.mjs. `bun server.mjs --port 0
 // --upstream http://127.0.0.1:9000` prints `listening on http://ADDR` once bound.
-import { handle, options } from "../js/handlers.mjs";
+import { handle, optionsOrExit } from "../js/handlers.mjs";
 
-const o = options(process.argv.slice(2));
+const o = optionsOrExit("bun-http", process.argv.slice(2));
 const server = Bun.serve({
   port: o.port,
   hostname: o.host,

@@ -1,8 +1,8 @@
 // Deno.serve, one process; the routes are ../js/handlers.mjs. `deno run --allow-net
 // server.mjs --port 0 --upstream http://127.0.0.1:9000` prints `listening on http://ADDR`.
-import { handle, options } from "../js/handlers.mjs";
+import { handle, optionsOrExit } from "../js/handlers.mjs";
 
-const o = options(Deno.args);
+const o = optionsOrExit("deno-http", Deno.args);
 Deno.serve(
   {
     port: o.port,

@@ -66,17 +66,29 @@ export async function handle(method, target, body, upstream) {
   }
 }
 
+/** The options, or one line on stderr and exit status 2. */
+export function optionsOrExit(program, args) {
+  try {
+    return options(args);
+  } catch (e) {
+    console.error(`${program}: error: ${e.message}`);
+    globalThis.Deno ? Deno.exit(2) : process.exit(2);
+  }
+}
+
 /** `--port N --host H --upstream URL` from the command line. */
 export function options(args) {
   const o = { port: 8080, host: "127.0.0.1", upstream: "" };
   for (let i = 0; i < args.length; i += 2) {
     const [k, v] = [args[i], args[i + 1]];
     if (v === undefined) throw new Error(`${k} needs a value`);
-    if (k === "--port") o.port = Number(v);
+    if (k === "--port") {
+      o.port = /^[0-9]{1,5}$/.test(v) ? Number(v) : NaN;
+      if (!(o.port <= 65535)) throw new Error(`--port ${v}: not a port (0 to 65535)`);
+    }
     else if (k === "--host") o.host = v;
     else if (k === "--upstream") o.upstream = v.replace(/\/$/, "");
     else throw new Error(`unknown option ${k} (give --port, --host, --upstream)`);
   }
-  if (!Number.isInteger(o.port) || o.port < 0 || o.port > 65535) throw new Error(`--port ${o.port}: not a port`);
   return o;
 }

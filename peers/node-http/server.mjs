@@ -2,9 +2,9 @@
 // ../js/handlers.mjs. `node server.mjs --port 0 --upstream http://127.0.0.1:9000` prints
 // `listening on http://ADDR` once bound.
 import http from "node:http";
-import { handle, options } from "../js/handlers.mjs";
+import { handle, optionsOrExit } from "../js/handlers.mjs";
 
-const o = options(process.argv.slice(2));
+const o = optionsOrExit("node-http", process.argv.slice(2));
 const server = http.createServer({ noDelay: true, keepAlive: true }, (req, res) => {
   const chunks = [];
   req.on("data", (c) => chunks.push(c));
