@@ -74,3 +74,35 @@ fn c_at_o0() {
 fn c_at_o3() {
     verified_and_measured("c-O3");
 }
+
+#[test]
+fn compute_cells_of_a_peer_hashing_with_a_library_are_marked_in_every_output() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = r#"name = "compute-code"
+variants = ["c-O3", "node-http"]
+workloads = ["compute"]
+connections = [2]
+duration_secs = 0.3
+"#;
+    let (out, results) = run_suite(tmp.path(), suite, &[]);
+    let dir = only_run_dir(&results);
+    let run = read_json(&dir.join("run.json"));
+    for v in ["c-O3", "node-http"] {
+        if outcome(&run, v)["status"] == "skipped" {
+            skipped(&format!("{v}: {}", outcome(&run, v)["reason"]));
+            return;
+        }
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    let mark = "compute is not the same code everywhere: node-http (OpenSSL, SHA extensions where the CPU has them) hash with a crypto library";
+    assert!(stdout.contains(mark), "{stdout}");
+    assert!(
+        !stdout.contains("c-O3 ("),
+        "the C server's SHA-256 is portable: {stdout}"
+    );
+    let summary = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(summary.contains(mark), "{summary}");
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(html.contains("compute is not the same code everywhere: node-http (OpenSSL"));
+}

@@ -171,6 +171,9 @@ fn throughput(md: &mut String, a: &ServerAnalysis) {
     if any_flag {
         w!(md, "{}\n", saturation_note());
     }
+    if let Some(n) = sections::other_compute_code(a) {
+        w!(md, "{n}.\n");
+    }
 }
 
 fn cold_start(md: &mut String, a: &ServerAnalysis) {

@@ -96,6 +96,21 @@ pub fn not_observable(a: &ServerAnalysis) -> Option<String> {
     })
 }
 
+/// The sentence marking the compute cells whose SHA-256 is a library's, or None.
+pub fn other_compute_code(a: &ServerAnalysis) -> Option<String> {
+    let others = a.other_compute_code();
+    (!others.is_empty()).then(|| {
+        let list: Vec<String> = others
+            .iter()
+            .map(|(v, code)| format!("{v} ({code})"))
+            .collect();
+        format!(
+            "compute is not the same code everywhere: {} hash with a crypto library, where the Rust builds run portable SHA-256; their compute cells measure that library as much as the runtime",
+            list.join(", ")
+        )
+    })
+}
+
 /// How a variant fared.
 #[derive(Debug, Clone, Serialize)]
 pub struct Outcome {

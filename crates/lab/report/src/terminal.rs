@@ -37,6 +37,9 @@ pub fn servers(a: &ServerAnalysis, wide: bool) -> String {
     if let Some(n) = sections::not_observable(a) {
         out += &format!("{n}\n");
     }
+    if let Some(n) = sections::other_compute_code(a) {
+        out += &format!("{n}\n");
+    }
     cold_start(&mut out, a, wide);
     warm(&mut out, a, wide);
     open_loop(&mut out, a, wide);

@@ -159,6 +159,21 @@ impl ServerAnalysis {
             .collect()
     }
 
+    /// The measured variants whose `/compute` runs other code than wasmlab's portable SHA-256,
+    /// with what it runs (see `VariantSpec::compute_code`), when the run measured `compute`.
+    pub fn other_compute_code(&self) -> Vec<(&str, &str)> {
+        if !self.workloads.iter().any(|w| w == "compute") {
+            return Vec::new();
+        }
+        self.variants
+            .iter()
+            .filter_map(|v| {
+                let spec = self.info.variant_specs.iter().find(|s| &s.name == v)?;
+                Some((v.as_str(), spec.compute_code.as_deref()?))
+            })
+            .collect()
+    }
+
     pub fn throughput_cell(
         &self,
         variant: &str,

@@ -53,6 +53,11 @@ pub struct VariantSpec {
     /// An `https://` url: accept any certificate.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub insecure: bool,
+    /// What `/compute`'s SHA-256 runs when it is not wasmlab's portable code (a peer's crypto
+    /// library, e.g. "OpenSSL, SHA extensions where the CPU has them"): the report says its
+    /// compute cells compare that code, not only the runtime.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compute_code: Option<String>,
     /// What the lab speaks to the server under load and in verification.
     #[serde(default, skip_serializing_if = "Protocol::is_default")]
     pub protocol: Protocol,

@@ -39,6 +39,8 @@ pub(super) struct Report {
     environment: Environment,
     /// What of remote targets is not observable (they are left out where it is needed).
     not_observable: Option<String>,
+    /// Which variants' compute runs a library's SHA-256 (their compute cells are marked).
+    other_compute_code: Option<String>,
     /// The share of a run (in %) the generator must be busy for its saturation flag.
     saturated_share: String,
 }
@@ -60,6 +62,7 @@ impl Report {
             capacity: resources::capacity(a),
             environment: environment::environment(a),
             not_observable: crate::sections::not_observable(a),
+            other_compute_code: crate::sections::other_compute_code(a),
             saturated_share: format!("{:.0}", wasmlab_load::SATURATED_SHARE * 100.0),
         }
     }
