@@ -106,3 +106,51 @@ duration_secs = 0.3
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
     assert!(html.contains("compute is not the same code everywhere: node-http (OpenSSL"));
 }
+
+#[test]
+fn a_peer_killed_mid_run_is_a_failed_variant_and_the_run_goes_on() {
+    if !std::process::Command::new("node")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        skipped("node is not installed");
+        return;
+    }
+    // node-http as its variant file starts it, killed 1.5 s after it starts: during its first
+    // measured cell (a 2 s one), after its verification.
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = r#"name = "peer-killed"
+variants = ["node-killed", "c-O3"]
+workloads = ["hello"]
+connections = [2]
+duration_secs = 2.0
+
+[[variant]]
+name = "node-killed"
+about = "node-http, killed 1.5 s after it starts"
+[[variant.requires]]
+tool = "node"
+[[variant.requires]]
+tool = "sh"
+version_args = ["-c", "echo sh"]
+[variant.start]
+command = ["{tool:sh}", "-c", "(sleep 1.5; kill -9 $$) & exec \"$0\" \"$@\"", "{tool:node}", "{workspace}/peers/node-http/server.mjs", "--port", "{port}", "--upstream", "{upstream}"]
+"#;
+    let (out, results) = run_suite(tmp.path(), suite, &[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let dir = only_run_dir(&results);
+    let run = read_json(&dir.join("run.json"));
+    let killed = outcome(&run, "node-killed");
+    assert_eq!(killed["status"], "failed", "{killed}");
+    let why = killed["reason"].as_str().unwrap();
+    assert!(why.contains("exited during measurement"), "{why}");
+    if outcome(&run, "c-O3")["status"] == "skipped" {
+        skipped("c-O3 (no C compiler): only the failure was checked");
+        return;
+    }
+    assert_eq!(outcome(&run, "c-O3")["status"], "measured");
+    let csv = std::fs::read_to_string(dir.join("throughput.csv")).unwrap();
+    assert!(csv.lines().any(|l| l.starts_with("c-O3,hello,2,")), "{csv}");
+}
