@@ -1,7 +1,8 @@
 //! The studies' published figures beside a run's own. For a server run (the gateway study), each
 //! figure the study reported (req/s of a workload at a concurrency level, cold start, warm
 //! latency, memory): the study's value and ours for the same variant, each as a ratio to the
-//! study's native server (`native-close` here), and whether the study's ratio holds in this run.
+//! study's baseline server (the gateway study's native, `native-close` here; the net-limits
+//! study's C -O3, `c-O3`), and whether the study's ratio holds in this run.
 //! For a program run (the libsodium study), each runtime's published median beside ours. The
 //! figures live in `studies/*.toml`, with their source named.
 
@@ -11,18 +12,29 @@ use wasmlab_model::study::{FigureKind, Study};
 use crate::programs::ProgramAnalysis;
 use crate::servers::ServerAnalysis;
 
-/// The study's native server, the baseline of its ratios: our `native-close` reproduces it.
+/// The variant standing for the study's baseline server when the study names none.
 pub const STUDY_BASELINE: &str = "native-close";
 
+/// The variant that stands for `study`'s baseline.
+pub fn baseline_of(study: &Study) -> &str {
+    study.baseline_variant().unwrap_or(STUDY_BASELINE)
+}
+
 /// The columns of a comparison table, in every output.
-pub const COLUMNS: [&str; 6] = [
-    "variant",
-    "study",
-    "this run",
-    "study × its native",
-    "this run × native-close",
-    "the study's ratio here",
-];
+pub fn columns(study: &Study) -> [String; 6] {
+    let base = baseline_of(study);
+    [
+        "variant".into(),
+        "study".into(),
+        "this run".into(),
+        format!(
+            "study × its {}",
+            study.baseline.as_deref().unwrap_or("native")
+        ),
+        format!("this run × {base}"),
+        "the study's ratio here".into(),
+    ]
+}
 
 /// One figure, the study's and ours, per variant.
 #[derive(Debug, Clone, Serialize)]
@@ -42,7 +54,7 @@ pub struct ComparedRow {
     pub variant: String,
     pub study: Option<f64>,
     pub ours: Option<f64>,
-    /// Each against its own native server (`native-close`).
+    /// Each against its own baseline server (see [`baseline_of`]).
     pub study_ratio: Option<f64>,
     pub ours_ratio: Option<f64>,
     /// Whether the study's ratio holds here (see [`verdict`]); None without both ratios.
@@ -65,7 +77,7 @@ pub fn verdict(study: f64, ours: f64, higher_is_better: bool) -> String {
     }
 }
 
-/// The gateway study's figures beside a server run's. Variants the run did not measure show the
+/// A study's figures beside a server run's. Variants the run did not measure show the
 /// study's value alone; our own method's variants (`native`, `wasmtime-pooled`), when the run
 /// measured them, are added with ours alone.
 pub fn beside_servers(a: &ServerAnalysis, study: &Study) -> Vec<Comparison> {
@@ -105,8 +117,9 @@ pub fn beside_servers(a: &ServerAnalysis, study: &Study) -> Vec<Comparison> {
             FigureKind::MedianRatio => continue,
         };
         let ours_of = |variant: &str| ours(a, f.figure, variant, workload, conns);
-        let study_base = study.value(f, STUDY_BASELINE);
-        let ours_base = ours_of(STUDY_BASELINE);
+        let baseline = baseline_of(study);
+        let study_base = study.value(f, baseline);
+        let ours_base = ours_of(baseline);
         let mut variants: Vec<&str> = study
             .systems
             .iter()
@@ -131,9 +144,7 @@ pub fn beside_servers(a: &ServerAnalysis, study: &Study) -> Vec<Comparison> {
                 let study_ratio = ratio(study_value, study_base);
                 let ours_ratio = ratio(ours, ours_base);
                 let verdict = match (study_ratio, ours_ratio) {
-                    (Some(s), Some(o)) if v != STUDY_BASELINE => {
-                        Some(verdict(s, o, higher_is_better))
-                    }
+                    (Some(s), Some(o)) if v != baseline => Some(verdict(s, o, higher_is_better)),
                     _ => None,
                 };
                 ComparedRow {

@@ -154,3 +154,50 @@ command = ["{tool:sh}", "-c", "(sleep 1.5; kill -9 $$) & exec \"$0\" \"$@\"", "{
     let csv = std::fs::read_to_string(dir.join("throughput.csv")).unwrap();
     assert!(csv.lines().any(|l| l.starts_with("c-O3,hello,2,")), "{csv}");
 }
+
+#[test]
+fn a_suite_naming_the_net_limits_study_sets_its_figures_beside_ours_against_c_o3() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = r#"name = "beside-net-limits"
+variants = ["c-O0", "c-O3"]
+workloads = ["hello"]
+connections = [8]
+duration_secs = 0.3
+study = "net-limits"
+"#;
+    let (out, results) = run_suite(tmp.path(), suite, &[]);
+    let dir = only_run_dir(&results);
+    let run = read_json(&dir.join("run.json"));
+    if outcome(&run, "c-O3")["status"] == "skipped" {
+        skipped(&format!("c-O3: {}", outcome(&run, "c-O3")["reason"]));
+        return;
+    }
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(
+        summary.contains("## The net-limits study beside this run"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("### hello, req/s at 400 connections (ours at 8 connections)"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("| study × its C -O3 | this run × c-O3 |"),
+        "{summary}"
+    );
+    let row = summary
+        .lines()
+        .find(|l| l.starts_with("| c-O0 | 56,900 |"))
+        .unwrap_or_else(|| panic!("{summary}"));
+    assert!(
+        row.contains("| 0.966 |"),
+        "the study's ratio to its C -O3: {row}"
+    );
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(html.contains("reproduced here by <code>c-O3</code>"));
+}

@@ -14,6 +14,10 @@ const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../../studies/gateway-study.toml"),
     ),
     (
+        "net-limits",
+        include_str!("../../../../studies/net-limits.toml"),
+    ),
+    (
         "libsodium",
         include_str!("../../../../studies/libsodium-study.toml"),
     ),
@@ -39,6 +43,10 @@ pub struct Study {
     /// How the study's method differs from wasmlab's.
     #[serde(default)]
     pub method_differences: Vec<String>,
+    /// A server study: the system its ratios are taken against (the gateway study's `native`,
+    /// the net-limits study's `C -O3`); it must name one of ours.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<String>,
     /// The study's systems, in its order.
     pub systems: Vec<System>,
     pub figures: Vec<Figure>,
@@ -122,6 +130,14 @@ impl Study {
                 );
             }
         }
+        if let Some(b) = &self.baseline {
+            anyhow::ensure!(
+                self.systems
+                    .iter()
+                    .any(|s| &s.study == b && s.variant.is_some()),
+                "baseline {b:?} is not one of its systems with a variant of ours"
+            );
+        }
         for (i, s) in self.systems.iter().enumerate() {
             if let Some(v) = &s.variant {
                 anyhow::ensure!(
@@ -133,6 +149,15 @@ impl Study {
             }
         }
         Ok(())
+    }
+
+    /// The variant of ours that stands for the study's baseline system.
+    pub fn baseline_variant(&self) -> Option<&str> {
+        let b = self.baseline.as_deref()?;
+        self.systems
+            .iter()
+            .find(|s| s.study == b)
+            .and_then(|s| s.variant.as_deref())
     }
 
     /// The study's system that `variant` stands for.
@@ -173,6 +198,11 @@ mod tests {
             "every system of the gateway study has its variant"
         );
         assert!(gateway.figure(FigureKind::ColdStartP50).is_some());
+        assert_eq!(gateway.baseline_variant(), Some("native-close"));
+        let net = Study::load("net-limits").unwrap();
+        assert_eq!(net.baseline_variant(), Some("c-O3"));
+        let hello = net.figure(FigureKind::Throughput).unwrap();
+        assert_eq!(net.value(hello, "bun-http"), Some(124_700.0));
         let libsodium = Study::load("libsodium-study").unwrap();
         let median = libsodium.figure(FigureKind::MedianRatio).unwrap();
         assert_eq!(libsodium.value(median, "wasmtime-cranelift"), Some(2.93));

@@ -336,17 +336,21 @@ fn resources(md: &mut String, a: &ServerAnalysis) {
     );
 }
 
-/// The gateway study beside this run, when it measured any of its variants and cells.
+/// The suite's study beside this run, when it measured any of its variants and cells.
 fn study_beside(md: &mut String, a: &ServerAnalysis) {
     if !sections::study_measured(a) {
         return;
     }
-    w!(md, "## The gateway study beside this run\n");
+    let columns = wasmlab_analysis::study::columns(&a.study);
+    let columns: Vec<&str> = columns.iter().map(String::as_str).collect();
+    w!(md, "## The {} beside this run\n", a.study.name);
     w!(
         md,
-        "Its published figures ({}), each also as a ratio to its own native server (`native-close` here); \
+        "Its published figures ({}), each also as a ratio to its own {} server (`{}` here); \
          a ratio *holds* when ours is within a factor of two of it.\n",
-        a.study.machine
+        a.study.machine,
+        a.study.baseline.as_deref().unwrap_or("native"),
+        wasmlab_analysis::study::baseline_of(&a.study)
     );
     for f in sections::study(a) {
         w!(
@@ -372,7 +376,7 @@ fn study_beside(md: &mut String, a: &ServerAnalysis) {
                 ]
             })
             .collect();
-        table(md, &wasmlab_analysis::study::COLUMNS, &rows, 1);
+        table(md, &columns, &rows, 1);
     }
     w!(md, "How the study's method differs:\n");
     for d in &a.study.method_differences {

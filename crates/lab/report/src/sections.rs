@@ -409,7 +409,7 @@ pub struct StudyRow {
     pub verdict: String,
 }
 
-/// The gateway study's figures beside this run's.
+/// The suite's study's figures beside this run's.
 pub fn study(a: &ServerAnalysis) -> Vec<StudyFigure> {
     let opt = |v: Option<f64>, f: fn(f64) -> String| v.map_or_else(|| "–".into(), f);
     a.beside_study

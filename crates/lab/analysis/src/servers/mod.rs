@@ -133,7 +133,7 @@ pub struct ServerAnalysis {
     pub spectra: Vec<Spectrum>,
     /// The concurrency level closest to 100 (the gateway study's headline level).
     pub reference_connections: Option<usize>,
-    /// The gateway study, whose figures every server run is set beside.
+    /// The study set beside the run: the suite's `study`, the gateway study by default.
     pub study: Study,
     /// Its figures beside this run's.
     pub beside_study: Vec<crate::study::Comparison>,
@@ -246,7 +246,12 @@ pub fn analyse(info: &ServerRunInfo, samples: &[Sample]) -> ServerAnalysis {
         open_loop,
         spectra,
         reference_connections,
-        study: Study::load("gateway-study").expect("the built-in gateway study loads (tested)"),
+        // Checked when the suite was read; a run.json edited since falls back to the default.
+        study: info
+            .suite
+            .study()
+            .or_else(|_| Study::load("gateway-study"))
+            .expect("the built-in gateway study loads (tested)"),
         beside_study: Vec::new(),
     };
     a.beside_study = crate::study::beside_servers(&a, &a.study);

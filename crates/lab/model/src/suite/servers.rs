@@ -58,6 +58,10 @@ pub struct ServerSuite {
     /// Open loop at fractions of each variant's closed-loop maximum (absent: none).
     #[serde(default)]
     pub open_loop: Option<OpenLoop>,
+    /// The published study whose figures the report sets beside this run's: a built-in one
+    /// (`gateway-study`, the default, or `net-limits`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub study: Option<String>,
     /// The HTTP/2 axis: each variant that can serve HTTP/2 measured over it too, as `NAME-h2`
     /// (absent: HTTP/1.1 only, unless an `-h2` variant is named).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -118,6 +122,9 @@ pub struct Http2 {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub http1_only: Vec<String>,
 }
+
+/// The built-in studies of servers a suite may name.
+pub const SERVER_STUDIES: &[&str] = &["gateway-study", "net-limits"];
 
 /// Streams per connection over HTTP/2 when a suite does not say.
 pub const DEFAULT_HTTP2_STREAMS: usize = 10;
@@ -437,6 +444,17 @@ impl ServerSuite {
         Some(line)
     }
 
+    /// The study set beside the run (`study`, else the gateway study).
+    pub fn study(&self) -> anyhow::Result<crate::study::Study> {
+        let name = self.study.as_deref().unwrap_or("gateway-study");
+        anyhow::ensure!(
+            SERVER_STUDIES.contains(&name),
+            "study {name:?}: a server suite sets one of {} beside its run",
+            SERVER_STUDIES.join(", ")
+        );
+        crate::study::Study::load(name)
+    }
+
     /// Streams per HTTP/2 connection.
     pub fn http2_streams(&self) -> usize {
         self.http2
@@ -499,6 +517,7 @@ impl ServerSuite {
                 "`warm.warmup_secs` must be >= 0"
             );
         }
+        self.study()?;
         if let Some(h) = &self.http2 {
             anyhow::ensure!(
                 (1..=1000).contains(&h.streams),
@@ -681,6 +700,10 @@ duration_secs = 1.0
         assert!(err(format!("{base}colour = 1\n")).contains("colour"));
         assert!(err(base.replace("duration_secs = 1.0\n", "")).contains("duration_secs"));
         assert!(err(format!("{base}repetitions = 0\n")).contains("repetitions"));
+        assert!(
+            err(format!("{base}study = \"libsodium\"\n")).contains("gateway-study, net-limits")
+        );
+        assert!(ServerSuite::parse(&format!("{base}study = \"net-limits\"\n")).is_ok());
         assert!(
             err(format!(
                 "{base}[cold_start]\nruns = 3\nvariants = [\"x\"]\n"

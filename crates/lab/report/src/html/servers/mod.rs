@@ -153,6 +153,9 @@ struct Study {
     name: String,
     source: String,
     machine: String,
+    /// The study's baseline server, and the variant of ours that stands for it.
+    baseline: String,
+    baseline_variant: String,
     /// This run measured at least one of the study's variants and cells.
     measured: bool,
     comparisons: Vec<StudyTable>,
@@ -166,15 +169,17 @@ struct StudyTable {
     table: Table,
 }
 
-/// The gateway study's published figures beside this run's, with its method's differences.
+/// The study's published figures beside this run's, with its method's differences.
 fn study(a: &ServerAnalysis) -> Study {
+    let columns = wasmlab_analysis::study::columns(&a.study);
+    let columns: Vec<&str> = columns.iter().map(String::as_str).collect();
     let comparisons = sections::study(a)
         .into_iter()
         .map(|f| StudyTable {
             title: f.title,
             ours_at: f.ours_at,
             table: Table::new(
-                &wasmlab_analysis::study::COLUMNS,
+                &columns,
                 1,
                 f.rows
                     .into_iter()
@@ -199,6 +204,8 @@ fn study(a: &ServerAnalysis) -> Study {
         name: a.study.name.clone(),
         source: a.study.source.clone(),
         machine: a.study.machine.clone(),
+        baseline: a.study.baseline.clone().unwrap_or_else(|| "native".into()),
+        baseline_variant: wasmlab_analysis::study::baseline_of(&a.study).to_owned(),
     }
 }
 
