@@ -126,12 +126,13 @@ pub fn beside_servers(a: &ServerAnalysis, study: &Study) -> Vec<Comparison> {
             .filter_map(|s| s.variant.as_deref())
             .filter(|v| study.value(f, v).is_some())
             .collect();
-        // Ours alone where this run measured them (a failed variant is in no table).
-        variants.extend(
-            ours_extra
-                .iter()
-                .filter(|v| a.variants.iter().any(|x| x == *v)),
-        );
+        // Ours alone where this run measured them (a failed variant is in no table), unless a
+        // system of the study stands for one already (the wasi-test study's native).
+        for v in ours_extra {
+            if a.variants.iter().any(|x| x == v) && !variants.contains(&v) {
+                variants.push(v);
+            }
+        }
         let rows = variants
             .into_iter()
             .map(|v| {

@@ -201,3 +201,31 @@ study = "net-limits"
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
     assert!(html.contains("reproduced here by <code>c-O3</code>"));
 }
+
+#[test]
+fn the_wasi_test_study_takes_native_for_its_native_rust_server_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = r#"name = "beside-wasi-test"
+variants = ["native"]
+workloads = ["hello"]
+connections = [4]
+duration_secs = 0.3
+study = "wasi-test"
+"#;
+    let (out, results) = run_suite(tmp.path(), suite, &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary = std::fs::read_to_string(only_run_dir(&results).join("summary.md")).unwrap();
+    assert!(
+        summary.contains("| study × its native Rust (warp) | this run × native |"),
+        "{summary}"
+    );
+    let rows = summary
+        .lines()
+        .filter(|l| l.starts_with("| native | 19,680 |"))
+        .count();
+    assert_eq!(rows, 1, "{summary}");
+}

@@ -18,6 +18,10 @@ const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../../studies/net-limits.toml"),
     ),
     (
+        "wasi-test",
+        include_str!("../../../../studies/wasi-test.toml"),
+    ),
+    (
         "libsodium",
         include_str!("../../../../studies/libsodium-study.toml"),
     ),
@@ -203,6 +207,8 @@ mod tests {
         assert_eq!(net.baseline_variant(), Some("c-O3"));
         let hello = net.figure(FigureKind::Throughput).unwrap();
         assert_eq!(net.value(hello, "bun-http"), Some(124_700.0));
+        let wasi = Study::load("wasi-test").unwrap();
+        assert_eq!(wasi.baseline_variant(), Some("native"));
         let libsodium = Study::load("libsodium-study").unwrap();
         let median = libsodium.figure(FigureKind::MedianRatio).unwrap();
         assert_eq!(libsodium.value(median, "wasmtime-cranelift"), Some(2.93));

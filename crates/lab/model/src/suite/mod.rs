@@ -28,6 +28,10 @@ const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../../../suites/net-limits.toml"),
     ),
     (
+        "wasi-test",
+        include_str!("../../../../../suites/wasi-test.toml"),
+    ),
+    (
         "libsodium",
         include_str!("../../../../../suites/libsodium.toml"),
     ),

@@ -59,7 +59,7 @@ pub struct ServerSuite {
     #[serde(default)]
     pub open_loop: Option<OpenLoop>,
     /// The published study whose figures the report sets beside this run's: a built-in one
-    /// (`gateway-study`, the default, or `net-limits`).
+    /// (`gateway-study`, the default, `net-limits` or `wasi-test`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub study: Option<String>,
     /// The HTTP/2 axis: each variant that can serve HTTP/2 measured over it too, as `NAME-h2`
@@ -124,7 +124,7 @@ pub struct Http2 {
 }
 
 /// The built-in studies of servers a suite may name.
-pub const SERVER_STUDIES: &[&str] = &["gateway-study", "net-limits"];
+pub const SERVER_STUDIES: &[&str] = &["gateway-study", "net-limits", "wasi-test"];
 
 /// Streams per connection over HTTP/2 when a suite does not say.
 pub const DEFAULT_HTTP2_STREAMS: usize = 10;
@@ -701,7 +701,8 @@ duration_secs = 1.0
         assert!(err(base.replace("duration_secs = 1.0\n", "")).contains("duration_secs"));
         assert!(err(format!("{base}repetitions = 0\n")).contains("repetitions"));
         assert!(
-            err(format!("{base}study = \"libsodium\"\n")).contains("gateway-study, net-limits")
+            err(format!("{base}study = \"libsodium\"\n"))
+                .contains("gateway-study, net-limits, wasi-test")
         );
         assert!(ServerSuite::parse(&format!("{base}study = \"net-limits\"\n")).is_ok());
         assert!(
