@@ -138,21 +138,24 @@ pub struct Catalog {
 impl Catalog {
     /// The built-in variants.
     pub fn builtin() -> Self {
-        let specs = BUILTIN
-            .iter()
-            .map(|(name, text)| {
-                let origin = format!("built-in variant file variants/{name}.toml");
-                let spec = VariantSpec::parse(text, &origin)
-                    .unwrap_or_else(|e| panic!("{e:#}: a built-in variant must parse"));
-                assert_eq!(
-                    &spec.name, name,
-                    "{origin}: name differs from the file name"
-                );
-                (spec, origin)
-            })
-            .collect::<Vec<_>>();
-        let http2_twins = specs.iter().filter_map(|(s, _)| s.over_http2()).collect();
-        Self { specs, http2_twins }
+        let mut catalog = Self {
+            specs: Vec::new(),
+            http2_twins: Vec::new(),
+        };
+        for (name, text) in BUILTIN {
+            let origin = format!("built-in variant file variants/{name}.toml");
+            let spec = VariantSpec::parse(text, &origin)
+                .unwrap_or_else(|e| panic!("{e:#}: a built-in variant must parse"));
+            assert_eq!(
+                &spec.name, name,
+                "{origin}: name differs from the file name"
+            );
+            // The same path as a user's file: its HTTP/2 twin, and no name taken twice.
+            catalog
+                .add(spec, origin)
+                .unwrap_or_else(|e| panic!("{e:#}: built-in variants must not clash"));
+        }
+        catalog
     }
 
     /// The built-in variants and the user's variant files.
