@@ -6,6 +6,16 @@ mod support;
 
 use support::*;
 
+/// Whether the run skipped `variant` (its tool is not here); says so with the reason if it did.
+fn was_skipped(run: &serde_json::Value, variant: &str) -> bool {
+    let o = outcome(run, variant);
+    let skip = o["status"] == "skipped";
+    if skip {
+        skipped(&format!("{variant}: {}", o["reason"]));
+    }
+    skip
+}
+
 /// Runs the verification suite against `variant`; SKIPPED when the run skipped it.
 fn verified_and_measured(variant: &str) {
     let tmp = tempfile::tempdir().unwrap();
@@ -23,11 +33,10 @@ warmup_secs = 0.1
     let stderr = String::from_utf8_lossy(&out.stderr);
     let dir = only_run_dir(&results);
     let run = read_json(&dir.join("run.json"));
-    let outcome = outcome(&run, variant);
-    if outcome["status"] == "skipped" {
-        skipped(&format!("{variant}: {}", outcome["reason"]));
+    if was_skipped(&run, variant) {
         return;
     }
+    let outcome = outcome(&run, variant);
     assert!(out.status.success(), "{stderr}");
     assert_eq!(outcome["status"], "measured", "{outcome}");
     let checks = outcome["checks"].as_array().unwrap();
@@ -87,11 +96,8 @@ duration_secs = 0.3
     let (out, results) = run_suite(tmp.path(), suite, &[]);
     let dir = only_run_dir(&results);
     let run = read_json(&dir.join("run.json"));
-    for v in ["c-O3", "node-http"] {
-        if outcome(&run, v)["status"] == "skipped" {
-            skipped(&format!("{v}: {}", outcome(&run, v)["reason"]));
-            return;
-        }
+    if ["c-O3", "node-http"].iter().any(|v| was_skipped(&run, v)) {
+        return;
     }
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}");
@@ -146,8 +152,8 @@ command = ["{tool:sh}", "-c", "(sleep 1.5; kill -9 $$) & exec \"$0\" \"$@\"", "{
     assert_eq!(killed["status"], "failed", "{killed}");
     let why = killed["reason"].as_str().unwrap();
     assert!(why.contains("exited during measurement"), "{why}");
-    if outcome(&run, "c-O3")["status"] == "skipped" {
-        skipped("c-O3 (no C compiler): only the failure was checked");
+    if was_skipped(&run, "c-O3") {
+        // Only the failure was checked.
         return;
     }
     assert_eq!(outcome(&run, "c-O3")["status"], "measured");
@@ -168,8 +174,7 @@ study = "net-limits"
     let (out, results) = run_suite(tmp.path(), suite, &[]);
     let dir = only_run_dir(&results);
     let run = read_json(&dir.join("run.json"));
-    if outcome(&run, "c-O3")["status"] == "skipped" {
-        skipped(&format!("c-O3: {}", outcome(&run, "c-O3")["reason"]));
+    if was_skipped(&run, "c-O3") {
         return;
     }
     assert!(
