@@ -8,8 +8,8 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 
 use crate::executor::Executor;
-use crate::host::Capabilities;
 use crate::server::{ServerConfig, serve};
+use wasmlab_capabilities::Capabilities;
 
 /// Flags every gateway binary takes.
 #[derive(Debug, Clone, clap::Args)]

@@ -6,7 +6,7 @@ use bytes::Bytes;
 use hyper::HeaderMap;
 use hyper::header::{HeaderName, HeaderValue};
 
-use crate::host::Capabilities;
+use wasmlab_capabilities::Capabilities;
 
 /// A request as handed to an executor: owned, body already read (within the size limit).
 #[derive(Debug, Clone)]

@@ -8,7 +8,6 @@ pub mod admission;
 pub mod cli;
 mod connections;
 pub mod executor;
-pub mod host;
 pub mod idle;
 pub mod log;
 mod memory;
@@ -18,5 +17,5 @@ pub mod server;
 pub mod tls;
 
 pub use executor::{ExecRequest, Executor, Failure, NativeExecutor, Reply};
-pub use host::Capabilities;
 pub use server::{ServerConfig, serve, serve_connection};
+pub use wasmlab_capabilities::Capabilities;

@@ -17,7 +17,7 @@ use wasmlab_guest_abi::pipe::{self, Message};
 
 use crate::admission::Admission;
 use crate::executor::{ExecRequest, Executor, Failure, Reply};
-use crate::host::Capabilities;
+use wasmlab_capabilities::Capabilities;
 
 #[derive(Debug, Clone, Copy)]
 pub struct ProcessLimits {

@@ -1,5 +1,6 @@
 //! The capabilities the host gives to handlers: the shared counter of `/state` and the upstream
-//! client of `/proxy`. Native and Wasm executors share this implementation.
+//! client of `/proxy`. The gateway's native and Wasm executors share this implementation, and so
+//! does the socket server, natively and compiled to wasm32-wasip2.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;

@@ -1,0 +1,125 @@
+//! The handlers as a whole server that owns its listening socket: HTTP/1.1 with keep-alive on one
+//! thread (tokio's current-thread runtime, hyper), the way a Rust user writes a small server.
+//!
+//! The same source is built natively (`rust-socket`) and for `wasm32-wasip2` (`wasm-socket-wasmtime`,
+//! run by the Wasmtime CLI with network access), so the two variants differ only in the engine:
+//! the wasi-test study's question (a Rust server natively and compiled to Wasm), with one thread on
+//! both sides because a WASI preview 2 program has one.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use clap::Parser;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::header::{HeaderName, HeaderValue};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpListener;
+use wasmlab_capabilities::Capabilities;
+use wasmlab_handlers::Response as Answer;
+
+#[derive(Parser, Debug)]
+#[command(
+    version,
+    about = "wasmlab's routes as a single-threaded HTTP/1.1 server (natively or as a wasm32-wasip2 program)"
+)]
+struct Args {
+    /// Address to bind.
+    #[arg(long, default_value = "127.0.0.1")]
+    host: String,
+    /// Port to bind (0: an ephemeral one, printed once bound).
+    #[arg(long, default_value_t = 8080)]
+    port: u16,
+    /// Base URL /proxy forwards to, e.g. http://127.0.0.1:9000.
+    #[arg(long)]
+    upstream: Option<String>,
+    /// Largest request body accepted (bytes); larger ones get 413.
+    #[arg(long, default_value_t = 1 << 20)]
+    max_body_bytes: usize,
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let caps = Arc::new(Capabilities::new(args.upstream.as_deref())?);
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?
+        .block_on(serve(args, caps))
+}
+
+async fn serve(args: Args, caps: Arc<Capabilities>) -> anyhow::Result<()> {
+    let ip = args
+        .host
+        .parse()
+        .map_err(|e| anyhow::anyhow!("--host {:?} is not an IP address: {e}", args.host))?;
+    let listener = TcpListener::bind(SocketAddr::new(ip, args.port))
+        .await
+        .map_err(|e| anyhow::anyhow!("bind {}:{}: {e}", args.host, args.port))?;
+    println!("listening on http://{}", listener.local_addr()?);
+    let max_body = args.max_body_bytes;
+    loop {
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            // Out of descriptors or a connection reset before it was accepted: the next may do.
+            Err(e) => {
+                eprintln!("accept: {e}");
+                tokio::task::yield_now().await;
+                continue;
+            }
+        };
+        // Nagle's algorithm would hold a response's last segment back until the client ACKs the
+        // one before. On wasm32-wasip2 this fails: WASI 0.2's sockets have no such option and
+        // Wasmtime leaves Nagle on (see `writev(false)` below).
+        let _ = stream.set_nodelay(true);
+        let caps = caps.clone();
+        tokio::spawn(async move {
+            let service = service_fn(move |req| {
+                let caps = caps.clone();
+                async move { Ok::<_, std::convert::Infallible>(respond(req, &caps, max_body).await) }
+            });
+            // A client that goes away mid-request is its own business.
+            let _ = http1::Builder::new()
+                // Each response in one write: hyper's vectored write of head and body became two
+                // sends under wasi-libc, and with Nagle on (above) the body waited for the
+                // client's delayed ACK of the head: 44 ms a response, 1,148 req/s at 50
+                // connections (docs/method.md, "Wasm servers that own their socket").
+                .writev(false)
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}
+
+async fn respond(
+    req: Request<Incoming>,
+    caps: &Capabilities,
+    max_body: usize,
+) -> Response<Full<Bytes>> {
+    let (parts, body) = req.into_parts();
+    let answer = match Limited::new(body, max_body).collect().await {
+        Ok(body) => {
+            let body = body.to_bytes();
+            let target = parts.uri.path_and_query().map_or("/", |pq| pq.as_str());
+            let request = wasmlab_handlers::Request::new(parts.method.as_str(), target, &body);
+            wasmlab_handlers::handle(request, caps).await
+        }
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+            Answer::text(413, format!("request body larger than {max_body} bytes"))
+        }
+        Err(e) => Answer::text(400, format!("could not read the request body: {e}")),
+    };
+    let mut resp = Response::new(Full::new(Bytes::from(answer.body)));
+    *resp.status_mut() =
+        StatusCode::from_u16(answer.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    for (name, value) in answer.headers {
+        if let Ok(value) = HeaderValue::try_from(value) {
+            resp.headers_mut()
+                .append(HeaderName::from_static(name), value);
+        }
+    }
+    resp
+}
