@@ -70,6 +70,14 @@ const BUILTIN: &[(&str, &str)] = &[
     ("c-O0", include_str!("../../../../../variants/c-O0.toml")),
     ("c-O3", include_str!("../../../../../variants/c-O3.toml")),
     (
+        "wasm-socket-wasmtime",
+        include_str!("../../../../../variants/wasm-socket-wasmtime.toml"),
+    ),
+    (
+        "rust-socket",
+        include_str!("../../../../../variants/rust-socket.toml"),
+    ),
+    (
         "native-portable",
         include_str!("../../../../../variants/native-portable.toml"),
     ),
@@ -309,9 +317,26 @@ mod tests {
             .map(|v| v.trim_matches('"').to_owned())
             .expect("wasmtime in Cargo.lock");
         let c = Catalog::builtin();
-        for name in ["wasmtime-cli", "wasmtime-cli-cwasm"] {
-            let install = c.find(name).unwrap().requires[0].install.clone().unwrap();
-            assert_eq!(install.version(), embedded, "{name}");
+        // Every variant that runs the Wasmtime CLI.
+        let cli: Vec<&VariantSpec> = c
+            .all()
+            .filter(|v| {
+                v.requires
+                    .iter()
+                    .any(|r| r.tool.as_deref() == Some("wasmtime"))
+            })
+            .collect();
+        assert!(
+            cli.len() >= 3,
+            "wasmtime-cli, wasmtime-cli-cwasm, wasm-socket-wasmtime"
+        );
+        for v in cli {
+            let wasmtime = v
+                .requires
+                .iter()
+                .find(|r| r.tool.as_deref() == Some("wasmtime"));
+            let install = wasmtime.unwrap().install.clone().unwrap();
+            assert_eq!(install.version(), embedded, "{}", v.name);
         }
     }
 
