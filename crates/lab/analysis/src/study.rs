@@ -20,20 +20,34 @@ pub fn baseline_of(study: &Study) -> &str {
     study.baseline_variant().unwrap_or(STUDY_BASELINE)
 }
 
-/// The columns of a comparison table, in every output.
-pub fn columns(study: &Study) -> [String; 6] {
+/// The columns of a comparison table, in every output: the study's value and ours, each as a
+/// ratio to its baseline server; ours also to `native` when that is not the baseline; for a
+/// throughput figure, ours as capacity (responses per CPU-second of the server, which the studies
+/// did not publish) with the same ratios; then the verdict.
+pub fn columns(study: &Study, c: &Comparison) -> Vec<String> {
     let base = baseline_of(study);
-    [
-        "variant".into(),
-        "study".into(),
-        "this run".into(),
+    let mut cols = vec![
+        "variant".to_owned(),
+        "study".to_owned(),
+        "this run".to_owned(),
         format!(
             "study × its {}",
             study.baseline.as_deref().unwrap_or("native")
         ),
         format!("this run × {base}"),
-        "the study's ratio here".into(),
-    ]
+    ];
+    if c.shows_native_ratio() {
+        cols.push("this run × native".to_owned());
+    }
+    if c.shows_capacity() {
+        cols.push("resp/CPU-s".to_owned());
+        cols.push(format!("resp/CPU-s × {base}"));
+        if c.shows_native_ratio() {
+            cols.push("resp/CPU-s × native".to_owned());
+        }
+    }
+    cols.push("the study's ratio here".to_owned());
+    cols
 }
 
 /// One figure, the study's and ours, per variant.
@@ -46,7 +60,21 @@ pub struct Comparison {
     /// Where ours was measured, when it is not the study's cell (e.g. "at 50 connections").
     pub ours_at: Option<String>,
     pub higher_is_better: bool,
+    /// The variant the study's baseline stands for here.
+    pub baseline: String,
     pub rows: Vec<ComparedRow>,
+}
+
+impl Comparison {
+    /// Whether ours is also set against `native` (the study's baseline is another server).
+    pub fn shows_native_ratio(&self) -> bool {
+        self.baseline != "native"
+    }
+
+    /// Whether the rows carry capacity (a throughput figure whose run sampled the servers' CPU).
+    pub fn shows_capacity(&self) -> bool {
+        self.rows.iter().any(|r| r.capacity.is_some())
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -57,6 +85,14 @@ pub struct ComparedRow {
     /// Each against its own baseline server (see [`baseline_of`]).
     pub study_ratio: Option<f64>,
     pub ours_ratio: Option<f64>,
+    /// Ours over `native`'s, when the study's baseline is another server.
+    pub ours_to_native: Option<f64>,
+    /// A throughput figure's capacity here: mean responses per CPU-second of the server's
+    /// process tree (what a server costs, even where the load generator set the pace).
+    pub capacity: Option<f64>,
+    /// Capacity over the baseline's, and over `native`'s (when that is not the baseline).
+    pub capacity_ratio: Option<f64>,
+    pub capacity_to_native: Option<f64>,
     /// Whether the study's ratio holds here (see [`verdict`]); None without both ratios.
     pub verdict: Option<String>,
 }
@@ -78,10 +114,9 @@ pub fn verdict(study: f64, ours: f64, higher_is_better: bool) -> String {
 }
 
 /// A study's figures beside a server run's. Variants the run did not measure show the
-/// study's value alone; our own method's variants (`native`, `wasmtime-pooled`), when the run
-/// measured them, are added with ours alone.
+/// study's value alone; ours the study had no system for ([`Study::extra_variants`]), when the
+/// run measured them, are added with ours alone.
 pub fn beside_servers(a: &ServerAnalysis, study: &Study) -> Vec<Comparison> {
-    let ours_extra = ["native", "wasmtime-pooled"];
     let mut out = Vec::new();
     for f in &study.figures {
         let workload = f.workload.as_deref().unwrap_or("hello");
@@ -117,9 +152,21 @@ pub fn beside_servers(a: &ServerAnalysis, study: &Study) -> Vec<Comparison> {
             FigureKind::MedianRatio => continue,
         };
         let ours_of = |variant: &str| ours(a, f.figure, variant, workload, conns);
+        let capacity_of = |variant: &str| match f.figure {
+            FigureKind::Throughput => a
+                .throughput_cell(variant, workload, conns?)
+                .and_then(|c| mean(&c.capacity_runs)),
+            _ => None,
+        };
         let baseline = baseline_of(study);
         let study_base = study.value(f, baseline);
         let ours_base = ours_of(baseline);
+        let other_native = baseline != "native";
+        let (ours_native, capacity_base, capacity_native) = (
+            ours_of("native"),
+            capacity_of(baseline),
+            capacity_of("native"),
+        );
         let mut variants: Vec<&str> = study
             .systems
             .iter()
@@ -128,7 +175,7 @@ pub fn beside_servers(a: &ServerAnalysis, study: &Study) -> Vec<Comparison> {
             .collect();
         // Ours alone where this run measured them (a failed variant is in no table), unless a
         // system of the study stands for one already (the wasi-test study's native).
-        for v in ours_extra {
+        for v in study.extra_variants() {
             if a.variants.iter().any(|x| x == v) && !variants.contains(&v) {
                 variants.push(v);
             }
@@ -138,10 +185,7 @@ pub fn beside_servers(a: &ServerAnalysis, study: &Study) -> Vec<Comparison> {
             .map(|v| {
                 let study_value = study.value(f, v);
                 let ours = ours_of(v);
-                let ratio = |x: Option<f64>, base: Option<f64>| match (x, base) {
-                    (Some(x), Some(b)) if b > 0.0 && x > 0.0 => Some(x / b),
-                    _ => None,
-                };
+                let capacity = capacity_of(v);
                 let study_ratio = ratio(study_value, study_base);
                 let ours_ratio = ratio(ours, ours_base);
                 let verdict = match (study_ratio, ours_ratio) {
@@ -154,6 +198,12 @@ pub fn beside_servers(a: &ServerAnalysis, study: &Study) -> Vec<Comparison> {
                     ours,
                     study_ratio,
                     ours_ratio,
+                    ours_to_native: other_native.then(|| ratio(ours, ours_native)).flatten(),
+                    capacity,
+                    capacity_ratio: ratio(capacity, capacity_base),
+                    capacity_to_native: other_native
+                        .then(|| ratio(capacity, capacity_native))
+                        .flatten(),
                     verdict,
                 }
             })
@@ -168,10 +218,23 @@ pub fn beside_servers(a: &ServerAnalysis, study: &Study) -> Vec<Comparison> {
                 _ => None,
             },
             higher_is_better,
+            baseline: baseline.to_owned(),
             rows,
         });
     }
     out
+}
+
+/// `x / base` when both are positive.
+fn ratio(x: Option<f64>, base: Option<f64>) -> Option<f64> {
+    match (x, base) {
+        (Some(x), Some(b)) if b > 0.0 && x > 0.0 => Some(x / b),
+        _ => None,
+    }
+}
+
+fn mean(runs: &[(u32, f64)]) -> Option<f64> {
+    (!runs.is_empty()).then(|| runs.iter().map(|(_, v)| v).sum::<f64>() / runs.len() as f64)
 }
 
 /// This run's figure of a kind for `variant`, in the study's cell (`conns`: the level measured

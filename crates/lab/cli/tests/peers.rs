@@ -1,6 +1,8 @@
-//! The peers (peers/: Node, Bun, Deno, Go, C at -O0 and -O3), each started by the lab, verified
-//! on every route (hello, compute's digest, state's counter, proxy through the lab's upstream,
-//! echo, 404, 405) and measured for a moment. A peer whose tool is not here is skipped, said so.
+//! The peers (peers/: Node, Bun, Deno, Go, C at -O0 and -O3) and the socket servers (the Rust
+//! socket server natively and as wasm32-wasip2 under the Wasmtime CLI), each started by the lab,
+//! verified on every route (hello, compute's digest, state's counter, proxy through the lab's
+//! upstream, echo, 404, 405) and measured for a moment. One whose tool is not here is skipped,
+//! said so.
 
 mod support;
 
@@ -85,6 +87,18 @@ fn c_at_o3() {
 }
 
 #[test]
+fn rust_socket() {
+    verified_and_measured("rust-socket");
+}
+
+/// Skipped (the reason printed) until `wasmlab setup wasm-socket-wasmtime` has installed the
+/// Wasmtime CLI: a 12-minute build is no test's to start.
+#[test]
+fn wasm_socket_wasmtime() {
+    verified_and_measured("wasm-socket-wasmtime");
+}
+
+#[test]
 fn compute_cells_of_a_peer_hashing_with_a_library_are_marked_in_every_output() {
     let tmp = tempfile::tempdir().unwrap();
     let suite = r#"name = "compute-code"
@@ -165,7 +179,7 @@ command = ["{tool:sh}", "-c", "(sleep 1.5; kill -9 $$) & exec \"$0\" \"$@\"", "{
 fn a_suite_naming_the_net_limits_study_sets_its_figures_beside_ours_against_c_o3() {
     let tmp = tempfile::tempdir().unwrap();
     let suite = r#"name = "beside-net-limits"
-variants = ["c-O0", "c-O3"]
+variants = ["c-O0", "c-O3", "native"]
 workloads = ["hello"]
 connections = [8]
 duration_secs = 0.3
@@ -191,10 +205,32 @@ study = "net-limits"
         summary.contains("### hello, req/s at 400 connections (ours at 8 connections)"),
         "{summary}"
     );
+    // Ours against c-O3 and native, in req/s and in capacity (responses per CPU-second).
     assert!(
-        summary.contains("| study × its C -O3 | this run × c-O3 |"),
+        summary.contains(
+            "| study × its C -O3 | this run × c-O3 | this run × native | resp/CPU-s | \
+             resp/CPU-s × c-O3 | resp/CPU-s × native | the study's ratio here |"
+        ),
         "{summary}"
     );
+    let cells =
+        |row: &str| -> Vec<String> { row.split('|').map(|c| c.trim().to_owned()).collect() };
+    let c_o3 = summary
+        .lines()
+        .find(|l| l.starts_with("| c-O3 | 58,900 |"))
+        .map(cells)
+        .unwrap_or_else(|| panic!("{summary}"));
+    // variant, study, ours, study ratio, ours ratio, × native, capacity, × c-O3, × native, verdict
+    assert_eq!(c_o3[5], "1.000", "{c_o3:?}");
+    assert_eq!(c_o3[8], "1.000", "{c_o3:?}");
+    let capacity: f64 = c_o3[7].replace(',', "").parse().unwrap();
+    assert!(capacity > 0.0, "{c_o3:?}");
+    let native = summary
+        .lines()
+        .find(|l| l.starts_with("| native | – |"))
+        .map(cells)
+        .unwrap_or_else(|| panic!("ours alone: {summary}"));
+    assert_eq!((native[6].as_str(), native[9].as_str()), ("1.000", "1.000"));
     let row = summary
         .lines()
         .find(|l| l.starts_with("| c-O0 | 56,900 |"))

@@ -53,6 +53,11 @@ pub struct Study {
     pub baseline: Option<String>,
     /// The study's systems, in its order.
     pub systems: Vec<System>,
+    /// Variants of ours that the study had no system for, shown beside its figures with ours
+    /// alone when a run measured them (the wasi-test study's Rust server natively and as Wasm,
+    /// each on one thread); `native` and `wasmtime-pooled` are always.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub beside: Vec<String>,
     pub figures: Vec<Figure>,
 }
 
@@ -164,6 +169,13 @@ impl Study {
             .and_then(|s| s.variant.as_deref())
     }
 
+    /// Ours shown beside the study's systems, where a run measured them.
+    pub fn extra_variants(&self) -> impl Iterator<Item = &str> {
+        ["native", "wasmtime-pooled"]
+            .into_iter()
+            .chain(self.beside.iter().map(String::as_str))
+    }
+
     /// The study's system that `variant` stands for.
     pub fn system_of(&self, variant: &str) -> Option<&System> {
         self.systems
@@ -193,6 +205,9 @@ mod tests {
         for (name, _) in BUILTIN {
             let s = Study::load(name).unwrap();
             for v in s.systems.iter().filter_map(|s| s.variant.as_ref()) {
+                catalog.find(v).unwrap();
+            }
+            for v in s.extra_variants() {
                 catalog.find(v).unwrap();
             }
         }

@@ -341,13 +341,14 @@ fn study_beside(md: &mut String, a: &ServerAnalysis) {
     if !sections::study_measured(a) {
         return;
     }
-    let columns = wasmlab_analysis::study::columns(&a.study);
-    let columns: Vec<&str> = columns.iter().map(String::as_str).collect();
     w!(md, "## The {} beside this run\n", a.study.name);
     w!(
         md,
         "Its published figures ({}), each also as a ratio to its own {} server (`{}` here); \
-         a ratio *holds* when ours is within a factor of two of it.\n",
+         a ratio *holds* when ours is within a factor of two of it. Where that server is not \
+         `native`, ours is also set against `native`; resp/CPU-s is what one core of the server \
+         sustains (responses per CPU-second of its process tree, which the study did not \
+         publish).\n",
         a.study.machine,
         a.study.baseline.as_deref().unwrap_or("native"),
         wasmlab_analysis::study::baseline_of(&a.study)
@@ -365,17 +366,9 @@ fn study_beside(md: &mut String, a: &ServerAnalysis) {
         let rows: Vec<Vec<String>> = f
             .rows
             .into_iter()
-            .map(|r| {
-                vec![
-                    cell(&r.variant),
-                    r.study,
-                    r.ours,
-                    r.study_ratio,
-                    r.ours_ratio,
-                    r.verdict,
-                ]
-            })
+            .map(|r| std::iter::once(cell(&r.variant)).chain(r.values).collect())
             .collect();
+        let columns: Vec<&str> = f.columns.iter().map(String::as_str).collect();
         table(md, &columns, &rows, 1);
     }
     w!(md, "How the study's method differs:\n");

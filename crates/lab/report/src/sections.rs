@@ -396,22 +396,22 @@ pub struct StudyFigure {
     pub title: String,
     /// Where ours was measured, when not in the study's cell.
     pub ours_at: Option<String>,
+    /// The table's head (`wasmlab_analysis::study::columns`).
+    pub columns: Vec<String>,
     pub rows: Vec<StudyRow>,
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct StudyRow {
     pub variant: String,
-    pub study: String,
-    pub ours: String,
-    pub study_ratio: String,
-    pub ours_ratio: String,
-    pub verdict: String,
+    /// The other columns, in the head's order.
+    pub values: Vec<String>,
 }
 
 /// The suite's study's figures beside this run's.
 pub fn study(a: &ServerAnalysis) -> Vec<StudyFigure> {
     let opt = |v: Option<f64>, f: fn(f64) -> String| v.map_or_else(|| "–".into(), f);
+    let times = |v: f64| format!("{v:.3}");
     a.beside_study
         .iter()
         .map(|c| {
@@ -419,19 +419,36 @@ pub fn study(a: &ServerAnalysis) -> Vec<StudyFigure> {
                 FigureKind::ColdStartP50 | FigureKind::WarmP50 => fmt_ms,
                 _ => thousands,
             };
+            let (native, capacity) = (c.shows_native_ratio(), c.shows_capacity());
             StudyFigure {
                 title: c.title.clone(),
                 ours_at: c.ours_at.clone(),
+                columns: wasmlab_analysis::study::columns(&a.study, c),
                 rows: c
                     .rows
                     .iter()
-                    .map(|r| StudyRow {
-                        variant: r.variant.clone(),
-                        study: opt(r.study, value),
-                        ours: opt(r.ours, value),
-                        study_ratio: opt(r.study_ratio, |v| format!("{v:.3}")),
-                        ours_ratio: opt(r.ours_ratio, |v| format!("{v:.3}")),
-                        verdict: r.verdict.clone().unwrap_or_else(|| "–".into()),
+                    .map(|r| {
+                        let mut values = vec![
+                            opt(r.study, value),
+                            opt(r.ours, value),
+                            opt(r.study_ratio, times),
+                            opt(r.ours_ratio, times),
+                        ];
+                        if native {
+                            values.push(opt(r.ours_to_native, times));
+                        }
+                        if capacity {
+                            values.push(opt(r.capacity, thousands));
+                            values.push(opt(r.capacity_ratio, times));
+                            if native {
+                                values.push(opt(r.capacity_to_native, times));
+                            }
+                        }
+                        values.push(r.verdict.clone().unwrap_or_else(|| "–".into()));
+                        StudyRow {
+                            variant: r.variant.clone(),
+                            values,
+                        }
                     })
                     .collect(),
             }

@@ -171,27 +171,20 @@ struct StudyTable {
 
 /// The study's published figures beside this run's, with its method's differences.
 fn study(a: &ServerAnalysis) -> Study {
-    let columns = wasmlab_analysis::study::columns(&a.study);
-    let columns: Vec<&str> = columns.iter().map(String::as_str).collect();
     let comparisons = sections::study(a)
         .into_iter()
         .map(|f| StudyTable {
             title: f.title,
             ours_at: f.ours_at,
             table: Table::new(
-                &columns,
+                &f.columns.iter().map(String::as_str).collect::<Vec<_>>(),
                 1,
                 f.rows
                     .into_iter()
                     .map(|r| {
-                        vec![
-                            variant(a, &r.variant),
-                            r.study.into(),
-                            r.ours.into(),
-                            r.study_ratio.into(),
-                            r.ours_ratio.into(),
-                            r.verdict.into(),
-                        ]
+                        std::iter::once(variant(a, &r.variant))
+                            .chain(r.values.into_iter().map(Into::into))
+                            .collect()
                     })
                     .collect(),
             ),
