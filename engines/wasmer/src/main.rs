@@ -4,8 +4,8 @@
 //!
 //! ```text
 //! wasmlab-engine-wasmer --version
-//! wasmlab-engine-wasmer [--config cranelift|singlepass] --phases FILE MODULE.wasm [ARG...]
-//! wasmlab-engine-wasmer-llvm [--config cranelift|singlepass|llvm] --phases FILE MODULE.wasm [ARG...]
+//! wasmlab-engine-wasmer [--config cranelift|singlepass] [--net host] --phases FILE MODULE.wasm [ARG...]
+//! wasmlab-engine-wasmer-llvm [--config cranelift|singlepass|llvm] [--net host] --phases FILE MODULE.wasm [ARG...]
 //! ```
 //!
 //! The second is the same source built with the `llvm` feature (Wasmer's LLVM compiler, which links LLVM
@@ -18,7 +18,9 @@
 //! preview 1 command imports only the former). It is built on a virtual file system and a Tokio runtime:
 //! the current directory is a host file system (`virtual_fs::host_fs`) rooted there, mounted as the WASI
 //! root and preopened as `.`; stdout and stderr are Wasmer's host stdio files (written through Tokio);
-//! stdin is a null file (reads return end-of-file).
+//! stdin is a null file (reads return end-of-file). The program has no network unless `--net host` gives it
+//! the host's (WASIX sockets on the host's stack, `virtual_net::host::LocalNetworking`): the socket server
+//! under Wasmer, a WASIX program that owns its listening socket, runs so.
 //!
 //! Phases (`Instant`, the monotonic clock):
 //! - compile: `Module::new` on the bytes already read (validation and compilation; both compilers compile
@@ -38,10 +40,13 @@ use std::time::Instant;
 
 use wasmer::sys::{Cranelift, Singlepass};
 use wasmer::{Engine, Module, RuntimeError, Store};
+use wasmer_wasix::runtime::PluggableRuntime;
+use wasmer_wasix::runtime::task_manager::tokio::TokioTaskManager;
 use wasmer_wasix::virtual_fs::{self, FileSystem, NullFile};
-use wasmer_wasix::{WasiEnv, WasiError};
+use wasmer_wasix::virtual_net::host::LocalNetworking;
+use wasmer_wasix::{UnsupportedVirtualNetworking, WasiEnv, WasiError};
 use wasmlab_engine_protocol::{
-    Classify as _, Failure, Invocation, Outcome, Phases, Runner, Version,
+    Classify as _, ExtraOption, Failure, Invocation, Outcome, Phases, Runner, Version,
 };
 
 const RUNNER: Runner<Flavor> = Runner {
@@ -56,7 +61,11 @@ const RUNNER: Runner<Flavor> = Runner {
         #[cfg(feature = "llvm")]
         ("llvm", Flavor::Llvm),
     ],
-    options: &[],
+    options: &[ExtraOption {
+        name: "--net",
+        value: "host",
+        help: "give the program the host's network (WASIX sockets); without it, it has none",
+    }],
 };
 
 /// The engine configurations `--config` selects: Wasmer's compilers.
@@ -89,6 +98,16 @@ fn main() -> ExitCode {
 }
 
 fn run(inv: &Invocation<Flavor>) -> Result<Outcome, Failure> {
+    let host_network = match inv.option("--net") {
+        None => false,
+        Some(net) if net == "host" => true,
+        Some(other) => {
+            return Err(Failure::runner(format_args!(
+                "--net {}: the only network is `host`",
+                other.display()
+            )));
+        }
+    };
     let engine = inv.config.engine();
     // wasmer-wasix needs a Tokio runtime: its task manager, host file system and stdio run on it. A
     // multi-threaded one, as Wasmer's own `WasiRunner` (and so the `wasmer` CLI) builds when there is none.
@@ -106,11 +125,20 @@ fn run(inv: &Invocation<Flavor>) -> Result<Outcome, Failure> {
 
     let t1 = Instant::now();
     let mut store = Store::new(engine.clone());
+    // The runtime WasiEnvBuilder would make, with the network chosen here rather than by the crate's
+    // features (`host-vnet` makes the host's the default).
+    let mut runtime = PluggableRuntime::new(Arc::new(TokioTaskManager::new(tokio.handle().clone())));
+    runtime.set_engine(engine.clone());
+    if host_network {
+        runtime.set_networking_implementation(LocalNetworking::new());
+    } else {
+        runtime.set_networking_implementation(UnsupportedVirtualNetworking::default());
+    }
     // The current directory as the WASI root file system, preopened as `.`.
     let host_fs = virtual_fs::host_fs::FileSystem::new(tokio.handle().clone(), &cwd)
         .runner_failure("opening the current directory")?;
     let (instance, wasi_env) = WasiEnv::builder(&inv.argv0)
-        .engine(engine)
+        .runtime(Arc::new(runtime))
         .args(&inv.args)
         .stdin(Box::new(NullFile::default()))
         .fs(Arc::new(host_fs) as Arc<dyn FileSystem + Send + Sync>)
