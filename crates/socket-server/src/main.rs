@@ -1,10 +1,12 @@
 //! The handlers as a whole server that owns its listening socket: HTTP/1.1 with keep-alive on one
 //! thread (tokio's current-thread runtime, hyper), the way a Rust user writes a small server.
 //!
-//! The same source is built natively (`rust-socket`) and for `wasm32-wasip2` (`wasm-socket-wasmtime`,
-//! run by the Wasmtime CLI with network access), so the two variants differ only in the engine:
-//! the wasi-test study's question (a Rust server natively and compiled to Wasm), with one thread on
-//! both sides because a WASI preview 2 program has one.
+//! The same source is built natively (`rust-socket`), for `wasm32-wasip2` (`wasm-socket-wasmtime`,
+//! run by the Wasmtime CLI with network access) and for `wasm32-wasip1` with WASIX sockets
+//! (`wasm-socket-wasmer`, run by Wasmer), so the variants differ only in the engine and in how a
+//! socket is opened: the wasi-test study's question (a Rust server natively and compiled to Wasm)
+//! and the net-limits study's (a Wasm server on WASIX sockets), with one thread everywhere because
+//! a WASI program has one.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -18,9 +20,14 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
-use tokio::net::TcpListener;
-use wasmlab_capabilities::Capabilities;
 use wasmlab_handlers::Response as Answer;
+
+#[cfg(not(all(target_os = "wasi", target_env = "p1")))]
+use wasmlab_capabilities::Capabilities;
+#[cfg(all(target_os = "wasi", target_env = "p1"))]
+mod wasix;
+#[cfg(all(target_os = "wasi", target_env = "p1"))]
+use wasix::Capabilities;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -56,10 +63,10 @@ async fn serve(args: Args, caps: Arc<Capabilities>) -> anyhow::Result<()> {
         .host
         .parse()
         .map_err(|e| anyhow::anyhow!("--host {:?} is not an IP address: {e}", args.host))?;
-    let listener = TcpListener::bind(SocketAddr::new(ip, args.port))
+    let (listener, bound) = listen(SocketAddr::new(ip, args.port))
         .await
         .map_err(|e| anyhow::anyhow!("bind {}:{}: {e}", args.host, args.port))?;
-    println!("listening on http://{}", listener.local_addr()?);
+    println!("listening on http://{bound}");
     let max_body = args.max_body_bytes;
     loop {
         let stream = match listener.accept().await {
@@ -74,7 +81,7 @@ async fn serve(args: Args, caps: Arc<Capabilities>) -> anyhow::Result<()> {
         // Nagle's algorithm would hold a response's last segment back until the client ACKs the
         // one before. On wasm32-wasip2 this fails: WASI 0.2's sockets have no such option and
         // Wasmtime leaves Nagle on (see `writev(false)` below).
-        let _ = stream.set_nodelay(true);
+        let _ = set_nodelay(&stream);
         let caps = caps.clone();
         tokio::spawn(async move {
             let service = service_fn(move |req| {
@@ -93,6 +100,26 @@ async fn serve(args: Args, caps: Arc<Capabilities>) -> anyhow::Result<()> {
         });
     }
 }
+
+#[cfg(not(all(target_os = "wasi", target_env = "p1")))]
+async fn listen(addr: SocketAddr) -> std::io::Result<(tokio::net::TcpListener, SocketAddr)> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let bound = listener.local_addr()?;
+    Ok((listener, bound))
+}
+
+#[cfg(all(target_os = "wasi", target_env = "p1"))]
+async fn listen(addr: SocketAddr) -> std::io::Result<(tokio::net::TcpListener, SocketAddr)> {
+    wasix::listen(addr)
+}
+
+#[cfg(not(all(target_os = "wasi", target_env = "p1")))]
+fn set_nodelay(stream: &tokio::net::TcpStream) -> std::io::Result<()> {
+    stream.set_nodelay(true)
+}
+
+#[cfg(all(target_os = "wasi", target_env = "p1"))]
+use wasix::set_nodelay;
 
 async fn respond(
     req: Request<Incoming>,

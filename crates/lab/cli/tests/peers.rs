@@ -1,5 +1,6 @@
 //! The peers (peers/: Node, Bun, Deno, Go, C at -O0 and -O3) and the socket servers (the Rust
-//! socket server natively and as wasm32-wasip2 under the Wasmtime CLI), each started by the lab,
+//! socket server natively, as wasm32-wasip2 under the Wasmtime CLI and on WASIX sockets under
+//! Wasmer), each started by the lab,
 //! verified on every route (hello, compute's digest, state's counter, proxy through the lab's
 //! upstream, echo, 404, 405) and measured for a moment. One whose tool is not here is skipped,
 //! said so.
@@ -96,6 +97,19 @@ fn rust_socket() {
 #[test]
 fn wasm_socket_wasmtime() {
     verified_and_measured("wasm-socket-wasmtime");
+}
+
+/// Skipped until `wasmlab setup wasm-socket-wasmer` has built the Wasmer runner.
+#[test]
+fn wasm_socket_wasmer() {
+    verified_and_measured("wasm-socket-wasmer");
+}
+
+/// Skipped (unavailable) without LLVM 22's development files, else until `wasmlab setup
+/// wasm-socket-wasmer-llvm` has built the runner with LLVM.
+#[test]
+fn wasm_socket_wasmer_llvm() {
+    verified_and_measured("wasm-socket-wasmer-llvm");
 }
 
 #[test]

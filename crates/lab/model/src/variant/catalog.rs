@@ -74,6 +74,14 @@ const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../../../variants/wasm-socket-wasmtime.toml"),
     ),
     (
+        "wasm-socket-wasmer",
+        include_str!("../../../../../variants/wasm-socket-wasmer.toml"),
+    ),
+    (
+        "wasm-socket-wasmer-llvm",
+        include_str!("../../../../../variants/wasm-socket-wasmer-llvm.toml"),
+    ),
+    (
         "rust-socket",
         include_str!("../../../../../variants/rust-socket.toml"),
     ),
