@@ -69,6 +69,10 @@ pub struct System {
     /// The wasmlab variant that reproduces it; none when wasmlab has none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub variant: Option<String>,
+    /// Why no variant reproduces it, exactly (what cannot be had here, and where it would come
+    /// from): reports say it under the study's tables.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<String>,
 }
 
 /// What a figure measured.
@@ -156,6 +160,11 @@ impl Study {
                     "two systems stand for the variant {v:?}"
                 );
             }
+            anyhow::ensure!(
+                !(s.variant.is_some() && s.unavailable.is_some()),
+                "system {:?} names both a variant and why there is none",
+                s.study
+            );
         }
         Ok(())
     }
@@ -167,6 +176,13 @@ impl Study {
             .iter()
             .find(|s| s.study == b)
             .and_then(|s| s.variant.as_deref())
+    }
+
+    /// The study's systems no variant reproduces, each with why.
+    pub fn not_reproduced(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.systems
+            .iter()
+            .filter_map(|s| Some((s.study.as_str(), s.unavailable.as_deref()?)))
     }
 
     /// Ours shown beside the study's systems, where a run measured them.
@@ -222,6 +238,8 @@ mod tests {
         assert_eq!(net.baseline_variant(), Some("c-O3"));
         let hello = net.figure(FigureKind::Throughput).unwrap();
         assert_eq!(net.value(hello, "bun-http"), Some(124_700.0));
+        let missing: Vec<&str> = net.not_reproduced().map(|(s, _)| s).collect();
+        assert_eq!(missing, ["WinterJS"]);
         let wasi = Study::load("wasi-test").unwrap();
         assert_eq!(wasi.baseline_variant(), Some("native"));
         let libsodium = Study::load("libsodium-study").unwrap();
@@ -248,5 +266,24 @@ mod tests {
         let e = format!("{:#}", Study::load(file.to_str().unwrap()).unwrap_err());
         std::fs::remove_dir_all(&dir).unwrap();
         assert!(e.contains("\"b\""), "{e}");
+    }
+
+    #[test]
+    fn a_system_with_a_variant_and_a_reason_for_none_is_refused() {
+        let dir = std::env::temp_dir().join(format!("wasmlab-study-why-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("s.toml");
+        std::fs::write(
+            &file,
+            "name = \"s\"\nsource = \"x\"\n\
+             systems = [{ study = \"a\", variant = \"native\", unavailable = \"gone\" }]\nfigures = []\n",
+        )
+        .unwrap();
+        let e = format!("{:#}", Study::load(file.to_str().unwrap()).unwrap_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(
+            e.contains("names both a variant and why there is none"),
+            "{e}"
+        );
     }
 }

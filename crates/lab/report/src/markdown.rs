@@ -371,6 +371,14 @@ fn study_beside(md: &mut String, a: &ServerAnalysis) {
         let columns: Vec<&str> = f.columns.iter().map(String::as_str).collect();
         table(md, &columns, &rows, 1);
     }
+    let mut missing = a.study.not_reproduced().peekable();
+    if missing.peek().is_some() {
+        w!(md, "Not reproduced here:\n");
+        for (system, why) in missing {
+            w!(md, "- {system}: {why}");
+        }
+        md.push('\n');
+    }
     w!(md, "How the study's method differs:\n");
     for d in &a.study.method_differences {
         w!(md, "- {d}");

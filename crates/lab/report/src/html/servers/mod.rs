@@ -159,6 +159,8 @@ struct Study {
     /// This run measured at least one of the study's variants and cells.
     measured: bool,
     comparisons: Vec<StudyTable>,
+    /// (the study's system, why no variant of ours reproduces it)
+    not_reproduced: Vec<(String, String)>,
     method_differences: Vec<String>,
 }
 
@@ -193,6 +195,11 @@ fn study(a: &ServerAnalysis) -> Study {
     Study {
         measured: sections::study_measured(a),
         comparisons,
+        not_reproduced: a
+            .study
+            .not_reproduced()
+            .map(|(s, why)| (s.to_owned(), why.to_owned()))
+            .collect(),
         method_differences: a.study.method_differences.clone(),
         name: a.study.name.clone(),
         source: a.study.source.clone(),
