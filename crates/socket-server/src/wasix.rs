@@ -11,17 +11,14 @@ use std::net::{SocketAddr, SocketAddrV4};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Empty};
+use http_body_util::Empty;
 use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
 use tokio::net::{TcpListener, TcpStream};
 use wasix::{AddrIp4, AddrIp4Port, AddrPort, AddrPortU, Fd};
-
-/// Longest wait for the upstream before `/proxy` answers 502 (as the gateways).
-const UPSTREAM_TIMEOUT: Duration = Duration::from_secs(10);
+use wasmlab_capabilities::{answer, within_timeout};
 
 /// A bound, listening socket for tokio, and the address it got (port 0: the one the host chose).
 pub fn listen(addr: SocketAddr) -> std::io::Result<(TcpListener, SocketAddr)> {
@@ -113,7 +110,7 @@ impl Capabilities {
             .upstream
             .as_ref()
             .ok_or_else(|| "no upstream configured (--upstream)".to_owned())?;
-        let fetch = async {
+        within_timeout(async {
             let kept = up.idle.lock().expect("not poisoned").pop();
             let mut sender = match kept {
                 Some(s) if !s.is_closed() => s,
@@ -125,23 +122,12 @@ impl Capabilities {
                 .body(Empty::new())
                 .map_err(|e| format!("bad target {target:?}: {e}"))?;
             let resp = sender.send_request(req).await.map_err(|e| e.to_string())?;
-            let status = resp.status();
-            let body = resp
-                .into_body()
-                .collect()
-                .await
-                .map_err(|e| e.to_string())?
-                .to_bytes();
+            let body = answer(resp).await?;
+            // Read whole: the connection is free for the next request.
             up.idle.lock().expect("not poisoned").push(sender);
-            if status.is_success() {
-                Ok(body.to_vec())
-            } else {
-                Err(format!("upstream answered {status}"))
-            }
-        };
-        tokio::time::timeout(UPSTREAM_TIMEOUT, fetch)
-            .await
-            .unwrap_or_else(|_| Err(format!("upstream timed out after {UPSTREAM_TIMEOUT:?}")))
+            body.map(Vec::from)
+        })
+        .await
     }
 }
 
