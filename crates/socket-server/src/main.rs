@@ -32,7 +32,7 @@ use wasix::Capabilities;
 #[derive(Parser, Debug)]
 #[command(
     version,
-    about = "wasmlab's routes as a single-threaded HTTP/1.1 server (natively or as a wasm32-wasip2 program)"
+    about = "wasmlab's routes as a single-threaded HTTP/1.1 server: natively, as a wasm32-wasip2 program (wasi:sockets) or as a wasm32-wasip1 one (WASIX sockets)"
 )]
 struct Args {
     /// Address to bind.
