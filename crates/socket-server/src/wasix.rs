@@ -29,7 +29,16 @@ pub fn listen(addr: SocketAddr) -> std::io::Result<(TcpListener, SocketAddr)> {
     // live values.
     unsafe { wasix::sock_set_opt_flag(fd, wasix::SOCK_OPTION_REUSE_ADDR, wasix::BOOL_TRUE) }
         .map_err(|e| errno("SO_REUSEADDR", e))?;
-    unsafe { wasix::sock_bind(fd, &addr_port(v4)) }.map_err(|e| errno("sock_bind", e))?;
+    unsafe { wasix::sock_bind(fd, &addr_port(v4)) }.map_err(|e| {
+        if e == wasix::ERRNO_NOTSUP {
+            // What Wasmer's runtime answers when it gives the program no network.
+            std::io::Error::other(format!(
+                "sock_bind: {e}: the runtime gives this program no network (Wasmer: --net host)"
+            ))
+        } else {
+            errno("sock_bind", e)
+        }
+    })?;
     unsafe { wasix::sock_listen(fd, 1024) }.map_err(|e| errno("sock_listen", e))?;
     let local = unsafe { wasix::sock_addr_local(fd) }.map_err(|e| errno("sock_addr_local", e))?;
     let std = std::net::TcpListener::from(socket);
