@@ -116,8 +116,8 @@ mod client {
     }
 
     impl wasmlab_handlers::Host for Capabilities {
-        fn state_increment(&self) -> u64 {
-            self.increment()
+        fn state_increment(&self) -> Result<u64, String> {
+            Ok(self.increment())
         }
 
         async fn proxy_get(&self, target: &str) -> Result<Vec<u8>, String> {

@@ -26,9 +26,9 @@ pub fn read_request() -> (Vec<u8>, Vec<u8>, Vec<u8>) {
 pub struct ImportHost;
 
 impl Host for ImportHost {
-    fn state_increment(&self) -> u64 {
+    fn state_increment(&self) -> Result<u64, String> {
         // SAFETY: a host import with no arguments.
-        unsafe { state_increment() as u64 }
+        Ok(unsafe { state_increment() as u64 })
     }
 
     async fn proxy_get(&self, target: &str) -> Result<Vec<u8>, String> {

@@ -89,8 +89,10 @@ impl Response {
 /// `proxy` is async so the native gateway can await its HTTP client; in the guests the import is
 /// synchronous from the guest's point of view and the future is ready at its first poll.
 pub trait Host {
-    /// Increments the shared counter and returns its new value.
-    fn state_increment(&self) -> u64;
+    /// Increments the shared counter and returns its new value. It fails only where the counter
+    /// is not the host's own: a wasi:http component's lives on the lab's upstream, reached over
+    /// HTTP (`wasmlab-guest-http`).
+    fn state_increment(&self) -> Result<u64, String>;
     /// Sends `GET target` to the upstream and returns its response body.
     fn proxy_get(&self, target: &str) -> impl Future<Output = Result<Vec<u8>, String>>;
 }
@@ -152,7 +154,10 @@ pub async fn handle<H: Host>(req: Request<'_>, host: &H) -> Response {
     match route.workload {
         "hello" => Response::text(200, HELLO_BODY),
         "compute" => compute(&req),
-        "state" => Response::text(200, host.state_increment().to_string()),
+        "state" => match host.state_increment() {
+            Ok(n) => Response::text(200, n.to_string()),
+            Err(e) => Response::text(502, format!("counter error: {e}")),
+        },
         "proxy" => match host.proxy_get(req.target).await {
             Ok(body) => Response::bytes(200, body),
             Err(e) => Response::text(502, format!("upstream error: {e}")),
@@ -217,9 +222,9 @@ mod tests {
     }
 
     impl Host for TestHost {
-        fn state_increment(&self) -> u64 {
+        fn state_increment(&self) -> Result<u64, String> {
             self.counter.set(self.counter.get() + 1);
-            self.counter.get()
+            Ok(self.counter.get())
         }
         async fn proxy_get(&self, target: &str) -> Result<Vec<u8>, String> {
             assert_eq!(target, "/proxy");
@@ -322,9 +327,9 @@ mod properties {
     struct CountingHost(Cell<u64>);
 
     impl Host for CountingHost {
-        fn state_increment(&self) -> u64 {
+        fn state_increment(&self) -> Result<u64, String> {
             self.0.set(self.0.get() + 1);
-            self.0.get()
+            Ok(self.0.get())
         }
         async fn proxy_get(&self, target: &str) -> Result<Vec<u8>, String> {
             Ok(format!("GET {target}").into_bytes())

@@ -141,8 +141,8 @@ impl Capabilities {
 }
 
 impl wasmlab_handlers::Host for Capabilities {
-    fn state_increment(&self) -> u64 {
-        self.counter.fetch_add(1, Ordering::Relaxed) + 1
+    fn state_increment(&self) -> Result<u64, String> {
+        Ok(self.counter.fetch_add(1, Ordering::Relaxed) + 1)
     }
 
     async fn proxy_get(&self, target: &str) -> Result<Vec<u8>, String> {
