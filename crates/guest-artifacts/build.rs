@@ -13,7 +13,13 @@ struct Guest {
     select: &'static [&'static str],
     /// The file cargo writes under `<target>/guest/`.
     file: &'static str,
+    /// Cargo features of the package to build with.
+    features: &'static [&'static str],
     rustflags: &'static [&'static str],
+    /// A target directory of its own (under `target/guests/`), or none for the shared one. The
+    /// hostile guest needs one: it links the other guests' glue without their exports, and a
+    /// cdylib's file carries no hash, so building it beside them would overwrite theirs.
+    own_target_dir: Option<&'static str>,
 }
 
 const GUESTS: &[Guest] = &[
@@ -23,8 +29,10 @@ const GUESTS: &[Guest] = &[
         target: "wasm32-unknown-unknown",
         select: &["--lib"],
         file: "wasmlab_guest_core.wasm",
+        features: &[],
         // A small stack keeps the per-request instance small (pooling resets what was touched).
         rustflags: &["-Clink-arg=-zstack-size=16384"],
+        own_target_dir: None,
     },
     Guest {
         name: "COMMAND",
@@ -32,8 +40,10 @@ const GUESTS: &[Guest] = &[
         target: "wasm32-wasip1",
         select: &["--bin", "wasmlab-guest-command"],
         file: "wasmlab-guest-command.wasm",
+        features: &[],
         // Default stack: this is the gateway study's guest as it built it.
         rustflags: &[],
+        own_target_dir: None,
     },
     Guest {
         name: "PIPE",
@@ -41,8 +51,24 @@ const GUESTS: &[Guest] = &[
         target: "wasm32-wasip1",
         select: &["--bin", "wasmlab-guest-pipe"],
         file: "wasmlab-guest-pipe.wasm",
+        features: &[],
         // For engines' CLIs: imports only WASI; the host's capabilities over stdin and stdout.
         rustflags: &[],
+        own_target_dir: None,
+    },
+    // The handlers as a wasi:http/proxy component (wasm32-wasip2 makes the component itself).
+    Guest {
+        name: "HTTP",
+        package: "wasmlab-guest-http",
+        target: "wasm32-wasip2",
+        select: &["--lib"],
+        file: "wasmlab_guest_http.wasm",
+        features: &[],
+        // As the core guest, a small stack: its memory starts at one 64 KiB page, all of which the
+        // pooling allocator resets by memset (a 1 MiB default stack would put the top of the
+        // stack, where every call starts, a megabyte above the data).
+        rustflags: &["-Clink-arg=-zstack-size=16384"],
+        own_target_dir: None,
     },
     // The misbehaving guest of the hardening tests, in both shapes.
     Guest {
@@ -51,7 +77,9 @@ const GUESTS: &[Guest] = &[
         target: "wasm32-unknown-unknown",
         select: &["--lib"],
         file: "wasmlab_guest_hostile.wasm",
+        features: &[],
         rustflags: &[],
+        own_target_dir: Some("hostile"),
     },
     Guest {
         name: "HOSTILE_COMMAND",
@@ -59,7 +87,19 @@ const GUESTS: &[Guest] = &[
         target: "wasm32-wasip1",
         select: &["--bin", "wasmlab-guest-hostile"],
         file: "wasmlab-guest-hostile.wasm",
+        features: &[],
         rustflags: &[],
+        own_target_dir: Some("hostile"),
+    },
+    Guest {
+        name: "HOSTILE_HTTP",
+        package: "wasmlab-guest-hostile",
+        target: "wasm32-wasip2",
+        select: &["--lib"],
+        file: "wasmlab_guest_hostile.wasm",
+        features: &["component"],
+        rustflags: &["-Clink-arg=-zstack-size=16384"],
+        own_target_dir: Some("hostile"),
     },
 ];
 
@@ -79,6 +119,7 @@ fn main() {
         "guest-abi",
         "guest-core",
         "guest-command",
+        "guest-http",
         "guest-hostile",
     ] {
         println!(
@@ -98,9 +139,14 @@ fn main() {
     let mut code = String::new();
     for g in GUESTS {
         ensure_target(g.target);
+        let target_dir = match g.own_target_dir {
+            Some(dir) => target_dir.join(dir),
+            None => target_dir.clone(),
+        };
         build(&workspace, &target_dir, g);
         let built = target_dir.join(g.target).join("guest").join(g.file);
-        let dest = out_dir.join(g.file);
+        // Named by the guest, not the file: two guests may be files of the same name.
+        let dest = out_dir.join(format!("{}.wasm", g.name.to_lowercase()));
         std::fs::copy(&built, &dest)
             .unwrap_or_else(|e| panic!("copy {} to {}: {e}", built.display(), dest.display()));
         code += &format!(
@@ -135,6 +181,11 @@ fn build(workspace: &Path, target_dir: &Path, g: &Guest) {
             g.target,
         ])
         .args(g.select)
+        .args(if g.features.is_empty() {
+            Vec::new()
+        } else {
+            vec!["--features".to_owned(), g.features.join(",")]
+        })
         .arg("--target-dir")
         .arg(target_dir)
         // The outer build's flags are for the host target, not for the guests.

@@ -13,9 +13,31 @@ mod tests {
             (super::PIPE, super::PIPE_PATH),
             (super::HOSTILE_CORE, super::HOSTILE_CORE_PATH),
             (super::HOSTILE_COMMAND, super::HOSTILE_COMMAND_PATH),
+            (super::HTTP, super::HTTP_PATH),
+            (super::HOSTILE_HTTP, super::HOSTILE_HTTP_PATH),
         ] {
-            assert!(bytes.starts_with(b"\0asm"), "{path} is not a Wasm module");
+            assert!(bytes.starts_with(b"\0asm"), "{path} is not Wasm");
             assert_eq!(std::fs::read(path).unwrap(), bytes);
+        }
+    }
+
+    /// The preamble's layer field: 1 for a core module, 0x0d for a component.
+    fn layer(bytes: &[u8]) -> &[u8] {
+        &bytes[4..8]
+    }
+
+    #[test]
+    fn components_are_components_and_modules_modules() {
+        for core in [
+            super::CORE,
+            super::COMMAND,
+            super::PIPE,
+            super::HOSTILE_CORE,
+        ] {
+            assert_eq!(layer(core), [1, 0, 0, 0]);
+        }
+        for component in [super::HTTP, super::HOSTILE_HTTP] {
+            assert_eq!(layer(component), [0x0d, 0, 1, 0]);
         }
     }
 }

@@ -1,5 +1,6 @@
-//! A guest that misbehaves on request, built both as a core module (handler ABI) and as a WASI
-//! command, so the hardening tests can aim every kind of fault at every Wasm executor:
+//! A guest that misbehaves on request, built as a core module (handler ABI), as a WASI command
+//! and (feature `component`) as a `wasi:http` component, so the hardening tests can aim every kind
+//! of fault at every Wasm executor:
 //!
 //! | route | what the guest does |
 //! |---|---|
@@ -11,6 +12,8 @@
 //! | `/secret/read` | returns what the static buffer holds (empty in a fresh instance) |
 //! | `/header?name=N&value=V` | 200 `framed by the host` with the header `N: V` (any name, even one the host owns) |
 //! | `/status?code=N` | answers status N (even one HTTP cannot end an exchange with) |
+//! | `/block` | (component only) waits on a clock an hour away: a wait in the host, not in guest code |
+//! | `/fetch?authority=A` | (component only) `GET http://A/`: the body, or 502 with why it failed |
 //! | anything else | 200 `ok` |
 
 use core::hint::black_box;
@@ -90,4 +93,64 @@ fn recurse(depth: u64) -> u64 {
     black_box(recurse(black_box(depth + 1))) + frame[(depth % 32) as usize]
 }
 
+#[cfg(not(feature = "component"))]
 wasmlab_guest_core::export_handler!(hostile);
+
+#[cfg(feature = "component")]
+wasmlab_guest_http::export_http_handler!(component::hostile);
+
+#[cfg(feature = "component")]
+mod component {
+    use wasmlab_guest_http::UpstreamHost;
+    use wasmlab_handlers::{Request, Response};
+
+    /// The routes every build has, and those only a component can misbehave with: a wait the
+    /// host carries out, and an outgoing request to anywhere.
+    pub fn hostile(req: Request<'_>, _host: &UpstreamHost) -> Response {
+        match req.path() {
+            #[cfg(target_arch = "wasm32")]
+            "/block" => {
+                use wasmlab_guest_http::wasip2::clocks::monotonic_clock;
+                monotonic_clock::subscribe_duration(3_600_000_000_000).block();
+                Response::text(200, "woke")
+            }
+            #[cfg(target_arch = "wasm32")]
+            "/fetch" => {
+                let authority = req.query_param("authority").unwrap_or("");
+                match fetch(authority) {
+                    Ok(body) => Response::bytes(200, body),
+                    Err(e) => Response::text(502, e),
+                }
+            }
+            _ => super::hostile(req),
+        }
+    }
+
+    /// `GET http://AUTHORITY/`, the body of its answer or the error.
+    #[cfg(target_arch = "wasm32")]
+    fn fetch(authority: &str) -> Result<Vec<u8>, String> {
+        use wasmlab_guest_http::wasip2::http::outgoing_handler;
+        use wasmlab_guest_http::wasip2::http::types::{Fields, OutgoingRequest, Scheme};
+        let request = OutgoingRequest::new(Fields::new());
+        let _ = request.set_scheme(Some(&Scheme::Http));
+        let _ = request.set_authority(Some(authority));
+        let _ = request.set_path_with_query(Some("/"));
+        let pending = outgoing_handler::handle(request, None).map_err(|e| format!("{e:?}"))?;
+        let response = loop {
+            match pending.get() {
+                Some(outcome) => break outcome,
+                None => pending.subscribe().block(),
+            }
+        };
+        let response = response
+            .map_err(|()| "taken".to_owned())?
+            .map_err(|e| format!("{e:?}"))?;
+        let body = response.consume().map_err(|()| "taken".to_owned())?;
+        let stream = body.stream().map_err(|()| "taken".to_owned())?;
+        let mut bytes = Vec::new();
+        while let Ok(chunk) = stream.blocking_read(64 << 10) {
+            bytes.extend_from_slice(&chunk);
+        }
+        Ok(bytes)
+    }
+}

@@ -1,0 +1,119 @@
+//! The handlers as a `wasi:http/proxy` component, the shape today's Wasm HTTP platforms host
+//! (`wasmtime serve`, Spin, wasmCloud, Fastly Compute): built for wasm32-wasip2, it exports
+//! `wasi:http/incoming-handler` and runs `wasmlab_handlers::handle` on every request, in whatever
+//! instance the host gives it (a fresh one per request on every platform above).
+//!
+//! What the handlers need from outside, it reaches the way such a component reaches anything: by
+//! an outgoing `wasi:http` request to the upstream named by the environment variable
+//! [`UPSTREAM_ENV`] (`wasmtime serve -S cli --env WASMLAB_UPSTREAM=http://…`, the gateway's
+//! `--env`). `/proxy` forwards there; `/state`'s counter lives there too (`POST
+//! /wasmlab/counter`), since a component instance made for one request keeps nothing for the next
+//! and the proxy world has no host counter to import. So a component's `/state` costs an upstream
+//! round trip, as `/proxy` does.
+//!
+//! [`export_http_handler!`] is the glue for any guest of this repository (the hostile one too):
+//! the request read whole, a handler called, its response written with its length declared.
+
+#[cfg(target_arch = "wasm32")]
+mod component;
+#[cfg(target_arch = "wasm32")]
+pub use component::{UpstreamHost, serve};
+#[cfg(target_arch = "wasm32")]
+#[doc(hidden)]
+pub use wasip2;
+
+/// The environment variable that names the upstream's base URL (`http://host:port`).
+pub const UPSTREAM_ENV: &str = "WASMLAB_UPSTREAM";
+
+/// The upstream's counter (`POST`, no body): the `/state` of a component (see the crate's doc).
+/// The same path as `wasmlab_upstream::COUNTER_PATH`, which this guest cannot link (a test keeps
+/// them equal).
+pub const COUNTER_PATH: &str = "/wasmlab/counter";
+
+/// The most a component writes in one call to its response's body stream (`blocking-write-and-
+/// flush` takes at most 4096 bytes at a time).
+pub const WRITE_CHUNK: usize = 4096;
+
+/// An upstream base URL taken apart for an outgoing request: whether it is HTTPS, and its
+/// authority (`host:port`).
+pub fn parse_upstream(url: &str) -> Result<(bool, &str), String> {
+    let (https, rest) = if let Some(rest) = url.strip_prefix("http://") {
+        (false, rest)
+    } else if let Some(rest) = url.strip_prefix("https://") {
+        (true, rest)
+    } else {
+        return Err(format!(
+            "{UPSTREAM_ENV}={url:?} is not an http:// or https:// URL"
+        ));
+    };
+    let authority = rest.strip_suffix('/').unwrap_or(rest);
+    if authority.is_empty() || authority.contains(['/', '?', '#', '@', ' ']) {
+        return Err(format!(
+            "{UPSTREAM_ENV}={url:?} must be a base URL, scheme://host:port and nothing after"
+        ));
+    }
+    Ok((https, authority))
+}
+
+/// Exports `$handler` (a function or closure of `(wasmlab_handlers::Request, &UpstreamHost) ->
+/// wasmlab_handlers::Response`) as the component's `wasi:http/incoming-handler`.
+#[macro_export]
+macro_rules! export_http_handler {
+    ($handler:expr) => {
+        #[cfg(target_arch = "wasm32")]
+        const _: () = {
+            struct Component;
+
+            impl $crate::wasip2::exports::http::incoming_handler::Guest for Component {
+                fn handle(
+                    request: $crate::wasip2::http::types::IncomingRequest,
+                    out: $crate::wasip2::http::types::ResponseOutparam,
+                ) {
+                    $crate::serve(request, out, $handler);
+                }
+            }
+
+            $crate::wasip2::http::proxy::export!(Component);
+        };
+    };
+}
+
+#[cfg(feature = "handler-exports")]
+export_http_handler!(|req, host| wasmlab_handlers::run_ready(wasmlab_handlers::handle(req, host)));
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_counter_is_where_the_upstream_keeps_it() {
+        assert_eq!(COUNTER_PATH, wasmlab_upstream::COUNTER_PATH);
+    }
+
+    #[test]
+    fn upstream_urls() {
+        assert_eq!(
+            parse_upstream("http://127.0.0.1:9000"),
+            Ok((false, "127.0.0.1:9000"))
+        );
+        assert_eq!(
+            parse_upstream("http://127.0.0.1:9000/"),
+            Ok((false, "127.0.0.1:9000"))
+        );
+        assert_eq!(
+            parse_upstream("https://up.example"),
+            Ok((true, "up.example"))
+        );
+        for bad in [
+            "",
+            "127.0.0.1:9000",
+            "ftp://x",
+            "http://",
+            "http://a/b",
+            "http://u@h",
+            "http://h?x",
+        ] {
+            assert!(parse_upstream(bad).is_err(), "{bad:?}");
+        }
+    }
+}
