@@ -1,6 +1,7 @@
 //! `cargo bench -p wasmlab-gateway-wasm`: the per-request cost of each executor without HTTP,
 //! side by side in one run (median of several rounds, microseconds per request), and Wasmtime's
-//! floor under the pooled executor: what a fresh instance costs before any guest code runs.
+//! floor under the pooled and component executors: what a fresh instance costs before any guest
+//! code runs.
 //!
 //! Times on a shared machine are noisy; instruction counts are not. `WASMLAB_BENCH_ITERS=N` sets
 //! the requests per round, small enough to run the bench under callgrind:
@@ -12,16 +13,18 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use wasmlab_gateway::{Capabilities, ExecRequest, Executor, NativeExecutor};
+#[cfg(feature = "components")]
+use wasmlab_gateway_wasm::{ComponentExecutor, ComponentOptions};
 use wasmlab_gateway_wasm::{GuestLimits, KeptExecutor, NaiveExecutor, PooledExecutor, Reuse};
 
 fn per_request_us<E: Executor>(rt: &tokio::runtime::Runtime, ex: &E, target: &str, n: u32) -> f64 {
     median_us(rt, n, async || {
         let r = ex
-            .execute(ExecRequest {
-                method: hyper::Method::GET,
-                target: target.to_owned(),
-                body: Bytes::new(),
-            })
+            .execute(ExecRequest::new(
+                hyper::Method::GET,
+                target.to_owned(),
+                Bytes::new(),
+            ))
             .await
             .expect("the bench's requests succeed");
         assert_eq!(r.status, 200);
@@ -71,6 +74,52 @@ fn instance_floor_us(rt: &tokio::runtime::Runtime, limits: GuestLimits, n: u32, 
         let instance = pre.instantiate_async(&mut store).await.unwrap();
         if call {
             let f = instance.get_typed_func::<(), i32>(&mut store, "f").unwrap();
+            std::hint::black_box(f.call_async(&mut store, ()).await.unwrap());
+        }
+    })
+}
+
+/// The same floor for a component: a fresh `Store` (with the component executor's WASI context
+/// and resource table when `wasi`) and instance of a component that does nothing but export one
+/// function; `call` adds one async call of it.
+#[cfg(feature = "components")]
+fn component_floor_us(
+    rt: &tokio::runtime::Runtime,
+    limits: GuestLimits,
+    n: u32,
+    wasi: bool,
+    call: bool,
+) -> f64 {
+    use wasmtime::Store;
+    use wasmtime::component::{Component, Linker, ResourceTable};
+    let engine = wasmtime::Engine::new(&ComponentExecutor::config(limits)).unwrap();
+    let component = Component::new(
+        &engine,
+        r#"(component
+            (core module $m
+                (memory (export "memory") 1)
+                (func (export "f") (result i32) i32.const 0))
+            (core instance $i (instantiate $m))
+            (func (export "f") (result u32) (canon lift (core func $i "f"))))"#,
+    )
+    .unwrap();
+    let pre = Linker::<Option<(wasmtime_wasi::WasiCtx, ResourceTable)>>::new(&engine)
+        .instantiate_pre(&component)
+        .unwrap();
+    median_us(rt, n, async || {
+        let ctx = wasi.then(|| {
+            (
+                wasmtime_wasi::WasiCtx::builder().build(),
+                ResourceTable::new(),
+            )
+        });
+        let mut store = Store::new(&engine, ctx);
+        store.set_epoch_deadline(1);
+        let instance = pre.instantiate_async(&mut store).await.unwrap();
+        if call {
+            let f = instance
+                .get_typed_func::<(), (u32,)>(&mut store, "f")
+                .unwrap();
             std::hint::black_box(f.call_async(&mut store, ()).await.unwrap());
         }
     })
@@ -132,12 +181,46 @@ fn main() {
     row("wasmtime-naive", &|t| {
         per_request_us(&rt, &naive, t, iters(2_000))
     });
+    // The wasi:http component: hello only, as its /state is an outgoing request to an upstream
+    // (this bench runs none).
+    #[cfg(feature = "components")]
+    if wanted("component-pooled") {
+        let component = rt
+            .block_on(
+                ComponentExecutor::new(
+                    wasmlab_guest_artifacts::HTTP,
+                    ComponentOptions::default(),
+                    limits,
+                )
+                .unwrap()
+                .checked(),
+            )
+            .unwrap();
+        let hello = per_request_us(&rt, &component, "/", iters(50_000));
+        println!(
+            "{:<18} {hello:>12.3} {:>12}",
+            "component-pooled", "(upstream)"
+        );
+    }
     // Not per workload: the same figure is printed in both columns' place once.
     for (name, call) in [("floor:instance", false), ("floor:inst+call", true)] {
         if wanted(name) {
             println!(
                 "{name:<18} {:>12.3}",
                 instance_floor_us(&rt, limits, iters(50_000), call)
+            );
+        }
+    }
+    #[cfg(feature = "components")]
+    for (name, wasi, call) in [
+        ("floor:component", false, false),
+        ("floor:comp+call", false, true),
+        ("floor:comp+wasi", true, true),
+    ] {
+        if wanted(name) {
+            println!(
+                "{name:<18} {:>12.3}",
+                component_floor_us(&rt, limits, iters(50_000), wasi, call)
             );
         }
     }

@@ -18,11 +18,11 @@ pub async fn answers<E: Executor>(ex: &E, targets: &[String]) -> Vec<Answer> {
     let mut out = Vec::with_capacity(targets.len());
     for t in targets {
         let outcome = ex
-            .execute(ExecRequest {
-                method: hyper::Method::GET,
-                target: t.clone(),
-                body: Bytes::new(),
-            })
+            .execute(ExecRequest::new(
+                hyper::Method::GET,
+                t.clone(),
+                Bytes::new(),
+            ))
             .await;
         out.push(match outcome {
             Ok(r) => (r.status, r.body),

@@ -6,10 +6,14 @@
 //! - [`KeptExecutor`]: instances kept between requests, either reset to a fresh instance's state
 //!   after each ([`Reuse::Recycled`]: the same isolation, without making an instance) or not at
 //!   all ([`Reuse::Shared`]: no isolation, as plugin hosts run).
+//! - [`ComponentExecutor`]: `wasi:http/proxy` components, a fresh instance per request, as
+//!   `wasmtime serve` runs them, under the pooled executor's limits and rules.
 //! - [`NaiveExecutor`]: the gateway study's method, kept to show what it costs. Per request a new
 //!   `Linker` with WASI, an in-memory stdin/stdout, a `Store`, instantiation and `_start` of the
 //!   WASI command guest.
 
+#[cfg(feature = "components")]
+mod component;
 pub mod differential;
 mod guest;
 mod imports;
@@ -20,6 +24,8 @@ mod naive;
 mod pooled;
 pub mod reset;
 
+#[cfg(feature = "components")]
+pub use component::{ComponentExecutor, ComponentOptions};
 pub use imports::HostCtx;
 pub use kept::{KeptExecutor, Reuse};
 pub use limits::GuestLimits;

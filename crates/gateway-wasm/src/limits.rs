@@ -58,9 +58,14 @@ impl std::fmt::Display for GuestLimits {
 
 impl GuestLimits {
     pub(crate) fn store_limits(&self) -> StoreLimits {
+        self.store_limits_for(1)
+    }
+
+    /// The store limits for a guest made of `instances` core instances (a component's modules).
+    pub(crate) fn store_limits_for(&self, instances: usize) -> StoreLimits {
         StoreLimitsBuilder::new()
             .memory_size(self.max_memory_bytes)
-            .instances(1)
+            .instances(instances)
             .trap_on_grow_failure(true)
             .build()
     }

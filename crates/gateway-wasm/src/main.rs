@@ -1,5 +1,6 @@
-//! `wasmlab-gateway-wasm`: the gateway running the handlers in Wasmtime, one fresh instance per
-//! request.
+//! `wasmlab-gateway-wasm`: the gateway running the handlers in Wasmtime: a core module in a fresh,
+//! recycled or shared instance per request, a `wasi:http` component in a fresh one, or the
+//! gateway study's naive method.
 
 use clap::{Parser, ValueEnum};
 use std::time::Duration;
@@ -17,6 +18,9 @@ enum ExecutorKind {
     /// Instances kept and never reset: state carries over between requests, no isolation (core-
     /// module guest; one that traps or times out is discarded).
     Shared,
+    /// A wasi:http/proxy component, a fresh instance per request (`ProxyPre`, pooling allocator),
+    /// as `wasmtime serve` runs one.
+    Component,
     /// The gateway study's method: per request a new Linker, WASI context, Store and `_start`
     /// (WASI command guest).
     Naive,
@@ -33,9 +37,18 @@ struct Args {
     #[arg(long, value_enum, default_value = "pooled")]
     executor: ExecutorKind,
     /// Run this guest instead of the built-in one: a core module implementing the handler ABI
-    /// (docs/guest-abi.md) for `pooled`, `recycled` and `shared`, a WASI command for `naive`.
+    /// (docs/guest-abi.md) for `pooled`, `recycled` and `shared`, a WASI command for `naive`, any
+    /// wasi:http/proxy component for `component`.
     #[arg(long, value_name = "PATH")]
     wasm: Option<std::path::PathBuf>,
+    /// An environment variable every component instance sees (`component`; repeatable), as
+    /// `wasmtime serve --env`. wasmlab's component finds its upstream in WASMLAB_UPSTREAM.
+    #[arg(long, value_name = "KEY=VALUE", value_parser = env_pair)]
+    env: Vec<(String, String)>,
+    /// Give component instances the gateway's stdout and stderr (`component`; by default what a
+    /// guest prints is discarded).
+    #[arg(long)]
+    inherit_stdio: bool,
     /// Compile the guest ahead of time to this `.cwasm` file and exit (pooled, recycled, shared:
     /// with the same --executor, --max-instances and --max-memory-mib as it will run with). Give
     /// it back with `--wasm FILE.cwasm` to start without compiling. The file is native code for
@@ -63,6 +76,17 @@ struct Args {
     queue_timeout_ms: u64,
 }
 
+fn env_pair(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.is_empty() && !k.contains('\0') && !v.contains('\0') => {
+            Ok((k.to_owned(), v.to_owned()))
+        }
+        _ => Err(format!(
+            "{s:?} is not KEY=VALUE (a non-empty name, an `=`, then the value)"
+        )),
+    }
+}
+
 fn main() -> std::process::ExitCode {
     wasmlab_gateway::cli::exit_code("wasmlab-gateway-wasm", run(Args::parse()))
 }
@@ -85,10 +109,22 @@ fn run(args: Args) -> anyhow::Result<()> {
         .as_ref()
         .map_or_else(|| "built-in".to_owned(), |p| p.display().to_string());
     let precompiled = PooledExecutor::is_precompiled(&wasm);
+    anyhow::ensure!(
+        matches!(args.executor, ExecutorKind::Component)
+            || (args.env.is_empty() && !args.inherit_stdio),
+        "--env and --inherit-stdio are for --executor component: a core module has no environment or stdio"
+    );
     let reuse = match args.executor {
         ExecutorKind::Pooled => None,
         ExecutorKind::Recycled => Some(Reuse::Recycled),
         ExecutorKind::Shared => Some(Reuse::Shared),
+        ExecutorKind::Component => {
+            eprintln!(
+                "guest={guest}{} limits: {limits}",
+                if precompiled { " (precompiled)" } else { "" }
+            );
+            return run_component(&args, wasm, guest, precompiled, limits);
+        }
         ExecutorKind::Naive => {
             anyhow::ensure!(
                 args.precompile.is_none() && !precompiled,
@@ -162,8 +198,73 @@ const NO_COMPILER: &str = "this gateway was built without its compiler (cargo's 
 fn built_in_guest(kind: ExecutorKind) -> anyhow::Result<Vec<u8>> {
     Ok(match kind {
         ExecutorKind::Naive => wasmlab_guest_artifacts::COMMAND.to_vec(),
+        ExecutorKind::Component => wasmlab_guest_artifacts::HTTP.to_vec(),
         _ => wasmlab_guest_artifacts::CORE.to_vec(),
     })
+}
+
+/// The component executor: compiled in a child (or in this process, or not at all when
+/// precompiled) as the core executors are, then served.
+#[cfg(feature = "components")]
+fn run_component(
+    args: &Args,
+    wasm: Vec<u8>,
+    guest: String,
+    precompiled: bool,
+    limits: GuestLimits,
+) -> anyhow::Result<()> {
+    use wasmlab_gateway_wasm::{ComponentExecutor, ComponentOptions};
+    if let Some(out) = &args.precompile {
+        anyhow::ensure!(!precompiled, "{guest} is precompiled already");
+        let bytes = precompile_component(&wasm, limits)?;
+        std::fs::write(out, &bytes).map_err(|e| anyhow::anyhow!("write {}: {e}", out.display()))?;
+        eprintln!(
+            "precompiled {guest} to {} ({} bytes)",
+            out.display(),
+            bytes.len()
+        );
+        return Ok(());
+    }
+    let refused = |e: anyhow::Error| e.context(format!("guest {guest} refused"));
+    let (source, _compiled) = match (&args.wasm, precompiled) {
+        (Some(path), true) => (Source::Precompiled(path.clone()), None),
+        _ => compile(args, wasm, &limits).map_err(refused)?,
+    };
+    let options = ComponentOptions {
+        env: args.env.clone(),
+        upstream: args.server.upstream.clone(),
+        inherit_stdio: args.inherit_stdio,
+    };
+    args.server.run(|_caps| async move {
+        // SAFETY: as for the core executors (see `run`).
+        let executor = match source {
+            #[cfg(feature = "compiler")]
+            Source::Wasm(w) => ComponentExecutor::new(&w, options, limits),
+            Source::Precompiled(p) => unsafe {
+                ComponentExecutor::from_precompiled_file(&p, options, limits)
+            },
+        };
+        executor.map_err(refused)?.checked().await.map_err(refused)
+    })
+}
+
+#[cfg(not(feature = "components"))]
+fn run_component(_: &Args, _: Vec<u8>, _: String, _: bool, _: GuestLimits) -> anyhow::Result<()> {
+    anyhow::bail!(
+        "this gateway was built without its component executor (the `components` cargo feature)"
+    )
+}
+
+#[cfg(all(feature = "compiler", feature = "components"))]
+fn precompile_component(wasm: &[u8], limits: GuestLimits) -> anyhow::Result<Vec<u8>> {
+    wasmlab_gateway_wasm::ComponentExecutor::precompile(wasm, limits)
+}
+
+#[cfg(not(all(feature = "compiler", feature = "components")))]
+fn precompile_component(_: &[u8], _: GuestLimits) -> anyhow::Result<Vec<u8>> {
+    anyhow::bail!(
+        "this gateway cannot compile components (the `compiler` and `components` cargo features)"
+    )
 }
 
 #[cfg(not(feature = "compiler"))]

@@ -80,10 +80,10 @@ impl PooledExecutor {
         config
             .allocation_strategy(InstanceAllocationStrategy::Pooling(pool))
             .epoch_interruption(true);
-        // Core modules only. wasmtime-wasi (the naive executor, built with the compiler) turns
+        // Core modules only. The component executor and wasmtime-wasi (the naive executor) turn
         // Wasmtime's component-model feature on, and a module compiled with it on would not load
-        // in the gateway built without the compiler, where it is off.
-        #[cfg(feature = "compiler")]
+        // in the gateway built without them, where it is off.
+        #[cfg(any(feature = "compiler", feature = "components"))]
         config.wasm_component_model(false);
         config
     }

@@ -33,13 +33,9 @@ async fn replies<E: Executor>(ex: &E) -> Vec<Reply> {
     let mut out = Vec::new();
     for (method, target, body) in requests() {
         out.push(
-            ex.execute(ExecRequest {
-                method: method.parse().unwrap(),
-                target,
-                body,
-            })
-            .await
-            .expect("a reply, not a failure"),
+            ex.execute(ExecRequest::new(method.parse().unwrap(), target, body))
+                .await
+                .expect("a reply, not a failure"),
         );
     }
     out
@@ -116,12 +112,8 @@ fn pooled_executor_serves_more_requests_than_instances() {
         for _ in 0..64 {
             let ex = ex.clone();
             tasks.push(tokio::spawn(async move {
-                ex.execute(ExecRequest {
-                    method: hyper::Method::GET,
-                    target: "/state".into(),
-                    body: Bytes::new(),
-                })
-                .await
+                ex.execute(ExecRequest::new(hyper::Method::GET, "/state", Bytes::new()))
+                    .await
             }));
         }
         let mut seen = Vec::new();
@@ -189,11 +181,11 @@ fn the_documented_minimal_guest_runs() {
     let caps = Arc::new(Capabilities::new(None).unwrap());
     let ex = PooledExecutor::new(&wat, caps, GuestLimits::default()).unwrap();
     let r = runtime()
-        .block_on(ex.execute(ExecRequest {
-            method: hyper::Method::GET,
-            target: "/anything".into(),
-            body: Bytes::new(),
-        }))
+        .block_on(ex.execute(ExecRequest::new(
+            hyper::Method::GET,
+            "/anything",
+            Bytes::new(),
+        )))
         .unwrap();
     assert_eq!(r.status, 200);
     assert_eq!(r.body, "hello from wat");

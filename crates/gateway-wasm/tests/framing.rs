@@ -2,15 +2,30 @@
 //! of every response (a guest's own `content-length`, `transfer-encoding`, hop-by-hop headers and
 //! 1xx statuses never reach the wire, and the next request on the connection is answered
 //! correctly), and a failure's diagnosis goes to the log, not to the client.
+//!
+//! The hostile component differs in two ways, both wasi:http's: Wasmtime refuses the hop-by-hop
+//! headers when the component sets them (so the host never sees them to log), and it holds a
+//! component to the `content-length` it declares: a body of another length is aborted, and the
+//! host answers 500 where a core module's false length is dropped.
 
 use wasmlab_test_support::{KeepAlive, ServerProcess};
 
 const BIN: &str = env!("CARGO_BIN_EXE_wasmlab-gateway-wasm");
 
-const EXECUTORS: [(&str, &str); 2] = [
+const EXECUTORS: [(&str, &str); 3] = [
     ("pooled", wasmlab_guest_artifacts::HOSTILE_CORE_PATH),
     ("naive", wasmlab_guest_artifacts::HOSTILE_COMMAND_PATH),
+    ("component", wasmlab_guest_artifacts::HOSTILE_HTTP_PATH),
 ];
+
+/// Whether a header set by the hostile guest reaches the host to be dropped and logged there: a
+/// component's hop-by-hop headers are refused by Wasmtime's wasi:http before (see above).
+fn reaches_the_host(executor: &str, name: &str) -> bool {
+    executor != "component"
+        || !wasmtime_wasi_http::DEFAULT_FORBIDDEN_HEADERS
+            .iter()
+            .any(|h| h.as_str() == name)
+}
 
 fn hostile_gateway(executor: &str, guest: &str, extra: &[&str]) -> ServerProcess {
     let mut args = vec![
@@ -48,9 +63,14 @@ fn a_guest_cannot_frame_its_own_response() {
             let mut conn = KeepAlive::connect(server.addr);
             let r = conn.get(&format!("/header?name={name}&value={value}"));
             let what = format!("{executor}, guest set {name}: {value}");
-            assert_eq!(r.status, 200, "{what}");
-            assert_eq!(r.text(), "framed by the host", "{what}");
-            assert_eq!(r.header("content-length"), Some("18"), "{what}");
+            if executor == "component" && name == "content-length" {
+                // Declared 1000 or 3 bytes, wrote 18: Wasmtime aborts the body.
+                assert_eq!(r.status, 500, "{what}");
+            } else {
+                assert_eq!(r.status, 200, "{what}");
+                assert_eq!(r.text(), "framed by the host", "{what}");
+                assert_eq!(r.header("content-length"), Some("18"), "{what}");
+            }
             if name != "content-length" {
                 assert_eq!(r.header(name), None, "{what}: reached the client");
             }
@@ -69,8 +89,15 @@ fn a_guest_cannot_frame_its_own_response() {
         assert_eq!((r.status, r.header("content-length")), (200, Some("18")));
         let log = server.log();
         for (name, value) in HOST_OWNED {
+            let line = if executor == "component" && name == "content-length" {
+                "its response body did not end well".to_owned()
+            } else if reaches_the_host(executor, name) {
+                format!("{name}: \"{value}\"")
+            } else {
+                continue;
+            };
             assert!(
-                log.contains(&format!("{name}: \"{value}\"")),
+                log.contains(&line),
                 "{executor}: no log line for {name}: {value} in\n{log}"
             );
         }

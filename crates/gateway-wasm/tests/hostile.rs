@@ -30,11 +30,11 @@ struct Answer {
 
 async fn get<E: Executor>(ex: &E, target: &str) -> Answer {
     let outcome = ex
-        .execute(ExecRequest {
-            method: hyper::Method::GET,
-            target: target.to_owned(),
-            body: Bytes::new(),
-        })
+        .execute(ExecRequest::new(
+            hyper::Method::GET,
+            target.to_owned(),
+            Bytes::new(),
+        ))
         .await;
     match outcome {
         Ok(r) => Answer {

@@ -31,6 +31,55 @@ fn shared_gateway_serves_every_route() {
     check_executor("shared");
 }
 
+/// The component executor with the built-in component, or `wasm`, reaching the upstream `up`.
+fn component_gateway(up: &str, wasm: Option<&str>) -> ServerProcess {
+    let env = format!("WASMLAB_UPSTREAM={up}");
+    let mut args = vec!["--executor", "component", "--upstream", up, "--env", &env];
+    if let Some(w) = wasm {
+        args.extend(["--wasm", w]);
+    }
+    ServerProcess::start(BIN, &args)
+}
+
+#[test]
+fn component_gateway_serves_every_route() {
+    let (_rt, up) = spawn_upstream();
+    let server = component_gateway(&up, None);
+    check_every_route(server.addr, &echo_of("GET", "/proxy"));
+}
+
+#[test]
+fn a_component_precompiled_for_it_serves_every_route() {
+    let tmp = tempfile::tempdir().unwrap();
+    let component = &precompiled(tmp.path(), "component");
+    let (_rt, up) = spawn_upstream();
+    let server = component_gateway(&up, Some(component));
+    check_every_route(server.addr, &echo_of("GET", "/proxy"));
+    // Each executor refuses the other's precompiled kind, and a core module as Wasm.
+    let module = &precompiled(tmp.path(), "pooled");
+    let err = refused(&["--executor", "component", "--wasm", module]);
+    assert!(err.contains("--executor pooled"), "{err}");
+    let err = refused(&["--executor", "pooled", "--wasm", component]);
+    assert!(err.contains("refused"), "{err}");
+    let core = wasmlab_guest_artifacts::HOSTILE_CORE_PATH;
+    let err = refused(&["--executor", "component", "--wasm", core]);
+    assert!(err.contains("not a wasi:http component"), "{err}");
+}
+
+#[test]
+fn the_component_flags_are_checked() {
+    let err = refused(&["--env", "A=1"]);
+    assert!(err.contains("are for --executor component"), "{err}");
+    let err = refused(&["--executor", "pooled", "--inherit-stdio"]);
+    assert!(err.contains("are for --executor component"), "{err}");
+    for bad in ["A", "=1", ""] {
+        let err = refused(&["--executor", "component", "--env", bad]);
+        assert!(err.contains("is not KEY=VALUE"), "{bad:?}: {err}");
+    }
+    let err = refused(&["--executor", "component", "--upstream", "ftp://x"]);
+    assert!(err.contains("http://host:port"), "{err}");
+}
+
 /// Precompiles the built-in guest for `executor` into `dir`; returns the .cwasm's path.
 fn precompiled(dir: &std::path::Path, executor: &str) -> String {
     let cwasm = dir.join(format!("{executor}.cwasm"));

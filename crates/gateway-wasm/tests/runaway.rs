@@ -31,11 +31,7 @@ fn a_stopped_loop_burns_no_cpu() {
         .enable_all()
         .build()
         .unwrap();
-    let req = || ExecRequest {
-        method: hyper::Method::GET,
-        target: "/loop".into(),
-        body: Bytes::new(),
-    };
+    let req = || ExecRequest::new(hyper::Method::GET, "/loop", Bytes::new());
     rt.block_on(async {
         assert_eq!(pooled.execute(req()).await.unwrap_err().status, 504);
         assert_eq!(naive.execute(req()).await.unwrap_err().status, 504);

@@ -14,7 +14,22 @@ pub struct ExecRequest {
     pub method: hyper::Method,
     /// Path and query.
     pub target: String,
+    /// As the client sent them, with `host` set from the URI's authority where the request line
+    /// carried it (HTTP/2's `:authority`). The handlers read none; a `wasi:http` component may.
+    pub headers: HeaderMap,
     pub body: Bytes,
+}
+
+impl ExecRequest {
+    /// A request without headers.
+    pub fn new(method: hyper::Method, target: impl Into<String>, body: impl Into<Bytes>) -> Self {
+        Self {
+            method,
+            target: target.into(),
+            headers: HeaderMap::new(),
+            body: body.into(),
+        }
+    }
 }
 
 /// An executor's answer.

@@ -289,7 +289,7 @@ async fn handle<E: Executor>(
     config: RequestRules,
     id: RequestId,
 ) -> Response<Full<Bytes>> {
-    let (parts, body) = req.into_parts();
+    let (mut parts, body) = req.into_parts();
     let max_body = config.max_body_bytes;
     let target = parts
         .uri
@@ -342,9 +342,17 @@ async fn handle<E: Executor>(
     };
     let reply = match body {
         Ok(body) => {
+            let mut headers = std::mem::take(&mut parts.headers);
+            if let Some(authority) = parts.uri.authority()
+                && !headers.contains_key(hyper::header::HOST)
+                && let Ok(host) = HeaderValue::from_str(authority.as_str())
+            {
+                headers.insert(hyper::header::HOST, host);
+            }
             let req = ExecRequest {
                 method: parts.method.clone(),
                 target,
+                headers,
                 body,
             };
             let outcome = executor.execute(req).await;

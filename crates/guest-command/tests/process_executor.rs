@@ -22,11 +22,11 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 fn request(method: &str, target: &str, body: &[u8]) -> ExecRequest {
-    ExecRequest {
-        method: method.parse().unwrap(),
-        target: target.into(),
-        body: Bytes::copy_from_slice(body),
-    }
+    ExecRequest::new(
+        method.parse().unwrap(),
+        target,
+        Bytes::copy_from_slice(body),
+    )
 }
 
 fn sh(script: &str) -> Vec<String> {

@@ -1,0 +1,521 @@
+//! `wasi:http/proxy` components, a fresh instance per request: the way `wasmtime serve`, Spin and
+//! wasmCloud run them (`ProxyPre` linked once, pooling allocator, a new `Store` per request),
+//! under the same rules as the pooled executor runs core modules: a deadline (504), a memory
+//! limit and bounded instances with a bounded queue (503), a trap is a 500, the host frames every
+//! response, and a client never sees the guest's insides.
+//!
+//! Where it differs from `wasmtime serve`, by design:
+//! - the response is read whole (up to the guest's memory limit) and sent with its length, as
+//!   every other executor's; a streamed body is buffered, and trailers are dropped;
+//! - outgoing requests go only to the gateway's `--upstream`, over kept-alive connections;
+//!   anything else is refused (`HTTP-request-denied`);
+//! - the guest's stdout and stderr are discarded unless `--inherit-stdio` asks for them.
+
+use std::pin::pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::Poll;
+use std::time::Instant;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::Uri;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use wasmlab_gateway::admission::Admission;
+use wasmlab_gateway::{ExecRequest, Executor, Failure, Reply};
+use wasmtime::component::{Component, Linker, ResourceTable};
+use wasmtime::{
+    Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store,
+    StoreLimits,
+};
+use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi_http::p2::bindings::ProxyPre;
+use wasmtime_wasi_http::p2::bindings::http::types::{ErrorCode, Scheme};
+use wasmtime_wasi_http::{
+    RequestOptions, WasiBody, WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks, WasiHttpView,
+};
+
+use crate::limits::{DeadlineExceeded, EpochTicker, GuestLimits, arm_deadline, guest_failure};
+
+/// What one component instance may hold at most: enough for a Rust component (a main module and
+/// the component tooling's two small ones), or a JavaScript one (an engine, the WASI adapter and
+/// the same two). The pool is made of `max_instances` times this.
+const CORE_INSTANCES_PER_COMPONENT: u32 = 16;
+const MEMORIES_PER_COMPONENT: u32 = 2;
+const TABLES_PER_COMPONENT: u32 = 8;
+
+/// How the guest's instances are given what they use: environment, stdio, outgoing requests.
+#[derive(Debug, Clone, Default)]
+pub struct ComponentOptions {
+    /// `KEY=VALUE` pairs every instance sees in `wasi:cli/environment`.
+    pub env: Vec<(String, String)>,
+    /// The one origin (`http://host:port`) outgoing requests may go to; none: every outgoing
+    /// request is refused.
+    pub upstream: Option<String>,
+    /// Give the guest the gateway's stdout and stderr (for debugging a component).
+    pub inherit_stdio: bool,
+}
+
+pub struct ComponentExecutor {
+    engine: Engine,
+    pre: ProxyPre<ComponentCtx>,
+    admission: Admission,
+    limits: GuestLimits,
+    env: Arc<[(String, String)]>,
+    inherit_stdio: bool,
+    outbound: Arc<Outbound>,
+    _ticker: EpochTicker,
+}
+
+impl ComponentExecutor {
+    /// Compiles `wasm` (a `wasi:http/proxy` component) and links it once.
+    #[cfg(feature = "compiler")]
+    pub fn new(
+        wasm: &[u8],
+        options: ComponentOptions,
+        limits: GuestLimits,
+    ) -> anyhow::Result<Self> {
+        if wasmparser::Parser::is_core_wasm(wasm) {
+            return Err(not_a_component(anyhow::anyhow!("it is a core module")));
+        }
+        let engine = Engine::new(&Self::config(limits))?;
+        let component = Component::new(&engine, wasm)
+            .map_err(|e| anyhow::anyhow!("it cannot be compiled as a component: {e:#}"))?;
+        Self::from_component(engine, component, options, limits)
+    }
+
+    /// Loads a component precompiled by [`ComponentExecutor::precompile`] (a `.cwasm` file).
+    ///
+    /// # Safety
+    /// As [`crate::PooledExecutor::from_precompiled_file`]: the file must be one `precompile`
+    /// wrote; Wasmtime checks its version and settings but trusts the machine code inside.
+    pub unsafe fn from_precompiled_file(
+        path: &std::path::Path,
+        options: ComponentOptions,
+        limits: GuestLimits,
+    ) -> anyhow::Result<Self> {
+        let engine = Engine::new(&Self::config(limits))?;
+        // SAFETY: passed on to the caller (see above).
+        let component = unsafe { Component::deserialize_file(&engine, path) }.map_err(|e| {
+            anyhow::anyhow!("{e:#} (a precompiled core module needs --executor pooled)")
+        })?;
+        Self::from_component(engine, component, options, limits)
+    }
+
+    /// Compiles `wasm` ahead of time with the settings the executor runs it with.
+    #[cfg(feature = "compiler")]
+    pub fn precompile(wasm: &[u8], limits: GuestLimits) -> anyhow::Result<Vec<u8>> {
+        let engine = Engine::new(&Self::config(limits))?;
+        if wasmparser::Parser::is_core_wasm(wasm) {
+            return Err(not_a_component(anyhow::anyhow!("it is a core module")));
+        }
+        Ok(engine.precompile_component(wasm)?)
+    }
+
+    /// The Wasmtime settings: components, a pool sized for `max_instances` of them, epoch
+    /// interruption. As the pooled executor's, with room for a component's several modules.
+    pub fn config(limits: GuestLimits) -> Config {
+        let n = limits.max_instances.max(1);
+        let mut pool = PoolingAllocationConfig::default();
+        pool.total_component_instances(n)
+            .total_core_instances(n * CORE_INSTANCES_PER_COMPONENT)
+            .total_memories(n * MEMORIES_PER_COMPONENT)
+            .total_tables(n * TABLES_PER_COMPONENT)
+            .total_stacks(n)
+            .max_core_instances_per_component(CORE_INSTANCES_PER_COMPONENT)
+            .max_memories_per_component(MEMORIES_PER_COMPONENT)
+            .max_tables_per_component(TABLES_PER_COMPONENT)
+            .max_memory_size(limits.max_memory_bytes)
+            // As the pooled executor: reset a reused slot by memset, not madvise (see there).
+            .linear_memory_keep_resident(128 << 10)
+            .table_keep_resident(64 << 10)
+            .pagemap_scan(Enabled::No);
+        let mut config = Config::new();
+        config
+            .allocation_strategy(InstanceAllocationStrategy::Pooling(pool))
+            .wasm_component_model(true)
+            .epoch_interruption(true);
+        config
+    }
+
+    fn from_component(
+        engine: Engine,
+        component: Component,
+        options: ComponentOptions,
+        limits: GuestLimits,
+    ) -> anyhow::Result<Self> {
+        let mut linker = Linker::<ComponentCtx>::new(&engine);
+        // All of WASI 0.2 (as `wasmtime serve -S cli`), not only the proxy world's part: the
+        // component tooling's adapters import the CLI world's interfaces (environment, exit,
+        // terminals, a filesystem) even where the guest's code never calls them. None of them
+        // reaches anything: no preopened directory, no network, an empty stdin.
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
+        let pre = linker.instantiate_pre(&component).map_err(|e| {
+            anyhow::anyhow!(
+                "the component imports what this gateway does not give: {e:#} (it gives WASI 0.2: wasi:http, wasi:cli, wasi:io, wasi:clocks, wasi:random, wasi:filesystem and wasi:sockets)"
+            )
+        })?;
+        let pre = ProxyPre::new(pre).map_err(|e| {
+            anyhow::anyhow!(
+                "the component is not a wasi:http proxy: it must export wasi:http/incoming-handler@0.2 ({e:#})"
+            )
+        })?;
+        let outbound = Arc::new(Outbound::new(options.upstream.as_deref())?);
+        let ticker = EpochTicker::start(&engine, limits.tick())?;
+        Ok(Self {
+            engine,
+            pre,
+            admission: Admission::new(
+                limits.max_instances.max(1) as usize,
+                limits.max_queue,
+                limits.queue_timeout,
+            ),
+            limits,
+            env: options.env.into(),
+            inherit_stdio: options.inherit_stdio,
+            outbound,
+            _ticker: ticker,
+        })
+    }
+
+    /// Makes one instance and drops it, so that a component the pool cannot hold (too many
+    /// modules, memories or tables, a memory larger than the limit) is refused at start rather
+    /// than at its first request. Instantiating runs none of the guest's code.
+    pub async fn checked(self) -> anyhow::Result<Self> {
+        let mut store = self.store(Instant::now() + self.limits.deadline);
+        let instance = self.pre.instance_pre().instantiate_async(&mut store).await;
+        drop(store);
+        match instance {
+            Ok(_) => Ok(self),
+            Err(e) => anyhow::bail!(
+                "an instance of the component cannot be made within the limits (max {} MiB of memory, {CORE_INSTANCES_PER_COMPONENT} modules, {MEMORIES_PER_COMPONENT} memories, {TABLES_PER_COMPONENT} tables): {e:#}",
+                self.limits.max_memory_bytes >> 20
+            ),
+        }
+    }
+
+    /// A store for one request: what the instance sees of WASI, its memory limit, its deadline.
+    fn store(&self, deadline: Instant) -> Store<ComponentCtx> {
+        let mut wasi = WasiCtxBuilder::new();
+        wasi.envs(&self.env);
+        if self.inherit_stdio {
+            wasi.inherit_stdout().inherit_stderr();
+        }
+        let ctx = ComponentCtx {
+            table: ResourceTable::new(),
+            wasi: wasi.build(),
+            http: WasiHttpCtx::new(),
+            outbound: OutboundHooks(self.outbound.clone()),
+            limits: self
+                .limits
+                .store_limits_for(CORE_INSTANCES_PER_COMPONENT as usize),
+            deadline,
+        };
+        let mut store = Store::new(&self.engine, ctx);
+        store.limiter(|ctx| &mut ctx.limits);
+        arm_deadline(&mut store, |ctx: &ComponentCtx| ctx.deadline);
+        store
+    }
+
+    async fn run(&self, req: ExecRequest) -> Result<Reply, Failure> {
+        let deadline = Instant::now() + self.limits.deadline;
+        let mut store = self.store(deadline);
+        let proxy = self
+            .pre
+            .instantiate_async(&mut store)
+            .await
+            .map_err(|e| guest_failure(&e.into(), &self.limits))?;
+        let (sender, receiver) = tokio::sync::oneshot::channel();
+        let (request, out) = {
+            let mut http = store.data_mut().http();
+            let request = http.new_incoming_request(Scheme::Http, incoming(req));
+            let out = http.new_response_outparam(sender);
+            match (request, out) {
+                (Ok(r), Ok(o)) => (r, o),
+                (Err(e), _) | (_, Err(e)) => return Err(Failure::guest_failed(&e.into())),
+            }
+        };
+        // The call and the reading of its response run together: a guest writing a body larger
+        // than the host's buffer waits for it to be read.
+        let head_arrived = AtomicBool::new(false);
+        let call = proxy
+            .wasi_http_incoming_handler()
+            .call_handle(&mut store, request, out);
+        let answer = read_response(receiver, &head_arrived, self.limits.max_memory_bytes);
+        // The epoch interrupts guest code at the deadline; this cuts a wait in the host (an
+        // outgoing request, a pollable) at the same time.
+        let timer = tokio::time::sleep_until(deadline.into());
+        let (mut call, mut answer, mut timer) = (pin!(call), pin!(answer), pin!(timer));
+        let (mut called, mut answered) = (None, None);
+        std::future::poll_fn(|cx| {
+            if called.is_none()
+                && let Poll::Ready(r) = call.as_mut().poll(cx)
+            {
+                called = Some(r);
+            }
+            if answered.is_none()
+                && let Poll::Ready(a) = answer.as_mut().poll(cx)
+            {
+                answered = Some(a);
+            }
+            let done = match (&called, &answered) {
+                // The whole exchange: answered, and the guest's call over (work it does after
+                // its response is finished runs to its end, within the deadline).
+                (Some(_), Some(_)) => true,
+                // It failed before its response was whole, or returned without one.
+                (Some(Err(_)), None) => true,
+                (Some(Ok(())), None) => !head_arrived.load(Ordering::Relaxed),
+                // Its response cannot be sent (too large, aborted): no need to wait for it.
+                (None, Some(Err(_))) => true,
+                _ => false,
+            };
+            if done || timer.as_mut().poll(cx).is_ready() {
+                Poll::Ready(())
+            } else {
+                Poll::Pending
+            }
+        })
+        .await;
+        match (called, answered) {
+            // A whole response counts, even if the guest then trapped or ran out of time.
+            (_, Some(Ok(reply))) => Ok(reply),
+            (Some(Err(e)), _) => Err(guest_failure(&e.into(), &self.limits)),
+            (_, Some(Err(detail))) => Err(Failure::new(500, detail)),
+            (Some(Ok(())), None) => Err(Failure::new(
+                500,
+                "guest failed: the component returned without setting a response",
+            )),
+            (None, None) => Err(guest_failure(&DeadlineExceeded.into(), &self.limits)),
+        }
+    }
+}
+
+impl Executor for ComponentExecutor {
+    fn name(&self) -> &'static str {
+        "component-pooled"
+    }
+
+    /// As the pooled executor: a fresh instance costs microseconds.
+    fn defer_replies_when_busy(&self) -> bool {
+        true
+    }
+
+    async fn execute(&self, req: ExecRequest) -> Result<Reply, Failure> {
+        self.admission.admit(|| self.run(req)).await
+    }
+}
+
+/// The request as `wasi:http` takes it in: with an authority (the `host` header's, or
+/// `localhost` for a client that sent none) and its body whole.
+fn incoming(req: ExecRequest) -> hyper::Request<Full<Bytes>> {
+    let uri = if req.headers.contains_key(hyper::header::HOST) {
+        req.target.parse::<Uri>()
+    } else {
+        format!("http://localhost{}", req.target).parse::<Uri>()
+    };
+    let mut request = hyper::Request::new(Full::new(req.body));
+    *request.method_mut() = req.method;
+    // The server hands over only targets hyper parsed; the fallback is unreachable in practice.
+    *request.uri_mut() = uri.unwrap_or_else(|_| Uri::from_static("/"));
+    *request.headers_mut() = req.headers;
+    request
+}
+
+/// The guest's response, whole: its head from the outparam, then its body up to `max_bytes`.
+async fn read_response(
+    receiver: tokio::sync::oneshot::Receiver<
+        Result<hyper::Response<wasmtime_wasi_http::p2::body::HyperOutgoingBody>, ErrorCode>,
+    >,
+    head_arrived: &AtomicBool,
+    max_bytes: usize,
+) -> Result<Reply, String> {
+    let head = receiver.await;
+    head_arrived.store(true, Ordering::Relaxed);
+    let response = match head {
+        Ok(Ok(response)) => response,
+        Ok(Err(code)) => return Err(format!("guest failed: the component answered {code:?}")),
+        Err(_) => return Err("guest failed: the component dropped its response".to_owned()),
+    };
+    let (parts, body) = response.into_parts();
+    let body = match Limited::new(body, max_bytes).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+            return Err(format!(
+                "guest failed: its response body is larger than {max_bytes} bytes"
+            ));
+        }
+        Err(e) => {
+            return Err(format!(
+                "guest failed: its response body did not end well ({e}): an abort, or fewer or more bytes than its content-length"
+            ));
+        }
+    };
+    Ok(Reply {
+        status: parts.status.as_u16(),
+        headers: parts.headers,
+        body,
+    })
+}
+
+/// Each instance's host state.
+pub struct ComponentCtx {
+    table: ResourceTable,
+    wasi: WasiCtx,
+    http: WasiHttpCtx,
+    outbound: OutboundHooks,
+    limits: StoreLimits,
+    deadline: Instant,
+}
+
+impl WasiView for ComponentCtx {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl WasiHttpView for ComponentCtx {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView {
+            ctx: &mut self.http,
+            table: &mut self.table,
+            hooks: &mut self.outbound,
+        }
+    }
+}
+
+/// Where outgoing requests may go, and the kept-alive connections they go over.
+struct Outbound {
+    /// The authority (`host:port`) of the one origin allowed.
+    allowed: Option<hyper::http::uri::Authority>,
+    client: Client<HttpConnector, WasiBody>,
+}
+
+impl Outbound {
+    fn new(upstream: Option<&str>) -> anyhow::Result<Self> {
+        let allowed = upstream
+            .map(|u| -> anyhow::Result<_> {
+                let uri: Uri = u
+                    .parse()
+                    .map_err(|e| anyhow::anyhow!("--upstream {u:?} is not a URL: {e}"))?;
+                match (uri.scheme_str(), uri.authority()) {
+                    (Some("http"), Some(a)) if a.port().is_some() => Ok(a.clone()),
+                    _ => anyhow::bail!("--upstream {u:?} must be an http://host:port URL"),
+                }
+            })
+            .transpose()?;
+        let mut connector = HttpConnector::new();
+        connector.set_nodelay(true);
+        let client = Client::builder(TokioExecutor::new()).build(connector);
+        Ok(Self { allowed, client })
+    }
+
+    /// The request's answer, if it goes where it may.
+    async fn send(
+        &self,
+        request: hyper::Request<WasiBody>,
+        options: Option<RequestOptions>,
+    ) -> Result<hyper::Response<WasiBody>, wasmtime_wasi_http::Error> {
+        use wasmtime_wasi_http::Error;
+        let uri = request.uri();
+        let allowed = uri.scheme_str() == Some("http")
+            && self
+                .allowed
+                .as_ref()
+                .is_some_and(|a| uri.authority().is_some_and(|b| same_origin(a, b)));
+        if !allowed {
+            return Err(Error::HttpRequestDenied);
+        }
+        let sent = self.client.request(request);
+        let first_byte = options.and_then(|o| o.first_byte_timeout);
+        let response = match first_byte {
+            Some(t) => tokio::time::timeout(t, sent)
+                .await
+                .map_err(|_| Error::HttpResponseTimeout)?,
+            None => sent.await,
+        };
+        let response = response.map_err(|e| {
+            if e.is_connect() {
+                Error::ConnectionRefused
+            } else {
+                Error::InternalError(Some(e.to_string()))
+            }
+        })?;
+        Ok(response.map(|body| body.map_err(Error::Hyper).boxed_unsync()))
+    }
+}
+
+/// Whether two authorities are the same host and port (port 80 where none is written).
+fn same_origin(a: &hyper::http::uri::Authority, b: &hyper::http::uri::Authority) -> bool {
+    a.host().eq_ignore_ascii_case(b.host())
+        && a.port_u16().unwrap_or(80) == b.port_u16().unwrap_or(80)
+}
+
+/// What `wasi:http`'s host code calls back: only sending is ours.
+struct OutboundHooks(Arc<Outbound>);
+
+impl WasiHttpHooks for OutboundHooks {
+    fn send_request(
+        &mut self,
+        request: hyper::Request<WasiBody>,
+        options: Option<RequestOptions>,
+        _fut: Box<dyn Future<Output = Result<(), wasmtime_wasi_http::Error>> + Send>,
+    ) -> Box<
+        dyn Future<
+                Output = Result<
+                    (
+                        hyper::Response<WasiBody>,
+                        Box<dyn Future<Output = Result<(), wasmtime_wasi_http::Error>> + Send>,
+                    ),
+                    wasmtime_wasi_http::Error,
+                >,
+            > + Send,
+    > {
+        let outbound = self.0.clone();
+        Box::new(async move {
+            let response = outbound.send(request, options).await?;
+            let done: Box<dyn Future<Output = Result<(), wasmtime_wasi_http::Error>> + Send> =
+                Box::new(async { Ok(()) });
+            Ok((response, done))
+        })
+    }
+}
+
+/// The error for a file that is not a component at all.
+fn not_a_component(e: anyhow::Error) -> anyhow::Error {
+    anyhow::anyhow!(
+        "not a wasi:http component: {e:#} (a core module implementing the handler ABI runs with --executor pooled)"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origins_compare_by_host_and_port() {
+        let a = |s: &str| s.parse::<hyper::http::uri::Authority>().unwrap();
+        assert!(same_origin(&a("127.0.0.1:9000"), &a("127.0.0.1:9000")));
+        assert!(same_origin(&a("Up.Example:80"), &a("up.example")));
+        assert!(!same_origin(&a("127.0.0.1:9000"), &a("127.0.0.1:9001")));
+        assert!(!same_origin(&a("127.0.0.1:9000"), &a("127.0.0.2:9000")));
+    }
+
+    #[test]
+    fn only_an_http_origin_with_a_port_is_an_upstream() {
+        assert!(Outbound::new(Some("http://127.0.0.1:9000")).is_ok());
+        for bad in [
+            "127.0.0.1:9000",
+            "https://127.0.0.1:9000",
+            "http://x",
+            "not a url",
+        ] {
+            assert!(Outbound::new(Some(bad)).is_err(), "{bad}");
+        }
+    }
+}

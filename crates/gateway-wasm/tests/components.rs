@@ -1,0 +1,292 @@
+//! The component executor: wasmlab's wasi:http component answers every route as the native
+//! handlers do; the hostile component's faults are answered as the pooled executor answers its
+//! core-module twin's; outgoing requests go only to the upstream; a component that is not a
+//! wasi:http proxy is refused at start with the reason.
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use wasmlab_gateway::{Capabilities, ExecRequest, Executor, Failure, NativeExecutor, Reply};
+use wasmlab_gateway_wasm::{ComponentExecutor, ComponentOptions, GuestLimits};
+
+const DEADLINE: Duration = Duration::from_millis(300);
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// The executor for `wasm`, its upstream `up` (given to the guest in WASMLAB_UPSTREAM too).
+async fn executor(wasm: &[u8], up: Option<&str>, limits: GuestLimits) -> ComponentExecutor {
+    let options = ComponentOptions {
+        env: up
+            .map(|u| vec![("WASMLAB_UPSTREAM".to_owned(), u.to_owned())])
+            .unwrap_or_default(),
+        upstream: up.map(str::to_owned),
+        inherit_stdio: false,
+    };
+    ComponentExecutor::new(wasm, options, limits)
+        .unwrap()
+        .checked()
+        .await
+        .unwrap()
+}
+
+async fn upstream() -> String {
+    let addr = wasmlab_upstream::spawn("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    format!("http://{addr}")
+}
+
+/// Requests covering every route, parameters, errors and a binary body.
+fn requests() -> Vec<(&'static str, &'static str, Bytes)> {
+    let binary: Bytes = (0..=255u8).cycle().take(50_000).collect::<Vec<_>>().into();
+    vec![
+        ("GET", "/", Bytes::new()),
+        ("GET", "/compute", Bytes::new()),
+        ("GET", "/compute?iters=7", Bytes::new()),
+        ("GET", "/compute?iters=bad", Bytes::new()),
+        ("GET", "/state", Bytes::new()),
+        ("GET", "/state", Bytes::new()),
+        ("GET", "/proxy", Bytes::new()),
+        ("GET", "/proxy?x=1", Bytes::new()),
+        ("POST", "/echo", Bytes::from_static(b"hello, echo")),
+        ("POST", "/echo", Bytes::new()),
+        // Larger than one write of the guest and than the host's body buffer.
+        ("POST", "/echo", binary),
+        ("GET", "/missing", Bytes::new()),
+        ("PUT", "/state", Bytes::new()),
+        ("GET", "/echo", Bytes::new()),
+    ]
+}
+
+/// A reply without the `content-length` the component declares (the server drops a length that
+/// matches the body, as it frames every response itself).
+fn unframed(mut r: Reply) -> Reply {
+    let declared = r.headers.remove(hyper::header::CONTENT_LENGTH);
+    if let Some(n) = declared {
+        assert_eq!(n.to_str().unwrap(), r.body.len().to_string());
+    }
+    r
+}
+
+#[test]
+fn the_component_answers_every_route_as_native() {
+    runtime().block_on(async {
+        // Each upstream counts from 0, as each native executor's counter does.
+        let native = NativeExecutor::new(std::sync::Arc::new(
+            Capabilities::new(Some(&upstream().await)).unwrap(),
+        ));
+        let up = upstream().await;
+        let component = executor(
+            wasmlab_guest_artifacts::HTTP,
+            Some(&up),
+            GuestLimits {
+                max_instances: 4,
+                ..GuestLimits::default()
+            },
+        )
+        .await;
+        for (method, target, body) in requests() {
+            let req = || ExecRequest::new(method.parse().unwrap(), target, body.clone());
+            let want = native.execute(req()).await.unwrap();
+            let got = component.execute(req()).await.expect("a reply");
+            assert_eq!(unframed(got), want, "{method} {target}");
+        }
+    });
+}
+
+#[test]
+fn without_an_upstream_proxy_and_state_answer_502() {
+    runtime().block_on(async {
+        let ex = executor(wasmlab_guest_artifacts::HTTP, None, GuestLimits::default()).await;
+        for target in ["/proxy", "/state"] {
+            let r = ex
+                .execute(ExecRequest::new(hyper::Method::GET, target, Bytes::new()))
+                .await
+                .unwrap();
+            assert_eq!(r.status, 502, "{target}");
+            let text = String::from_utf8_lossy(&r.body).into_owned();
+            assert!(text.contains("no upstream configured"), "{target}: {text}");
+        }
+    });
+}
+
+/// The status and body of a reply, or of a failure its status and diagnosis.
+struct Answer {
+    status: u16,
+    text: String,
+    failed: bool,
+}
+
+async fn get(ex: &ComponentExecutor, target: &str) -> Answer {
+    match ex
+        .execute(ExecRequest::new(hyper::Method::GET, target, Bytes::new()))
+        .await
+    {
+        Ok(r) => Answer {
+            status: r.status,
+            text: String::from_utf8_lossy(&r.body).into_owned(),
+            failed: false,
+        },
+        Err(Failure { status, detail }) => Answer {
+            status,
+            text: detail,
+            failed: true,
+        },
+    }
+}
+
+fn hostile_limits() -> GuestLimits {
+    GuestLimits {
+        // One slot: every request reuses the same instance slot (and its memory).
+        max_instances: 1,
+        max_memory_bytes: 16 << 20,
+        deadline: DEADLINE,
+        ..GuestLimits::default()
+    }
+}
+
+#[test]
+fn the_component_executor_survives_the_hostile_component() {
+    runtime().block_on(async {
+        let up = upstream().await;
+        let ex = executor(
+            wasmlab_guest_artifacts::HOSTILE_HTTP,
+            Some(&up),
+            hostile_limits(),
+        )
+        .await;
+        assert_eq!(get(&ex, "/").await.status, 200);
+        // As tests/hostile.rs checks each core executor: each fault answered, the next request
+        // served.
+        for (target, status, diagnosis) in [
+            ("/trap", 500, "wasm trap"),
+            ("/grow", 500, "guest failed"),
+            ("/stack", 500, "guest failed"),
+            ("/loop", 504, "deadline"),
+            // A wait in the host (a clock an hour away), which no epoch interrupts: cut at the
+            // deadline all the same.
+            ("/block", 504, "deadline"),
+        ] {
+            let t = Instant::now();
+            let r = get(&ex, target).await;
+            let took = t.elapsed();
+            assert_eq!(r.status, status, "{target}: {}", r.text);
+            assert!(r.failed, "{target}: a failure, not a reply");
+            assert!(r.text.contains(diagnosis), "{target}: {}", r.text);
+            assert!(took < DEADLINE * 3, "{target}: answered after {took:?}");
+            if status == 504 {
+                assert!(took >= DEADLINE, "{target}: answered after {took:?}");
+            }
+            let next = get(&ex, "/").await;
+            assert_eq!(
+                (next.status, next.text.as_str()),
+                (200, "ok"),
+                "after {target}"
+            );
+        }
+        // A fresh instance per request: nothing a request leaves in memory reaches the next.
+        let r = get(&ex, "/secret/write?s=hunter2").await;
+        assert_eq!((r.status, r.text.as_str()), (200, "stored"));
+        let r = get(&ex, "/secret/read").await;
+        assert_eq!((r.status, r.text.as_str()), (200, ""), "secret leaked");
+    });
+}
+
+#[test]
+fn outgoing_requests_go_only_to_the_upstream() {
+    runtime().block_on(async {
+        let up = upstream().await;
+        let other = upstream().await;
+        let ex = executor(
+            wasmlab_guest_artifacts::HOSTILE_HTTP,
+            Some(&up),
+            hostile_limits(),
+        )
+        .await;
+        let authority = |u: &str| u.trim_start_matches("http://").to_owned();
+        let r = get(&ex, &format!("/fetch?authority={}", authority(&up))).await;
+        assert_eq!((r.status, r.text.as_str()), (200, "GET /"));
+        for denied in [authority(&other), "example.com".to_owned()] {
+            let r = get(&ex, &format!("/fetch?authority={denied}")).await;
+            assert_eq!(r.status, 502, "{denied}: {}", r.text);
+            assert!(r.text.contains("HttpRequestDenied"), "{denied}: {}", r.text);
+        }
+    });
+}
+
+#[test]
+fn a_full_pool_queues_then_answers_503() {
+    // One slot, busy until its deadline; one request may wait, briefly, the next finds the
+    // queue full.
+    let limits = GuestLimits {
+        max_queue: 1,
+        queue_timeout: Duration::from_millis(50),
+        ..hostile_limits()
+    };
+    runtime().block_on(async {
+        let ex = std::sync::Arc::new(
+            executor(wasmlab_guest_artifacts::HOSTILE_HTTP, None, limits).await,
+        );
+        let busy = {
+            let ex = ex.clone();
+            tokio::spawn(async move { get(&ex, "/loop").await.status })
+        };
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let (waiter, overflow) = tokio::join!(get(&ex, "/"), async {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            get(&ex, "/").await
+        });
+        assert_eq!(waiter.status, 503, "{:?}", waiter.text);
+        assert_eq!(overflow.status, 503, "{:?}", overflow.text);
+        assert_eq!(busy.await.unwrap(), 504);
+        assert_eq!(get(&ex, "/").await.status, 200);
+    });
+}
+
+#[test]
+fn what_is_not_a_wasi_http_proxy_is_refused_with_the_reason() {
+    let refused = |wasm: &[u8]| match ComponentExecutor::new(
+        wasm,
+        ComponentOptions::default(),
+        GuestLimits::default(),
+    ) {
+        Ok(_) => panic!("accepted"),
+        Err(e) => format!("{e:#}"),
+    };
+    let e = refused(wasmlab_guest_artifacts::CORE);
+    assert!(e.contains("not a wasi:http component"), "{e}");
+    assert!(e.contains("--executor pooled"), "{e}");
+    let e = refused(b"(component)");
+    assert!(e.contains("not a wasi:http proxy"), "{e}");
+    assert!(e.contains("wasi:http/incoming-handler"), "{e}");
+    let e = refused(br#"(component (import "example:kv/store" (instance (export "get" (func)))))"#);
+    assert!(e.contains("does not give"), "{e}");
+    assert!(e.contains("example:kv/store"), "{e}");
+    let e = refused(b"not wasm at all");
+    assert!(e.contains("cannot be compiled as a component"), "{e}");
+}
+
+#[test]
+fn a_component_larger_than_the_memory_limit_is_refused_at_start() {
+    // The built-in component's memory starts at one 64 KiB page; a limit below it cannot hold one.
+    let limits = GuestLimits {
+        max_memory_bytes: 32 << 10,
+        ..GuestLimits::default()
+    };
+    let started = runtime().block_on(async {
+        let ex = ComponentExecutor::new(
+            wasmlab_guest_artifacts::HTTP,
+            ComponentOptions::default(),
+            limits,
+        )?;
+        ex.checked().await
+    });
+    let e = format!("{:#}", started.err().expect("refused"));
+    assert!(e.contains("exceeds the limit"), "{e}");
+}
