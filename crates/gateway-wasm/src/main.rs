@@ -99,16 +99,25 @@ fn run(args: Args) -> anyhow::Result<()> {
         max_queue: args.max_queue,
         queue_timeout: Duration::from_millis(args.queue_timeout_ms),
     };
+    let cannot_read = |path: &std::path::Path, e: &dyn std::fmt::Display| {
+        anyhow::anyhow!("cannot read --wasm {}: {e}", path.display())
+    };
+    // A precompiled file is mapped by the executor, never read whole here.
+    let precompiled = match &args.wasm {
+        Some(path) => {
+            PooledExecutor::is_precompiled_file(path).map_err(|e| cannot_read(path, &e))?
+        }
+        None => false,
+    };
     let wasm = match &args.wasm {
-        Some(path) => std::fs::read(path)
-            .map_err(|e| anyhow::anyhow!("cannot read --wasm {}: {e}", path.display()))?,
+        _ if precompiled => Vec::new(),
+        Some(path) => std::fs::read(path).map_err(|e| cannot_read(path, &e))?,
         None => built_in_guest(args.executor)?,
     };
     let guest = args
         .wasm
         .as_ref()
         .map_or_else(|| "built-in".to_owned(), |p| p.display().to_string());
-    let precompiled = PooledExecutor::is_precompiled(&wasm);
     anyhow::ensure!(
         matches!(args.executor, ExecutorKind::Component)
             || (args.env.is_empty() && !args.inherit_stdio),

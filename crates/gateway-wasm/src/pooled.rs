@@ -58,6 +58,19 @@ impl PooledExecutor {
         Engine::detect_precompiled(bytes).is_some()
     }
 
+    /// Whether the file at `path` is a module or component precompiled by Wasmtime, read from its
+    /// header only (a precompiled JavaScript engine is tens of megabytes, mapped rather than read).
+    pub fn is_precompiled_file(path: &std::path::Path) -> std::io::Result<bool> {
+        use std::io::Read;
+        // Precompiled files are ELF objects: anything else (Wasm, WAT, a short file) is not one.
+        let mut magic = [0u8; 4];
+        let mut file = std::fs::File::open(path)?;
+        if file.read_exact(&mut magic).is_err() || magic != *b"\x7fELF" {
+            return Ok(false);
+        }
+        Ok(matches!(Engine::detect_precompiled_file(path), Ok(Some(_))))
+    }
+
     /// The Wasmtime settings the executor runs guests with (pooling allocator sized by `limits`,
     /// epoch interruption): for tools that compile or measure outside the executor.
     pub fn config(limits: GuestLimits) -> Config {
