@@ -199,5 +199,9 @@ pub fn own_artifacts(
         "pipe command guest, for CLIs (.wasm)".into(),
         Path::new(wasmlab_guest_artifacts::PIPE_PATH),
     );
+    add(
+        "wasi:http component guest (.wasm)".into(),
+        Path::new(wasmlab_guest_artifacts::HTTP_PATH),
+    );
     out
 }

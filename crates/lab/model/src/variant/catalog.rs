@@ -40,6 +40,26 @@ const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../../../variants/wasmtime-naive.toml"),
     ),
     (
+        "component-pooled",
+        include_str!("../../../../../variants/component-pooled.toml"),
+    ),
+    (
+        "component-pooled-cwasm",
+        include_str!("../../../../../variants/component-pooled-cwasm.toml"),
+    ),
+    (
+        "component-wasmtime-serve",
+        include_str!("../../../../../variants/component-wasmtime-serve.toml"),
+    ),
+    (
+        "js-component",
+        include_str!("../../../../../variants/js-component.toml"),
+    ),
+    (
+        "js-component-wasmtime-serve",
+        include_str!("../../../../../variants/js-component-wasmtime-serve.toml"),
+    ),
+    (
         "wasmtime-cli",
         include_str!("../../../../../variants/wasmtime-cli.toml"),
     ),

@@ -35,6 +35,10 @@ pub const PLACEHOLDERS: &[(&str, &str)] = &[
         "the WASI command guest that reaches the host over stdin/stdout (for CLIs)",
     ),
     (
+        "http_guest",
+        "the handlers as a wasi:http/proxy component (.wasm, wasm32-wasip2)",
+    ),
+    (
         "container",
         "the container engine and its global flags (a whole argument: expands to several)",
     ),

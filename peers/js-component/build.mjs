@@ -1,0 +1,98 @@
+// Builds handler.js into a wasi:http/proxy component with componentize-js, as installed by
+// `wasmlab setup js-component` into TOOLS/npm:
+//   node build.mjs --tools TOOLS --out FILE.wasm
+// An output newer than its inputs (handler.js, world.wit, this script, componentize-js) is kept.
+// componentize-js splices the world's bindings into StarlingMonkey (SpiderMonkey compiled to
+// Wasm), then runs Wizer: the engine starts, parses and compiles handler.js and runs its top level
+// at build time, and the component ships that memory as its initial image. It has no way to skip
+// this step. The WIT of the WASI packages the world names comes from the jco that componentize-js
+// installs (its bundled copy of WASI's WIT), relabelled with the WASI version this StarlingMonkey
+// was built against.
+import { readFile, writeFile, mkdtemp, mkdir, readdir, rm, stat } from "node:fs/promises";
+import { join, dirname } from "node:path";
+import { tmpdir } from "node:os";
+import { pathToFileURL, fileURLToPath } from "node:url";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const WASI = "0.2.10";
+const PACKAGES = ["cli", "clocks", "filesystem", "http", "io", "random", "sockets"];
+
+function options(args) {
+  const o = {};
+  for (let i = 0; i < args.length; i += 2) {
+    const [k, v] = [args[i], args[i + 1]];
+    if (v === undefined) throw new Error(`${k} needs a value`);
+    if (k === "--tools") o.tools = v;
+    else if (k === "--out") o.out = v;
+    else throw new Error(`unknown option ${k} (give --tools DIR --out FILE)`);
+  }
+  if (!o.tools || !o.out) throw new Error("give --tools DIR --out FILE");
+  return o;
+}
+
+/** Whether `out` exists and is newer than every input. */
+async function upToDate(out, inputs) {
+  const mtime = async (f) => (await stat(f)).mtimeMs;
+  try {
+    const built = await mtime(out);
+    for (const f of inputs) if ((await mtime(f)) > built) return false;
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function main() {
+  const o = options(process.argv.slice(2));
+  const modules = join(o.tools, "npm", "node_modules", "@bytecodealliance");
+  const cjs = join(modules, "componentize-js");
+  const inputs = ["handler.js", "world.wit", "build.mjs"].map((f) => join(here, f));
+  inputs.push(join(cjs, "package.json"));
+  if (await upToDate(o.out, inputs)) {
+    console.log(`${o.out} is up to date`);
+    return;
+  }
+  await mkdir(dirname(o.out), { recursive: true });
+  const { componentize, version } = await import(pathToFileURL(join(cjs, "src", "componentize.js")));
+  const engine = await readFile(join(cjs, "lib", "starlingmonkey_embedding.wasm"));
+  if (!engine.includes(`wasi:http/types@${WASI}`)) {
+    throw new Error(`this componentize-js (${version}) embeds a StarlingMonkey not built against WASI ${WASI}: handler.js and world.wit name ${WASI}`);
+  }
+  // jco's copy of WASI's WIT: the newest 0.2.x that has every package the world needs.
+  const builtin = join(modules, "jco", "lib", "wit", "builtin");
+  const versions = (await readdir(builtin)).filter((v) => /^0\.2\.\d+$/.test(v));
+  const complete = [];
+  for (const v of versions) {
+    const have = await readdir(join(builtin, v));
+    if (PACKAGES.every((p) => have.includes(`wasi-${p}`))) complete.push(v);
+  }
+  complete.sort((a, b) => Number(a.split(".")[2]) - Number(b.split(".")[2]));
+  const from = complete.pop();
+  if (!from) throw new Error(`no complete copy of WASI 0.2's WIT under ${builtin}`);
+  const work = await mkdtemp(join(tmpdir(), "wasmlab-js-component-"));
+  try {
+    const wit = join(work, "wit");
+    for (const p of PACKAGES) {
+      const text = await readFile(join(builtin, from, `wasi-${p}`, "package.wit"), "utf8");
+      await mkdir(join(wit, "deps", p), { recursive: true });
+      await writeFile(join(wit, "deps", p, "package.wit"), text.replaceAll(`@${from}`, `@${WASI}`));
+    }
+    await writeFile(join(wit, "world.wit"), await readFile(join(here, "world.wit")));
+    const started = Date.now();
+    const { component } = await componentize({
+      sourcePath: join(here, "handler.js"),
+      witPath: wit,
+      worldName: "handler",
+    });
+    await writeFile(o.out, component);
+    const secs = ((Date.now() - started) / 1000).toFixed(1);
+    console.log(`componentize-js ${version}: ${o.out}, ${component.length} bytes, built in ${secs} s (WASI WIT from jco's ${from}, as ${WASI}); SpiderMonkey pre-initialised with handler.js by Wizer`);
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
+}
+
+main().catch((e) => {
+  console.error(`build.mjs: error: ${e.message}`);
+  process.exit(1);
+});
