@@ -225,6 +225,104 @@ pub fn beside_servers(a: &ServerAnalysis, study: &Study) -> Vec<Comparison> {
     out
 }
 
+/// A study's sizing rule beside this run: the study's req/s per core (its req/s per node over the
+/// node's cores) and the cores a target load would need, then the same for every variant this
+/// run measured in the rule's cell (its resp/CPU-s: what one core of the server sustains).
+#[derive(Debug, Clone, Serialize)]
+pub struct CapacityPlanning {
+    /// The rule in the study's words.
+    pub rule: String,
+    pub target_rps: f64,
+    /// e.g. "hello at 150 connections".
+    pub cell: String,
+    /// Where ours was measured, when it is not the study's cell.
+    pub ours_at: Option<String>,
+    pub published: Vec<PublishedRow>,
+    pub ours: Vec<CapacityRow>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PublishedRow {
+    pub system: String,
+    /// req/s per node, and the node's cores (fewest, most).
+    pub rps: f64,
+    pub cores: (u32, u32),
+    /// req/s per core (fewest, most): from the node's most cores and its fewest.
+    pub per_core: (f64, f64),
+    /// Cores the target needs (fewest, most).
+    pub cores_for_target: (f64, f64),
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CapacityRow {
+    pub variant: String,
+    /// Mean responses per CPU-second of the server over the runs, bootstrap CI.
+    pub per_core: crate::stats::Estimate,
+    /// The target over it, with the interval the CI gives (None without one).
+    pub cores_for_target: f64,
+    pub cores_interval: Option<(f64, f64)>,
+}
+
+/// The study's sizing rule beside this run, when it gave one and the run sampled any server's CPU
+/// in (or nearest) its cell.
+pub fn capacity_planning(a: &ServerAnalysis, study: &Study) -> Option<CapacityPlanning> {
+    let plan = study.capacity.as_ref()?;
+    let levels = a
+        .throughput
+        .iter()
+        .filter(|c| c.workload == plan.workload)
+        .map(|c| c.connections);
+    let conns = levels.min_by_key(|c| (c.abs_diff(plan.connections), *c))?;
+    let target = plan.target_rps;
+    let ours: Vec<CapacityRow> = a
+        .variants
+        .iter()
+        .filter_map(|v| {
+            let cell = a.throughput_cell(v, &plan.workload, conns)?;
+            let e = cell.resources?.rps_per_core;
+            (e.n > 0 && e.value > 0.0).then(|| CapacityRow {
+                variant: v.clone(),
+                per_core: e,
+                cores_for_target: target / e.value,
+                cores_interval: (e.n >= 2 && e.lo > 0.0 && e.hi.is_finite())
+                    .then(|| (target / e.hi, target / e.lo)),
+            })
+        })
+        .collect();
+    if ours.is_empty() {
+        return None;
+    }
+    let published = plan
+        .published
+        .iter()
+        .map(|p| {
+            let per_core = p.per_core();
+            let cores = |f: fn(&u32, &u32) -> bool| {
+                p.cores
+                    .iter()
+                    .copied()
+                    .reduce(|a, b| if f(&a, &b) { a } else { b })
+                    .unwrap_or(1)
+            };
+            PublishedRow {
+                system: p.system.clone(),
+                rps: p.rps,
+                cores: (cores(|a, b| a <= b), cores(|a, b| a >= b)),
+                per_core,
+                cores_for_target: (target / per_core.1, target / per_core.0),
+            }
+        })
+        .collect();
+    Some(CapacityPlanning {
+        rule: plan.rule.clone(),
+        target_rps: target,
+        cell: format!("{} at {} connections", plan.workload, plan.connections),
+        ours_at: (conns != plan.connections).then(|| format!("ours at {conns} connections")),
+        published,
+        ours,
+    })
+}
+
 /// `x / base` when both are positive.
 fn ratio(x: Option<f64>, base: Option<f64>) -> Option<f64> {
     match (x, base) {

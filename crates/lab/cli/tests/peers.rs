@@ -9,54 +9,6 @@ mod support;
 
 use support::*;
 
-/// Whether the run skipped `variant` (its tool is not here); says so with the reason if it did.
-fn was_skipped(run: &serde_json::Value, variant: &str) -> bool {
-    let o = outcome(run, variant);
-    let skip = o["status"] == "skipped";
-    if skip {
-        skipped(&format!("{variant}: {}", o["reason"]));
-    }
-    skip
-}
-
-/// Runs the verification suite against `variant`; SKIPPED when the run skipped it.
-fn verified_and_measured(variant: &str) {
-    let tmp = tempfile::tempdir().unwrap();
-    let suite = format!(
-        r#"name = "peer"
-variants = ["{variant}"]
-workloads = ["hello", "echo"]
-verify_only = ["compute", "state", "proxy", "not-found", "wrong-method"]
-connections = [4]
-duration_secs = 0.3
-warmup_secs = 0.1
-"#
-    );
-    let (out, results) = run_suite(tmp.path(), &suite, &[]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let dir = only_run_dir(&results);
-    let run = read_json(&dir.join("run.json"));
-    if was_skipped(&run, variant) {
-        return;
-    }
-    let outcome = outcome(&run, variant);
-    assert!(out.status.success(), "{stderr}");
-    assert_eq!(outcome["status"], "measured", "{outcome}");
-    let checks = outcome["checks"].as_array().unwrap();
-    assert_eq!(checks.len(), 7, "{outcome}");
-    assert!(checks.iter().all(|c| c["ok"] == true), "{outcome}");
-    let throughput = std::fs::read_to_string(dir.join("throughput.csv")).unwrap();
-    for workload in ["hello", "echo"] {
-        let row = throughput
-            .lines()
-            .find(|l| l.starts_with(&format!("{variant},{workload},4,")))
-            .unwrap_or_else(|| panic!("no {workload} row: {throughput}"));
-        let cols: Vec<&str> = row.split(',').collect();
-        assert!(cols[3].parse::<f64>().unwrap() > 0.0, "{row}");
-        assert_eq!(cols[10], "0", "errors in {row}");
-    }
-}
-
 #[test]
 fn node_http() {
     verified_and_measured("node-http");

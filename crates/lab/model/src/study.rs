@@ -22,6 +22,10 @@ const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../../studies/wasi-test.toml"),
     ),
     (
+        "wasmcloud",
+        include_str!("../../../../studies/wasmcloud.toml"),
+    ),
+    (
         "libsodium",
         include_str!("../../../../studies/libsodium-study.toml"),
     ),
@@ -59,6 +63,46 @@ pub struct Study {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub beside: Vec<String>,
     pub figures: Vec<Figure>,
+    /// A sizing rule the study gave (the wasmCloud study's req/s per node and cores per node):
+    /// the report sets every variant's req/s per core and the cores it needs for a target load
+    /// beside the study's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<CapacityPlan>,
+}
+
+/// How to size a deployment, as the study put it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CapacityPlan {
+    /// The rule in the study's words.
+    pub rule: String,
+    /// The cell whose capacity ours is taken from (the closest level measured).
+    pub workload: String,
+    pub connections: usize,
+    /// The load to plan for, req/s.
+    pub target_rps: f64,
+    /// The study's own figures: req/s per node, on nodes of so many cores.
+    pub published: Vec<PublishedCapacity>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PublishedCapacity {
+    /// One of the study's systems.
+    pub system: String,
+    /// req/s one node served.
+    pub rps: f64,
+    /// The node's cores: one count, or the fewest and the most when the study gave a range.
+    pub cores: Vec<u32>,
+}
+
+impl PublishedCapacity {
+    /// req/s per core: (fewest, most), from the node's most and fewest cores.
+    pub fn per_core(&self) -> (f64, f64) {
+        let most = self.cores.iter().copied().max().unwrap_or(1).max(1);
+        let fewest = self.cores.iter().copied().min().unwrap_or(1).max(1);
+        (self.rps / f64::from(most), self.rps / f64::from(fewest))
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -140,6 +184,24 @@ impl Study {
                     self.systems.iter().any(|s| &s.study == system),
                     "a {:?} figure has a value for {system:?}, which is not one of its systems",
                     f.figure
+                );
+            }
+        }
+        if let Some(plan) = &self.capacity {
+            anyhow::ensure!(
+                plan.target_rps > 0.0 && plan.target_rps.is_finite(),
+                "capacity: target_rps must be a positive number of req/s"
+            );
+            for p in &plan.published {
+                anyhow::ensure!(
+                    self.systems.iter().any(|s| s.study == p.system),
+                    "capacity: {:?} is not one of its systems",
+                    p.system
+                );
+                anyhow::ensure!(
+                    p.rps > 0.0 && (1..=2).contains(&p.cores.len()) && !p.cores.contains(&0),
+                    "capacity: {:?} needs a positive rps and one or two core counts (a range)",
+                    p.system
                 );
             }
         }
@@ -250,6 +312,42 @@ mod tests {
         assert_eq!(libsodium.value(median, "wazero-interpreter"), None);
         assert_eq!(libsodium.iterations, Some(200));
         assert!(libsodium.systems.len() >= 10);
+        let wasmcloud = Study::load("wasmcloud").unwrap();
+        assert_eq!(wasmcloud.baseline_variant(), Some("component-pooled"));
+        let plan = wasmcloud.capacity.as_ref().unwrap();
+        assert_eq!((plan.workload.as_str(), plan.connections), ("hello", 150));
+        // 17,500 req/s per node of 8 to 16 cores.
+        let per_node = plan.published.iter().find(|p| p.rps == 17_500.0).unwrap();
+        assert_eq!(per_node.per_core(), (17_500.0 / 16.0, 17_500.0 / 8.0));
+    }
+
+    #[test]
+    fn a_capacity_plan_must_name_the_studys_systems_and_sane_numbers() {
+        let dir = std::env::temp_dir().join(format!("wasmlab-study-plan-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("s.toml");
+        let load = |plan: &str| {
+            std::fs::write(
+                &file,
+                format!(
+                    "name = \"s\"\nsource = \"x\"\nsystems = [{{ study = \"a\", variant = \"native\" }}]\n\
+                     figures = []\n[capacity]\nrule = \"r\"\nworkload = \"hello\"\nconnections = 1\n{plan}\n"
+                ),
+            )
+            .unwrap();
+            Study::load(file.to_str().unwrap()).map_err(|e| format!("{e:#}"))
+        };
+        let ok = "target_rps = 1000\npublished = [{ system = \"a\", rps = 10, cores = [2] }]";
+        assert!(load(ok).is_ok());
+        let e = load("target_rps = 1000\npublished = [{ system = \"b\", rps = 10, cores = [2] }]")
+            .unwrap_err();
+        assert!(e.contains("\"b\" is not one of its systems"), "{e}");
+        let e = load("target_rps = 0\npublished = []").unwrap_err();
+        assert!(e.contains("target_rps"), "{e}");
+        let e = load("target_rps = 9\npublished = [{ system = \"a\", rps = 10, cores = [0] }]")
+            .unwrap_err();
+        assert!(e.contains("core counts"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

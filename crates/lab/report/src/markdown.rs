@@ -371,6 +371,27 @@ fn study_beside(md: &mut String, a: &ServerAnalysis) {
         let columns: Vec<&str> = f.columns.iter().map(String::as_str).collect();
         table(md, &columns, &rows, 1);
     }
+    if let Some(plan) = sections::capacity_plan(a) {
+        w!(md, "### {}\n", plan.title);
+        w!(
+            md,
+            "The study's sizing rule: {}. Ours: what one core of each server sustains, and the \
+             cores a target load would need at that rate.\n",
+            plan.rule
+        );
+        let rows: Vec<Vec<String>> = plan
+            .rows
+            .into_iter()
+            .map(|(study, mut cells)| {
+                if !study {
+                    cells[0] = cell(&cells[0]);
+                }
+                cells
+            })
+            .collect();
+        let columns: Vec<&str> = plan.columns.iter().map(String::as_str).collect();
+        table(md, &columns, &rows, 2);
+    }
     let mut missing = a.study.not_reproduced().peekable();
     if missing.peek().is_some() {
         w!(md, "Not reproduced here:\n");

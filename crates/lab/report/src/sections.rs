@@ -456,6 +456,87 @@ pub fn study(a: &ServerAnalysis) -> Vec<StudyFigure> {
         .collect()
 }
 
+/// A study's sizing rule beside this run's capacity: its head, then the study's rows (marked so)
+/// and every measured variant's; the first two columns (the system or variant, where its figure
+/// comes from) are text.
+#[derive(Debug, Clone, Serialize)]
+pub struct CapacityPlan {
+    pub rule: String,
+    pub title: String,
+    pub columns: Vec<String>,
+    /// (whether the row is the study's, its cells).
+    pub rows: Vec<(bool, Vec<String>)>,
+}
+
+/// The suite's study's sizing rule beside this run, when it gave one and the run measured its cell.
+pub fn capacity_plan(a: &ServerAnalysis) -> Option<CapacityPlan> {
+    let p = a.capacity_planning.as_ref()?;
+    let range = |(lo, hi): (f64, f64), f: fn(f64) -> String| {
+        if f(lo) == f(hi) {
+            f(lo)
+        } else {
+            format!("{}–{}", f(lo), f(hi))
+        }
+    };
+    let cores = |v: f64| format!("{v:.1}");
+    let mut rows: Vec<(bool, Vec<String>)> = p
+        .published
+        .iter()
+        .map(|r| {
+            let node = if r.cores.0 == r.cores.1 {
+                r.cores.0.to_string()
+            } else {
+                format!("{}–{}", r.cores.0, r.cores.1)
+            };
+            (
+                true,
+                vec![
+                    format!("the study: {}", r.system),
+                    format!(
+                        "{} req/s per node of {node} cores, the load generator's CPU included",
+                        thousands(r.rps)
+                    ),
+                    range(r.per_core, thousands),
+                    range(r.cores_for_target, cores),
+                ],
+            )
+        })
+        .collect();
+    rows.extend(p.ours.iter().map(|r| {
+        let needed = match r.cores_interval {
+            Some(i) => format!("{} [{}]", cores(r.cores_for_target), range(i, cores)),
+            None => cores(r.cores_for_target),
+        };
+        (
+            false,
+            vec![
+                r.variant.clone(),
+                "responses per CPU-second of the server's processes, this run".to_owned(),
+                r.per_core.show(fmt_rps),
+                needed,
+            ],
+        )
+    }));
+    Some(CapacityPlan {
+        rule: p.rule.clone(),
+        title: format!(
+            "Capacity planning: {}{}",
+            p.cell,
+            p.ours_at
+                .as_deref()
+                .map(|at| format!(" ({at})"))
+                .unwrap_or_default()
+        ),
+        columns: vec![
+            "system".to_owned(),
+            "from".to_owned(),
+            "req/s per core".to_owned(),
+            format!("cores for {} req/s", thousands(p.target_rps)),
+        ],
+        rows,
+    })
+}
+
 /// Whether this run measured any of the study's variants and cells.
 pub fn study_measured(a: &ServerAnalysis) -> bool {
     a.beside_study

@@ -137,6 +137,8 @@ pub struct ServerAnalysis {
     pub study: Study,
     /// Its figures beside this run's.
     pub beside_study: Vec<crate::study::Comparison>,
+    /// Its sizing rule beside this run's capacity, when it gave one.
+    pub capacity_planning: Option<crate::study::CapacityPlanning>,
 }
 
 impl ServerAnalysis {
@@ -253,8 +255,10 @@ pub fn analyse(info: &ServerRunInfo, samples: &[Sample]) -> ServerAnalysis {
             .or_else(|_| Study::load("gateway-study"))
             .expect("the built-in gateway study loads (tested)"),
         beside_study: Vec::new(),
+        capacity_planning: None,
     };
     a.beside_study = crate::study::beside_servers(&a, &a.study);
+    a.capacity_planning = crate::study::capacity_planning(&a, &a.study);
     a
 }
 

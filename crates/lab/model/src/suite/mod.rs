@@ -32,6 +32,10 @@ const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../../../suites/wasi-test.toml"),
     ),
     (
+        "wasmcloud",
+        include_str!("../../../../../suites/wasmcloud.toml"),
+    ),
+    (
         "libsodium",
         include_str!("../../../../../suites/libsodium.toml"),
     ),

@@ -124,7 +124,7 @@ pub struct Http2 {
 }
 
 /// The built-in studies of servers a suite may name.
-pub const SERVER_STUDIES: &[&str] = &["gateway-study", "net-limits", "wasi-test"];
+pub const SERVER_STUDIES: &[&str] = &["gateway-study", "net-limits", "wasi-test", "wasmcloud"];
 
 /// Streams per connection over HTTP/2 when a suite does not say.
 pub const DEFAULT_HTTP2_STREAMS: usize = 10;
@@ -702,7 +702,7 @@ duration_secs = 1.0
         assert!(err(format!("{base}repetitions = 0\n")).contains("repetitions"));
         assert!(
             err(format!("{base}study = \"libsodium\"\n"))
-                .contains("gateway-study, net-limits, wasi-test")
+                .contains("gateway-study, net-limits, wasi-test, wasmcloud")
         );
         assert!(ServerSuite::parse(&format!("{base}study = \"net-limits\"\n")).is_ok());
         assert!(

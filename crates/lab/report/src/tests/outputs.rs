@@ -233,3 +233,48 @@ fn another_iteration_count_than_the_studys_is_said_beside_it() {
             .contains("iteration count")
     );
 }
+
+#[test]
+fn a_studys_sizing_rule_is_set_beside_every_measured_servers_capacity() {
+    let mut a = crate::tests::analysis();
+    a.study = Study::load("wasmcloud").unwrap();
+    a.beside_study = wasmlab_analysis::study::beside_servers(&a, &a.study);
+    a.capacity_planning = wasmlab_analysis::study::capacity_planning(&a, &a.study);
+    let plan = a
+        .capacity_planning
+        .as_ref()
+        .expect("a plan: the run sampled CPU");
+    // The study's cell is hello at 150; this run measured 10 and 100.
+    assert_eq!(plan.ours_at.as_deref(), Some("ours at 100 connections"));
+    let native = plan.ours.iter().find(|r| r.variant == "native").unwrap();
+    let per_core = a
+        .throughput_cell("native", "hello", 100)
+        .unwrap()
+        .resources
+        .unwrap()
+        .rps_per_core;
+    assert_eq!(native.per_core.value, per_core.value);
+    assert!((native.cores_for_target - 100_000.0 / per_core.value).abs() < 1e-9);
+    let (lo, hi) = native.cores_interval.expect("two runs: an interval");
+    assert!(lo <= native.cores_for_target && native.cores_for_target <= hi);
+    // 17,500 req/s per node of 8 to 16 cores: 1,094 to 2,188 req/s per core.
+    let md = crate::markdown::servers(&a);
+    assert!(
+        md.contains("### Capacity planning: hello at 150 connections (ours at 100 connections)"),
+        "{md}"
+    );
+    assert!(md.contains(
+        "| the study: wasmCloud, clustered (per node) | 17,500 req/s per node of 8–16 cores"
+    ));
+    assert!(md.contains("| 1,094–2,188 | 45.7–91.4 |"), "{md}");
+    assert!(
+        md.contains(&format!("{:.1} [", native.cores_for_target)),
+        "{md}"
+    );
+    let html = crate::html::servers(&a).unwrap();
+    assert!(html.contains("Capacity planning: hello at 150 connections"));
+    assert!(
+        html.contains("nodes needed = target req"),
+        "the rule in the page"
+    );
+}

@@ -159,9 +159,18 @@ struct Study {
     /// This run measured at least one of the study's variants and cells.
     measured: bool,
     comparisons: Vec<StudyTable>,
+    /// Its sizing rule beside this run's capacity (the wasmCloud study's).
+    capacity_plan: Option<CapacityPlan>,
     /// (the study's system, why no variant of ours reproduces it)
     not_reproduced: Vec<(String, String)>,
     method_differences: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct CapacityPlan {
+    title: String,
+    rule: String,
+    table: Table,
 }
 
 #[derive(Serialize)]
@@ -192,9 +201,33 @@ fn study(a: &ServerAnalysis) -> Study {
             ),
         })
         .collect();
+    let capacity_plan = sections::capacity_plan(a).map(|p| CapacityPlan {
+        title: p.title,
+        rule: p.rule,
+        table: Table::new(
+            &p.columns.iter().map(String::as_str).collect::<Vec<_>>(),
+            2,
+            p.rows
+                .into_iter()
+                .map(|(study, cells)| {
+                    let mut cells = cells.into_iter();
+                    let first = cells.next().unwrap_or_default();
+                    let first = if study {
+                        first.into()
+                    } else {
+                        variant(a, &first)
+                    };
+                    std::iter::once(first)
+                        .chain(cells.map(Into::into))
+                        .collect()
+                })
+                .collect(),
+        ),
+    });
     Study {
         measured: sections::study_measured(a),
         comparisons,
+        capacity_plan,
         not_reproduced: a
             .study
             .not_reproduced()
