@@ -3,6 +3,12 @@
 //! floor under the pooled and component executors: what a fresh instance costs before any guest
 //! code runs.
 //!
+//! The floors: `floor:instance` a fresh instance of an empty core module, `floor:inst+call` with
+//! one async call; `floor:component`, `floor:comp+call` and `floor:comp+wasi` the same for an
+//! empty component (the last with a WASI context and resource table made per request, as the
+//! component executor makes them); `floor:http-instance` wasmlab's wasi:http component
+//! instantiated in the component executor's kind of store, with no call.
+//!
 //! Times on a shared machine are noisy; instruction counts are not. `WASMLAB_BENCH_ITERS=N` sets
 //! the requests per round, small enough to run the bench under callgrind:
 //! `WASMLAB_BENCH_ITERS=2000 valgrind --tool=callgrind --toggle-collect='executors::measured_round*' target/release/deps/executors-* --bench wasmtime-pooled`
@@ -125,6 +131,74 @@ fn component_floor_us(
     })
 }
 
+/// wasmlab's wasi:http component instantiated in a store like the component executor's (a WASI
+/// context, a resource table, a wasi:http context) and dropped, without a call: what the
+/// component's three modules and their imports cost to make, apart from the request.
+#[cfg(feature = "components")]
+fn http_component_instance_us(rt: &tokio::runtime::Runtime, limits: GuestLimits, n: u32) -> f64 {
+    use wasmtime::Store;
+    use wasmtime::component::{Component, Linker, ResourceTable};
+    use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+    use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks, WasiHttpView};
+
+    struct NoSend;
+    impl WasiHttpHooks for NoSend {
+        fn send_request(
+            &mut self,
+            _: hyper::Request<wasmtime_wasi_http::WasiBody>,
+            _: Option<wasmtime_wasi_http::RequestOptions>,
+            _: Box<dyn Future<Output = Result<(), wasmtime_wasi_http::Error>> + Send>,
+        ) -> Box<
+            dyn Future<
+                    Output = Result<
+                        (
+                            hyper::Response<wasmtime_wasi_http::WasiBody>,
+                            Box<dyn Future<Output = Result<(), wasmtime_wasi_http::Error>> + Send>,
+                        ),
+                        wasmtime_wasi_http::Error,
+                    >,
+                > + Send,
+        > {
+            Box::new(async { Err(wasmtime_wasi_http::Error::HttpRequestDenied) })
+        }
+    }
+    struct Ctx(WasiCtx, ResourceTable, WasiHttpCtx, NoSend);
+    impl WasiView for Ctx {
+        fn ctx(&mut self) -> WasiCtxView<'_> {
+            WasiCtxView {
+                ctx: &mut self.0,
+                table: &mut self.1,
+            }
+        }
+    }
+    impl WasiHttpView for Ctx {
+        fn http(&mut self) -> WasiHttpCtxView<'_> {
+            WasiHttpCtxView {
+                ctx: &mut self.2,
+                table: &mut self.1,
+                hooks: &mut self.3,
+            }
+        }
+    }
+    let engine = wasmtime::Engine::new(&ComponentExecutor::config(limits)).unwrap();
+    let component = Component::new(&engine, wasmlab_guest_artifacts::HTTP).unwrap();
+    let mut linker = Linker::<Ctx>::new(&engine);
+    wasmtime_wasi::p2::add_to_linker_async(&mut linker).unwrap();
+    wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker).unwrap();
+    let pre = linker.instantiate_pre(&component).unwrap();
+    median_us(rt, n, async || {
+        let ctx = Ctx(
+            WasiCtx::builder().build(),
+            ResourceTable::new(),
+            WasiHttpCtx::new(),
+            NoSend,
+        );
+        let mut store = Store::new(&engine, ctx);
+        store.set_epoch_deadline(1);
+        std::hint::black_box(pre.instantiate_async(&mut store).await.unwrap());
+    })
+}
+
 fn main() {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -210,6 +284,14 @@ fn main() {
                 instance_floor_us(&rt, limits, iters(50_000), call)
             );
         }
+    }
+    #[cfg(feature = "components")]
+    if wanted("floor:http-instance") {
+        println!(
+            "{:<18} {:>12.3}",
+            "floor:http-instance",
+            http_component_instance_us(&rt, limits, iters(50_000))
+        );
     }
     #[cfg(feature = "components")]
     for (name, wasi, call) in [

@@ -229,10 +229,19 @@ impl ComponentExecutor {
             .await
             .map_err(|e| guest_failure(&e.into(), &self.limits))?;
         let (sender, receiver) = tokio::sync::oneshot::channel();
+        // Set the moment the guest sets its response, in its call: whether the guest gave one
+        // must not depend on when the receiver is next polled (tokio's cooperative budget may
+        // make a ready receiver wait a turn).
+        let response_set = Arc::new(AtomicBool::new(false));
         let (request, out) = {
+            let set = response_set.clone();
             let mut http = store.data_mut().http();
             let request = http.new_incoming_request(Scheme::Http, incoming(req));
-            let out = http.new_response_outparam(sender);
+            let out = http.new_response_outparam_from_callback(move |response| {
+                set.store(true, Ordering::Release);
+                // The receiver is gone only when this request was given up (a timeout).
+                let _ = sender.send(response);
+            });
             match (request, out) {
                 (Ok(r), Ok(o)) => (r, o),
                 (Err(e), _) | (_, Err(e)) => return Err(Failure::guest_failed(&e.into())),
@@ -240,11 +249,10 @@ impl ComponentExecutor {
         };
         // The call and the reading of its response run together: a guest writing a body larger
         // than the host's buffer waits for it to be read.
-        let head_arrived = AtomicBool::new(false);
         let call = proxy
             .wasi_http_incoming_handler()
             .call_handle(&mut store, request, out);
-        let answer = read_response(receiver, &head_arrived, self.limits.max_memory_bytes);
+        let answer = read_response(receiver, self.limits.max_memory_bytes);
         // The epoch interrupts guest code at the deadline; this cuts a wait in the host (an
         // outgoing request, a pollable) at the same time.
         let timer = tokio::time::sleep_until(deadline.into());
@@ -267,7 +275,7 @@ impl ComponentExecutor {
                 (Some(_), Some(_)) => true,
                 // It failed before its response was whole, or returned without one.
                 (Some(Err(_)), None) => true,
-                (Some(Ok(())), None) => !head_arrived.load(Ordering::Relaxed),
+                (Some(Ok(())), None) => !response_set.load(Ordering::Acquire),
                 // Its response cannot be sent (too large, aborted): no need to wait for it.
                 (None, Some(Err(_))) => true,
                 _ => false,
@@ -329,12 +337,9 @@ async fn read_response(
     receiver: tokio::sync::oneshot::Receiver<
         Result<hyper::Response<wasmtime_wasi_http::p2::body::HyperOutgoingBody>, ErrorCode>,
     >,
-    head_arrived: &AtomicBool,
     max_bytes: usize,
 ) -> Result<Reply, String> {
-    let head = receiver.await;
-    head_arrived.store(true, Ordering::Relaxed);
-    let response = match head {
+    let response = match receiver.await {
         Ok(Ok(response)) => response,
         Ok(Err(code)) => return Err(format!("guest failed: the component answered {code:?}")),
         Err(_) => return Err("guest failed: the component dropped its response".to_owned()),

@@ -290,3 +290,32 @@ fn a_component_larger_than_the_memory_limit_is_refused_at_start() {
     let e = format!("{:#}", started.err().expect("refused"));
     assert!(e.contains("exceeds the limit"), "{e}");
 }
+
+#[test]
+fn every_request_of_a_long_task_gets_its_response() {
+    // Thousands of requests in one task, as a busy connection (or the bench) makes them: tokio's
+    // cooperative budget runs out along the way and makes a ready response receiver wait a turn,
+    // which must not be taken for a component that gave no response.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let ex = executor(
+            wasmlab_guest_artifacts::HTTP,
+            None,
+            GuestLimits {
+                max_instances: 2,
+                ..GuestLimits::default()
+            },
+        )
+        .await;
+        for i in 0..3_000 {
+            let r = ex
+                .execute(ExecRequest::new(hyper::Method::GET, "/", Bytes::new()))
+                .await
+                .unwrap_or_else(|f| panic!("request {i}: {f:?}"));
+            assert_eq!(r.status, 200, "request {i}");
+        }
+    });
+}
