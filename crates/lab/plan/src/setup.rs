@@ -133,8 +133,14 @@ pub fn assess_with_quick_setup(
     {
         eprintln!("wasmlab: {name} needs a quick setup; running it (`wasmlab setup {name}`)");
         for r in spec.requires.iter().filter(|r| r.install.is_some()) {
-            if tools::probe(r, tools).is_err() {
-                install_tool(r, tools, &|m| eprintln!("wasmlab: {m}"))?;
+            if tools::probe(r, tools).is_err()
+                && let Err(e) = install_tool(r, tools, &|m| eprintln!("wasmlab: {m}"))
+            {
+                // One variant's setup that fails leaves that variant out, said why; the run
+                // goes on with the others.
+                let reason = format!("its setup failed: {e:#}");
+                eprintln!("wasmlab: {name}: {reason}");
+                return Ok(State::Unavailable { reason });
             }
         }
         state = tools::assess(spec, tools);
@@ -396,5 +402,24 @@ mod tests {
             lines.push(String::from_utf8(line).unwrap());
         }
         assert_eq!(lines, ["one\r", "two\n", "three"]);
+    }
+
+    #[test]
+    fn a_quick_setup_that_fails_leaves_its_variant_out_with_the_reason() {
+        // A runner to build from a directory that is not there: cargo fails at once.
+        let spec = wasmlab_model::variant::VariantSpec::parse(
+            "name = \"t\"\nabout = \"t\"\n[[requires]]\ntool = \"wasmlab-no-such-runner\"\n\
+             install = { from = \"local\", path = \"engines/no-such-runner\", version = \"1\", minutes = 0.1 }\n\
+             [start]\ncommand = [\"{bin}/x\"]\n",
+            "test",
+        )
+        .unwrap();
+        let tools = tempfile::tempdir().unwrap();
+        match assess_with_quick_setup(&spec, tools.path(), true).unwrap() {
+            State::Unavailable { reason } => {
+                assert!(reason.starts_with("its setup failed: "), "{reason}")
+            }
+            other => panic!("{}", other.describe("t")),
+        }
     }
 }

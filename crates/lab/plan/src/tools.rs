@@ -228,12 +228,16 @@ pub fn install_command(install: &Install, tool: &str, tools: &Path) -> Command {
             c
         }
         Install::Npm {
-            package, version, ..
+            package,
+            version,
+            also,
+            ..
         } => {
             let mut c = Command::new("npm");
             c.args(["install", "--no-audit", "--no-fund", "--prefix"])
                 .arg(tools.join("npm"))
-                .arg(format!("{package}@{version}"));
+                .arg(format!("{package}@{version}"))
+                .args(also);
             c
         }
         Install::Go {

@@ -172,11 +172,17 @@ pub enum Install {
         version: String,
         minutes: f64,
     },
-    /// `npm install --prefix TOOLS/npm PACKAGE@VERSION`, its programs linked into TOOLS/bin.
+    /// `npm install --prefix TOOLS/npm PACKAGE@VERSION ALSO…`, its programs linked into
+    /// TOOLS/bin.
     Npm {
         package: String,
         version: String,
         minutes: f64,
+        /// Packages (`name@version`) installed with it that it imports without declaring them
+        /// (componentize-js's splicer imports jco's preview2-shim): npm would otherwise leave them
+        /// where only their dependents find them, or not at all.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        also: Vec<String>,
     },
     /// `go install MODULE@VERSION` with `GOBIN=TOOLS/bin` (the Go module proxy).
     Go {
@@ -220,8 +226,14 @@ impl Install {
                 package, version, ..
             } => format!("cargo install {package} {version} from crates.io"),
             Install::Npm {
-                package, version, ..
-            } => format!("npm install {package}@{version}"),
+                package,
+                version,
+                also,
+                ..
+            } => std::iter::once(format!("npm install {package}@{version}"))
+                .chain(also.iter().cloned())
+                .collect::<Vec<_>>()
+                .join(" "),
             Install::Go {
                 module, version, ..
             } => format!("go install {module}@{version}"),
