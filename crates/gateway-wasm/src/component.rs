@@ -27,8 +27,7 @@ use wasmlab_gateway::admission::Admission;
 use wasmlab_gateway::{ExecRequest, Executor, Failure, Reply};
 use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime::{
-    Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store,
-    StoreLimits,
+    Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, StoreLimits,
 };
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::p2::bindings::ProxyPre;
@@ -127,11 +126,10 @@ impl ComponentExecutor {
             .max_core_instances_per_component(CORE_INSTANCES_PER_COMPONENT)
             .max_memories_per_component(MEMORIES_PER_COMPONENT)
             .max_tables_per_component(TABLES_PER_COMPONENT)
-            .max_memory_size(limits.max_memory_bytes)
-            // As the pooled executor: reset a reused slot by memset, not madvise (see there).
-            .linear_memory_keep_resident(128 << 10)
-            .table_keep_resident(64 << 10)
-            .pagemap_scan(Enabled::No);
+            .max_memory_size(limits.max_memory_bytes);
+        // As the pooled executor's; a component whose memory image is megabytes (JavaScript's)
+        // wants more kept resident and PAGEMAP_SCAN (docs/pooled-cost.md).
+        limits.reset_slots(&mut pool);
         let mut config = Config::new();
         config
             .allocation_strategy(InstanceAllocationStrategy::Pooling(pool))

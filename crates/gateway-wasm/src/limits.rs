@@ -10,7 +10,10 @@ use std::time::Duration;
 use std::time::Instant;
 use wasmlab_gateway::Failure;
 
-use wasmtime::{Engine, Store, StoreLimits, StoreLimitsBuilder, Trap, UpdateDeadline};
+use wasmtime::{
+    Enabled, Engine, PoolingAllocationConfig, Store, StoreLimits, StoreLimitsBuilder, Trap,
+    UpdateDeadline,
+};
 
 #[derive(Debug, Clone, Copy)]
 pub struct GuestLimits {
@@ -26,6 +29,14 @@ pub struct GuestLimits {
     pub max_queue: usize,
     /// Longest wait for an instance slot before 503 (pooled).
     pub queue_timeout: Duration,
+    /// How much of a linear memory the pooling allocator resets in place when an instance ends
+    /// (bytes): by memset, or only the pages it dirtied with `pagemap_scan`. Beyond it, memory
+    /// goes back to the kernel (madvise) and the next instance faults it in again, page by page.
+    pub keep_resident_bytes: usize,
+    /// Reset only the pages an instance dirtied (Linux's PAGEMAP_SCAN), rather than memset all of
+    /// the resident part: worth its system call for a guest whose memory image is megabytes (a
+    /// JavaScript engine's), not for a one-page guest.
+    pub pagemap_scan: bool,
 }
 
 impl Default for GuestLimits {
@@ -38,6 +49,9 @@ impl Default for GuestLimits {
             deadline: Duration::from_secs(5),
             max_queue: 10_000,
             queue_timeout: Duration::from_secs(10),
+            // Memset, no syscall: the guests here are a page or two (docs/pooled-cost.md).
+            keep_resident_bytes: 128 << 10,
+            pagemap_scan: false,
         }
     }
 }
@@ -46,12 +60,14 @@ impl std::fmt::Display for GuestLimits {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "max_instances={} max_memory={} MiB deadline={} ms max_queue={} queue_timeout={} ms",
+            "max_instances={} max_memory={} MiB deadline={} ms max_queue={} queue_timeout={} ms keep_resident={} KiB pagemap_scan={}",
             self.max_instances,
             self.max_memory_bytes >> 20,
             self.deadline.as_millis(),
             self.max_queue,
-            self.queue_timeout.as_millis()
+            self.queue_timeout.as_millis(),
+            self.keep_resident_bytes >> 10,
+            if self.pagemap_scan { "yes" } else { "no" }
         )
     }
 }
@@ -68,6 +84,17 @@ impl GuestLimits {
             .instances(instances)
             .trap_on_grow_failure(true)
             .build()
+    }
+
+    /// Sets how the pool resets a memory or table slot for its next instance.
+    pub(crate) fn reset_slots(&self, pool: &mut PoolingAllocationConfig) {
+        pool.linear_memory_keep_resident(self.keep_resident_bytes)
+            .table_keep_resident(64 << 10)
+            .pagemap_scan(if self.pagemap_scan {
+                Enabled::Yes
+            } else {
+                Enabled::No
+            });
     }
 
     /// The epoch period: fine enough for the deadline's precision, coarse enough to cost nothing.

@@ -74,6 +74,15 @@ struct Args {
     /// Longest wait for an instance (pooled), in ms, before 503.
     #[arg(long, default_value_t = GuestLimits::default().queue_timeout.as_millis() as u64)]
     queue_timeout_ms: u64,
+    /// KiB of each linear memory the pool resets in place when an instance ends (by memset, or
+    /// with --pagemap-scan only the dirtied pages); beyond it memory is returned to the kernel
+    /// and faulted in again by the next instance. Raise it for a guest with a large memory image.
+    #[arg(long, default_value_t = GuestLimits::default().keep_resident_bytes >> 10)]
+    keep_resident_kib: usize,
+    /// Reset only the pages an instance dirtied (Linux's PAGEMAP_SCAN ioctl) instead of all of
+    /// the resident part: for guests whose memory image is megabytes (a JavaScript engine's).
+    #[arg(long)]
+    pagemap_scan: bool,
 }
 
 fn env_pair(s: &str) -> Result<(String, String), String> {
@@ -98,6 +107,8 @@ fn run(args: Args) -> anyhow::Result<()> {
         deadline: Duration::from_millis(args.deadline_ms),
         max_queue: args.max_queue,
         queue_timeout: Duration::from_millis(args.queue_timeout_ms),
+        keep_resident_bytes: args.keep_resident_kib.saturating_mul(1 << 10),
+        pagemap_scan: args.pagemap_scan,
     };
     let cannot_read = |path: &std::path::Path, e: &dyn std::fmt::Display| {
         anyhow::anyhow!("cannot read --wasm {}: {e}", path.display())

@@ -4,9 +4,7 @@ use std::sync::Arc;
 
 use wasmlab_gateway::admission::Admission;
 use wasmlab_gateway::{Capabilities, ExecRequest, Executor, Failure, Reply};
-use wasmtime::{
-    Config, Enabled, Engine, InstanceAllocationStrategy, Module, PoolingAllocationConfig,
-};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, Module, PoolingAllocationConfig};
 
 use crate::guest::LinkedGuest;
 use crate::imports::HostCtx;
@@ -81,13 +79,11 @@ impl PooledExecutor {
             .total_tables(n)
             .total_stacks(n)
             .total_component_instances(0)
-            .max_memory_size(limits.max_memory_bytes)
-            // Reset a reused slot by memset rather than madvise: no syscall, and no page faults
-            // when the slot is reused. PAGEMAP_SCAN (reset only dirtied pages) was measured slower
-            // here for a one-page guest: its ioctl costs more than a 64 KiB memset.
-            .linear_memory_keep_resident(128 << 10)
-            .table_keep_resident(64 << 10)
-            .pagemap_scan(Enabled::No);
+            .max_memory_size(limits.max_memory_bytes);
+        // By default a reused slot is reset by memset rather than madvise: no syscall, and no
+        // page faults when the slot is reused. PAGEMAP_SCAN (reset only dirtied pages) was
+        // measured slower here for a one-page guest: its ioctl costs more than a 64 KiB memset.
+        limits.reset_slots(&mut pool);
 
         let mut config = Config::new();
         config

@@ -67,6 +67,33 @@ fn a_component_precompiled_for_it_serves_every_route() {
 }
 
 #[test]
+fn the_memory_reset_is_the_operators_choice() {
+    let server = ServerProcess::start_logged(
+        BIN,
+        &[
+            "--executor",
+            "component",
+            "--keep-resident-kib",
+            "1024",
+            "--pagemap-scan",
+        ],
+    );
+    for _ in 0..3 {
+        let r = wasmlab_test_support::request(server.addr, "GET", "/", b"");
+        assert_eq!((r.status, r.text().as_str()), (200, "hello"));
+    }
+    assert!(
+        server
+            .log()
+            .contains("keep_resident=1024 KiB pagemap_scan=yes"),
+        "{}",
+        server.log()
+    );
+    let err = refused(&["--keep-resident-kib", "lots"]);
+    assert!(err.contains("--keep-resident-kib"), "{err}");
+}
+
+#[test]
 fn the_component_flags_are_checked() {
     let err = refused(&["--env", "A=1"]);
     assert!(err.contains("are for --executor component"), "{err}");
