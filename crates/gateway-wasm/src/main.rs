@@ -156,14 +156,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     };
     if let Some(out) = &args.precompile {
         anyhow::ensure!(!precompiled, "{guest} is precompiled already");
-        let bytes = precompile(&wasm, reuse, limits)?;
-        std::fs::write(out, &bytes).map_err(|e| anyhow::anyhow!("write {}: {e}", out.display()))?;
-        eprintln!(
-            "precompiled {guest} to {} ({} bytes)",
-            out.display(),
-            bytes.len()
-        );
-        return Ok(());
+        return write_precompiled(out, &guest, &precompile(&wasm, reuse, limits)?);
     }
     eprintln!(
         "guest={guest}{} limits: {limits}",
@@ -203,6 +196,17 @@ fn run(args: Args) -> anyhow::Result<()> {
     }
 }
 
+/// Writes `--precompile`'s output and says so.
+fn write_precompiled(out: &std::path::Path, guest: &str, bytes: &[u8]) -> anyhow::Result<()> {
+    std::fs::write(out, bytes).map_err(|e| anyhow::anyhow!("write {}: {e}", out.display()))?;
+    eprintln!(
+        "precompiled {guest} to {} ({} bytes)",
+        out.display(),
+        bytes.len()
+    );
+    Ok(())
+}
+
 /// Where an executor's module comes from.
 enum Source {
     #[cfg(feature = "compiler")]
@@ -236,14 +240,7 @@ fn run_component(
     use wasmlab_gateway_wasm::{ComponentExecutor, ComponentOptions};
     if let Some(out) = &args.precompile {
         anyhow::ensure!(!precompiled, "{guest} is precompiled already");
-        let bytes = precompile_component(&wasm, limits)?;
-        std::fs::write(out, &bytes).map_err(|e| anyhow::anyhow!("write {}: {e}", out.display()))?;
-        eprintln!(
-            "precompiled {guest} to {} ({} bytes)",
-            out.display(),
-            bytes.len()
-        );
-        return Ok(());
+        return write_precompiled(out, &guest, &precompile_component(&wasm, limits)?);
     }
     let refused = |e: anyhow::Error| e.context(format!("guest {guest} refused"));
     let (source, _compiled) = match (&args.wasm, precompiled) {

@@ -3,21 +3,16 @@
 //! core-module twin's; outgoing requests go only to the upstream; a component that is not a
 //! wasi:http proxy is refused at start with the reason.
 
+mod common;
+
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use wasmlab_gateway::{Capabilities, ExecRequest, Executor, Failure, NativeExecutor, Reply};
+use common::{get, runtime};
+use wasmlab_gateway::{Capabilities, ExecRequest, Executor, NativeExecutor, Reply};
 use wasmlab_gateway_wasm::{ComponentExecutor, ComponentOptions, GuestLimits};
 
 const DEADLINE: Duration = Duration::from_millis(300);
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
 
 /// The executor for `wasm`, its upstream `up` (given to the guest in WASMLAB_UPSTREAM too).
 async fn executor(wasm: &[u8], up: Option<&str>, limits: GuestLimits) -> ComponentExecutor {
@@ -116,31 +111,6 @@ fn without_an_upstream_proxy_and_state_answer_502() {
     });
 }
 
-/// The status and body of a reply, or of a failure its status and diagnosis.
-struct Answer {
-    status: u16,
-    text: String,
-    failed: bool,
-}
-
-async fn get(ex: &ComponentExecutor, target: &str) -> Answer {
-    match ex
-        .execute(ExecRequest::new(hyper::Method::GET, target, Bytes::new()))
-        .await
-    {
-        Ok(r) => Answer {
-            status: r.status,
-            text: String::from_utf8_lossy(&r.body).into_owned(),
-            failed: false,
-        },
-        Err(Failure { status, detail }) => Answer {
-            status,
-            text: detail,
-            failed: true,
-        },
-    }
-}
-
 fn hostile_limits() -> GuestLimits {
     GuestLimits {
         // One slot: every request reuses the same instance slot (and its memory).
@@ -235,17 +205,17 @@ fn a_full_pool_queues_then_answers_503() {
         );
         let busy = {
             let ex = ex.clone();
-            tokio::spawn(async move { get(&ex, "/loop").await.status })
+            tokio::spawn(async move { get(ex.as_ref(), "/loop").await.status })
         };
         tokio::time::sleep(Duration::from_millis(50)).await;
-        let (waiter, overflow) = tokio::join!(get(&ex, "/"), async {
+        let (waiter, overflow) = tokio::join!(get(ex.as_ref(), "/"), async {
             tokio::time::sleep(Duration::from_millis(5)).await;
-            get(&ex, "/").await
+            get(ex.as_ref(), "/").await
         });
         assert_eq!(waiter.status, 503, "{:?}", waiter.text);
         assert_eq!(overflow.status, 503, "{:?}", overflow.text);
         assert_eq!(busy.await.unwrap(), 504);
-        assert_eq!(get(&ex, "/").await.status, 200);
+        assert_eq!(get(ex.as_ref(), "/").await.status, 200);
     });
 }
 

@@ -1,7 +1,11 @@
 //! Every executor gives the same answer to the same request: the native handlers, the core-module
 //! guest in the pooled executor and the command guest in the naive one.
 
+mod common;
+
 use std::sync::Arc;
+
+use common::runtime;
 
 use bytes::Bytes;
 use wasmlab_gateway::{Capabilities, ExecRequest, Executor, NativeExecutor, Reply};
@@ -39,14 +43,6 @@ async fn replies<E: Executor>(ex: &E) -> Vec<Reply> {
         );
     }
     out
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
 }
 
 #[test]

@@ -2,11 +2,13 @@
 //! overflow and a guest that tries to leave a secret for the next request. Each must be answered
 //! (500 or 504) and the next request served.
 
+mod common;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use wasmlab_gateway::{Capabilities, ExecRequest, Executor, Failure};
+use common::{Answer, get};
+use wasmlab_gateway::{Capabilities, Executor};
 use wasmlab_gateway_wasm::{GuestLimits, KeptExecutor, NaiveExecutor, PooledExecutor, Reuse};
 
 const DEADLINE: Duration = Duration::from_millis(300);
@@ -18,35 +20,6 @@ fn limits() -> GuestLimits {
         max_memory_bytes: 16 << 20,
         deadline: DEADLINE,
         ..GuestLimits::default()
-    }
-}
-
-/// The status and body of a reply, or of a failure its status and diagnosis (what the server logs).
-struct Answer {
-    status: u16,
-    text: String,
-    failed: bool,
-}
-
-async fn get<E: Executor>(ex: &E, target: &str) -> Answer {
-    let outcome = ex
-        .execute(ExecRequest::new(
-            hyper::Method::GET,
-            target.to_owned(),
-            Bytes::new(),
-        ))
-        .await;
-    match outcome {
-        Ok(r) => Answer {
-            status: r.status,
-            text: String::from_utf8_lossy(&r.body).into_owned(),
-            failed: false,
-        },
-        Err(Failure { status, detail }) => Answer {
-            status,
-            text: detail,
-            failed: true,
-        },
     }
 }
 
