@@ -203,19 +203,7 @@ fn a_full_pool_queues_then_answers_503() {
         let ex = std::sync::Arc::new(
             executor(wasmlab_guest_artifacts::HOSTILE_HTTP, None, limits).await,
         );
-        let busy = {
-            let ex = ex.clone();
-            tokio::spawn(async move { get(ex.as_ref(), "/loop").await.status })
-        };
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        let (waiter, overflow) = tokio::join!(get(ex.as_ref(), "/"), async {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-            get(ex.as_ref(), "/").await
-        });
-        assert_eq!(waiter.status, 503, "{:?}", waiter.text);
-        assert_eq!(overflow.status, 503, "{:?}", overflow.text);
-        assert_eq!(busy.await.unwrap(), 504);
-        assert_eq!(get(ex.as_ref(), "/").await.status, 200);
+        common::a_full_pool_queues_then_answers_503(ex).await;
     });
 }
 

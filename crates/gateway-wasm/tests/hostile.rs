@@ -120,27 +120,7 @@ fn a_full_pool_queues_then_answers_503() {
     };
     let ex =
         Arc::new(PooledExecutor::new(wasmlab_guest_artifacts::HOSTILE_CORE, caps, limits).unwrap());
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let busy = {
-            let ex = ex.clone();
-            tokio::spawn(async move { get(ex.as_ref(), "/loop").await.status })
-        };
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        let (waiter, overflow) = tokio::join!(get(ex.as_ref(), "/"), async {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-            get(ex.as_ref(), "/").await
-        });
-        // The waiter timed out in the queue; the one after it found the queue full.
-        assert_eq!(waiter.status, 503, "{:?}", waiter.text);
-        assert_eq!(overflow.status, 503, "{:?}", overflow.text);
-        assert_eq!(busy.await.unwrap(), 504);
-        assert_eq!(get(ex.as_ref(), "/").await.status, 200);
-    });
+    common::runtime().block_on(common::a_full_pool_queues_then_answers_503(ex));
 }
 
 #[test]

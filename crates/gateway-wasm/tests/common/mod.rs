@@ -2,6 +2,9 @@
 
 #![allow(dead_code)]
 
+use std::sync::Arc;
+use std::time::Duration;
+
 use bytes::Bytes;
 use wasmlab_gateway::{ExecRequest, Executor, Failure};
 
@@ -42,4 +45,23 @@ pub fn runtime() -> tokio::runtime::Runtime {
         .enable_all()
         .build()
         .unwrap()
+}
+
+/// With one instance slot, a queue of one and a 50 ms queue timeout (the test's limits): while the
+/// hostile guest's `/loop` holds the slot until its deadline, one request waits in the queue and
+/// times out, the one after it finds the queue full (both 503), and the slot serves again after.
+pub async fn a_full_pool_queues_then_answers_503<E: Executor>(ex: Arc<E>) {
+    let busy = {
+        let ex = ex.clone();
+        tokio::spawn(async move { get(ex.as_ref(), "/loop").await.status })
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let (waiter, overflow) = tokio::join!(get(ex.as_ref(), "/"), async {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        get(ex.as_ref(), "/").await
+    });
+    assert_eq!(waiter.status, 503, "{:?}", waiter.text);
+    assert_eq!(overflow.status, 503, "{:?}", overflow.text);
+    assert_eq!(busy.await.unwrap(), 504);
+    assert_eq!(get(ex.as_ref(), "/").await.status, 200);
 }
