@@ -503,9 +503,12 @@ pub fn capacity_plan(a: &ServerAnalysis) -> Option<CapacityPlan> {
         })
         .collect();
     rows.extend(p.ours.iter().map(|r| {
+        // The interval, where it says more than the value rounded as shown.
         let needed = match r.cores_interval {
-            Some(i) => format!("{} [{}]", cores(r.cores_for_target), range(i, cores)),
-            None => cores(r.cores_for_target),
+            Some(i) if range(i, cores) != cores(r.cores_for_target) => {
+                format!("{} [{}]", cores(r.cores_for_target), range(i, cores))
+            }
+            _ => cores(r.cores_for_target),
         };
         (
             false,

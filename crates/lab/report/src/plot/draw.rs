@@ -205,11 +205,12 @@ fn draw_legend(
         if e.stroke != Stroke::Box && dotted.contains(&e.colour) {
             area.draw(&Circle::new((19, y), 3, c.filled()))?;
         }
-        // Long names are cut so they stay inside the plot.
-        let label: String = if e.label.chars().count() > 22 {
+        // Long names are cut so they stay inside the plot (28 characters: every built-in
+        // variant's name, `js-component-wasmtime-serve` the longest, fits whole).
+        let label: String = if e.label.chars().count() > 28 {
             e.label
                 .chars()
-                .take(21)
+                .take(27)
                 .chain(std::iter::once('…'))
                 .collect()
         } else {

@@ -15,7 +15,7 @@ use prepare::Prepared;
 pub const WIDTH: u32 = 720;
 pub const HEIGHT: u32 = 360;
 /// Width of the legend column on the right of every plot.
-const LEGEND_W: u32 = 190;
+const LEGEND_W: u32 = 240;
 const FONT: &str = "sans-serif";
 
 /// A categorical palette: Tableau 10, then the lighter Tableau 20 tones of the same hues, so that
