@@ -6,7 +6,9 @@
 //!
 //! Where it differs from `wasmtime serve`, by design:
 //! - the response is read whole (up to the guest's memory limit) and sent with its length, as
-//!   every other executor's; a streamed body is buffered, and trailers are dropped;
+//!   every other executor's; a streamed body is buffered, and trailers are dropped; a body that
+//!   does not match the `content-length` the guest declared is a 500 (wasi:http binds a
+//!   component to it, and Wasmtime aborts the body);
 //! - outgoing requests go only to the gateway's `--upstream`, over kept-alive connections;
 //!   anything else is refused (`HTTP-request-denied`);
 //! - the guest's stdout and stderr are discarded unless `--inherit-stdio` asks for them.

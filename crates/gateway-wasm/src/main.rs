@@ -76,9 +76,14 @@ struct Args {
     queue_timeout_ms: u64,
     /// KiB of each linear memory the pool resets in place when an instance ends (by memset, or
     /// with --pagemap-scan only the dirtied pages); beyond it memory is returned to the kernel
-    /// and faulted in again by the next instance. Raise it for a guest with a large memory image.
-    #[arg(long, default_value_t = GuestLimits::default().keep_resident_bytes >> 10)]
-    keep_resident_kib: usize,
+    /// and faulted in again by the next instance. Raise it for a guest with a large memory image
+    /// (up to 4 GiB, a 32-bit memory's whole).
+    #[arg(
+        long,
+        default_value_t = (GuestLimits::default().keep_resident_bytes >> 10) as u32,
+        value_parser = clap::value_parser!(u32).range(0..=4 << 20)
+    )]
+    keep_resident_kib: u32,
     /// Reset only the pages an instance dirtied (Linux's PAGEMAP_SCAN ioctl) instead of all of
     /// the resident part: for guests whose memory image is megabytes (a JavaScript engine's).
     #[arg(long)]
@@ -107,7 +112,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         deadline: Duration::from_millis(args.deadline_ms),
         max_queue: args.max_queue,
         queue_timeout: Duration::from_millis(args.queue_timeout_ms),
-        keep_resident_bytes: args.keep_resident_kib.saturating_mul(1 << 10),
+        keep_resident_bytes: (args.keep_resident_kib as usize) << 10,
         pagemap_scan: args.pagemap_scan,
     };
     let cannot_read = |path: &std::path::Path, e: &dyn std::fmt::Display| {
@@ -139,10 +144,6 @@ fn run(args: Args) -> anyhow::Result<()> {
         ExecutorKind::Recycled => Some(Reuse::Recycled),
         ExecutorKind::Shared => Some(Reuse::Shared),
         ExecutorKind::Component => {
-            eprintln!(
-                "guest={guest}{} limits: {limits}",
-                if precompiled { " (precompiled)" } else { "" }
-            );
             return run_component(&args, wasm, guest, precompiled, limits);
         }
         ExecutorKind::Naive => {
@@ -242,6 +243,10 @@ fn run_component(
         anyhow::ensure!(!precompiled, "{guest} is precompiled already");
         return write_precompiled(out, &guest, &precompile_component(&wasm, limits)?);
     }
+    eprintln!(
+        "guest={guest}{} limits: {limits}",
+        if precompiled { " (precompiled)" } else { "" }
+    );
     let refused = |e: anyhow::Error| e.context(format!("guest {guest} refused"));
     let (source, _compiled) = match (&args.wasm, precompiled) {
         (Some(path), true) => (Source::Precompiled(path.clone()), None),

@@ -89,8 +89,10 @@ fn the_memory_reset_is_the_operators_choice() {
         "{}",
         server.log()
     );
-    let err = refused(&["--keep-resident-kib", "lots"]);
-    assert!(err.contains("--keep-resident-kib"), "{err}");
+    for bad in ["lots", "4194305"] {
+        let err = refused(&["--keep-resident-kib", bad]);
+        assert!(err.contains("--keep-resident-kib"), "{bad}: {err}");
+    }
 }
 
 #[test]
@@ -143,12 +145,16 @@ fn a_guest_that_cannot_compile_is_refused_with_the_compilers_reason() {
     let bad = tmp.path().join("bad.wasm");
     std::fs::write(&bad, b"\0asm\x01\0\0\0\x01\xff").unwrap();
     let bad = bad.to_str().unwrap();
-    for extra in [&[][..], &["--compile-in-process"][..]] {
-        let mut args = vec!["--wasm", bad];
-        args.extend_from_slice(extra);
-        let err = refused(&args);
-        assert!(err.contains("refused"), "{err}");
-        assert!(!err.contains("panicked"), "{err}");
+    for executor in ["pooled", "component"] {
+        for extra in [&[][..], &["--compile-in-process"][..]] {
+            let mut args = vec!["--executor", executor, "--wasm", bad];
+            args.extend_from_slice(extra);
+            let err = refused(&args);
+            assert!(err.contains("refused"), "{err}");
+            assert!(!err.contains("panicked"), "{err}");
+            // The start banner once: the compiling child does not say it again.
+            assert!(err.matches("limits:").count() <= 1, "{err}");
+        }
     }
 }
 
