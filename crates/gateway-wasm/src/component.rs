@@ -492,6 +492,7 @@ impl WasiHttpHooks for OutboundHooks {
 }
 
 /// The error for a file that is not a component at all.
+#[cfg(feature = "compiler")]
 fn not_a_component(e: anyhow::Error) -> anyhow::Error {
     anyhow::anyhow!(
         "not a wasi:http component: {e:#} (a core module implementing the handler ABI runs with --executor pooled)"

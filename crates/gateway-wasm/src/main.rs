@@ -155,22 +155,14 @@ fn run(args: Args) -> anyhow::Result<()> {
             return run_naive(args.server, wasm, guest, limits);
         }
     };
-    if let Some(out) = &args.precompile {
-        anyhow::ensure!(!precompiled, "{guest} is precompiled already");
-        return write_precompiled(out, &guest, &precompile(&wasm, reuse, limits)?);
-    }
-    eprintln!(
-        "guest={guest}{} limits: {limits}",
-        if precompiled { " (precompiled)" } else { "" }
-    );
-    let refused = |e: anyhow::Error| e.context(format!("guest {guest} refused"));
-    // The module to load: the operator's precompiled file, or one compiled for this start in a
-    // child process (`_compiled` holds it until it is mapped), or with --compile-in-process the
-    // Wasm itself.
-    let (source, _compiled) = match (&args.wasm, precompiled) {
-        (Some(path), true) => (Source::Precompiled(path.clone()), None),
-        _ => compile(&args, wasm, &limits).map_err(refused)?,
+    let Some((source, _compiled)) =
+        module_to_serve(&args, wasm, &guest, precompiled, limits, |w| {
+            precompile(w, reuse, limits)
+        })?
+    else {
+        return Ok(());
     };
+    let refused = |e: anyhow::Error| e.context(format!("guest {guest} refused"));
     // SAFETY (both arms): a precompiled file is this gateway's own, or one the operator passed as
     // such (see --precompile's help); Wasmtime checks its version and settings.
     match reuse {
@@ -197,16 +189,47 @@ fn run(args: Args) -> anyhow::Result<()> {
     }
 }
 
-/// Writes `--precompile`'s output and says so.
-fn write_precompiled(out: &std::path::Path, guest: &str, bytes: &[u8]) -> anyhow::Result<()> {
-    std::fs::write(out, bytes).map_err(|e| anyhow::anyhow!("write {}: {e}", out.display()))?;
+/// What every executor but the naive one does with its guest before serving: with
+/// `--precompile`, compile it with `precompile`, write the file and return None; otherwise say
+/// the start banner and return the module to load: the operator's precompiled file, or one
+/// compiled for this start in a child process (the directory holds it until it is mapped), or
+/// with --compile-in-process the Wasm itself.
+fn module_to_serve(
+    args: &Args,
+    wasm: Vec<u8>,
+    guest: &str,
+    precompiled: bool,
+    limits: GuestLimits,
+    precompile: impl FnOnce(&[u8]) -> anyhow::Result<Vec<u8>>,
+) -> anyhow::Result<Option<(Source, Option<CompiledDir>)>> {
+    if let Some(out) = &args.precompile {
+        anyhow::ensure!(!precompiled, "{guest} is precompiled already");
+        let bytes = precompile(&wasm)?;
+        std::fs::write(out, &bytes).map_err(|e| anyhow::anyhow!("write {}: {e}", out.display()))?;
+        eprintln!(
+            "precompiled {guest} to {} ({} bytes)",
+            out.display(),
+            bytes.len()
+        );
+        return Ok(None);
+    }
     eprintln!(
-        "precompiled {guest} to {} ({} bytes)",
-        out.display(),
-        bytes.len()
+        "guest={guest}{} limits: {limits}",
+        if precompiled { " (precompiled)" } else { "" }
     );
-    Ok(())
+    Ok(Some(match (&args.wasm, precompiled) {
+        (Some(path), true) => (Source::Precompiled(path.clone()), None),
+        _ => {
+            compile(args, wasm, &limits).map_err(|e| e.context(format!("guest {guest} refused")))?
+        }
+    }))
 }
+
+/// Where a guest compiled for this start is kept until it is mapped.
+#[cfg(feature = "compiler")]
+type CompiledDir = tempfile::TempDir;
+#[cfg(not(feature = "compiler"))]
+type CompiledDir = ();
 
 /// Where an executor's module comes from.
 enum Source {
@@ -239,19 +262,14 @@ fn run_component(
     limits: GuestLimits,
 ) -> anyhow::Result<()> {
     use wasmlab_gateway_wasm::{ComponentExecutor, ComponentOptions};
-    if let Some(out) = &args.precompile {
-        anyhow::ensure!(!precompiled, "{guest} is precompiled already");
-        return write_precompiled(out, &guest, &precompile_component(&wasm, limits)?);
-    }
-    eprintln!(
-        "guest={guest}{} limits: {limits}",
-        if precompiled { " (precompiled)" } else { "" }
-    );
-    let refused = |e: anyhow::Error| e.context(format!("guest {guest} refused"));
-    let (source, _compiled) = match (&args.wasm, precompiled) {
-        (Some(path), true) => (Source::Precompiled(path.clone()), None),
-        _ => compile(args, wasm, &limits).map_err(refused)?,
+    let Some((source, _compiled)) =
+        module_to_serve(args, wasm, &guest, precompiled, limits, |w| {
+            precompile_component(w, limits)
+        })?
+    else {
+        return Ok(());
     };
+    let refused = |e: anyhow::Error| e.context(format!("guest {guest} refused"));
     let options = ComponentOptions {
         env: args.env.clone(),
         upstream: args.server.upstream.clone(),
@@ -282,7 +300,7 @@ fn precompile_component(wasm: &[u8], limits: GuestLimits) -> anyhow::Result<Vec<
     wasmlab_gateway_wasm::ComponentExecutor::precompile(wasm, limits)
 }
 
-#[cfg(not(all(feature = "compiler", feature = "components")))]
+#[cfg(all(feature = "components", not(feature = "compiler")))]
 fn precompile_component(_: &[u8], _: GuestLimits) -> anyhow::Result<Vec<u8>> {
     anyhow::bail!(
         "this gateway cannot compile components (the `compiler` and `components` cargo features)"
@@ -332,7 +350,7 @@ fn compile(
     args: &Args,
     wasm: Vec<u8>,
     limits: &GuestLimits,
-) -> anyhow::Result<(Source, Option<tempfile::TempDir>)> {
+) -> anyhow::Result<(Source, Option<CompiledDir>)> {
     if args.compile_in_process {
         return Ok((Source::Wasm(wasm), None));
     }
@@ -344,7 +362,7 @@ fn compile(
 }
 
 #[cfg(not(feature = "compiler"))]
-fn compile(_: &Args, _: Vec<u8>, _: &GuestLimits) -> anyhow::Result<(Source, Option<()>)> {
+fn compile(_: &Args, _: Vec<u8>, _: &GuestLimits) -> anyhow::Result<(Source, Option<CompiledDir>)> {
     anyhow::bail!("{NO_COMPILER}")
 }
 
