@@ -9,7 +9,7 @@
 // installs (its bundled copy of WASI's WIT), relabelled with the WASI version this StarlingMonkey
 // was built against.
 import { readFile, writeFile, mkdtemp, mkdir, readdir, rm, stat } from "node:fs/promises";
-import { join, dirname } from "node:path";
+import { join, dirname, resolve } from "node:path";
 import { tmpdir } from "node:os";
 import { pathToFileURL, fileURLToPath } from "node:url";
 
@@ -22,8 +22,9 @@ function options(args) {
   for (let i = 0; i < args.length; i += 2) {
     const [k, v] = [args[i], args[i + 1]];
     if (v === undefined) throw new Error(`${k} needs a value`);
-    if (k === "--tools") o.tools = v;
-    else if (k === "--out") o.out = v;
+    // Absolute: the build changes directory (see below).
+    if (k === "--tools") o.tools = resolve(v);
+    else if (k === "--out") o.out = resolve(v);
     else throw new Error(`unknown option ${k} (give --tools DIR --out FILE)`);
   }
   if (!o.tools || !o.out) throw new Error("give --tools DIR --out FILE");
@@ -46,7 +47,7 @@ async function main() {
   const o = options(process.argv.slice(2));
   const modules = join(o.tools, "npm", "node_modules", "@bytecodealliance");
   const cjs = join(modules, "componentize-js");
-  const inputs = ["handler.js", "world.wit", "build.mjs"].map((f) => join(here, f));
+  const inputs = ["handler.js", "world.wit", "build.mjs", "../js/routes.mjs"].map((f) => join(here, f));
   inputs.push(join(cjs, "package.json"));
   if (await upToDate(o.out, inputs)) {
     console.log(`${o.out} is up to date`);
@@ -78,6 +79,9 @@ async function main() {
       await writeFile(join(wit, "deps", p, "package.wit"), text.replaceAll(`@${from}`, `@${WASI}`));
     }
     await writeFile(join(wit, "world.wit"), await readFile(join(here, "world.wit")));
+    // Wizer sees the directory componentize-js is run from (when the source is inside it) as
+    // `/`: peers/, so that handler.js reaches ../js/routes.mjs.
+    process.chdir(join(here, ".."));
     const started = Date.now();
     const { component } = await componentize({
       sourcePath: join(here, "handler.js"),

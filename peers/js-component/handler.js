@@ -1,20 +1,15 @@
 // wasmlab's five routes in JavaScript, for componentize-js: SpiderMonkey (StarlingMonkey) compiled
 // to Wasm with this module pre-initialised into it (Wizer), a wasi:http/proxy component whose
 // `fetch` event serves each request. The semantics are crates/handlers' (peers/js/handlers.mjs is
-// the same for Node, Bun and Deno), with what a component has instead of a process:
+// the same for Node, Bun and Deno; both take their routes and bounds from peers/js/routes.mjs), with
+// what a component has instead of a process:
 // - the upstream's URL comes from the environment (WASMLAB_UPSTREAM), read per request: a value
 //   read at the top level would be the one Wizer saw when the component was built;
 // - the /state counter lives on the upstream (`POST /wasmlab/counter`), as for wasmlab's Rust
 //   component: an instance made for one request keeps nothing for the next;
 // - SHA-256 is the engine's SubtleCrypto (C++ compiled into the component), not portable JS.
 import { getEnvironment } from "wasi:cli/environment@0.2.10";
-
-const TEXT = "text/plain; charset=utf-8";
-const BYTES = "application/octet-stream";
-const SEED = new TextEncoder().encode("wasmlab");
-const DEFAULT_ITERS = 20000;
-const MAX_ITERS = 10000000;
-const ROUTES = { "/": "GET", "/compute": "GET", "/state": "GET", "/proxy": "GET", "/echo": "POST" };
+import { BYTES, ITERS_ERROR, ROUTES, SEED, TEXT, itersOf } from "../js/routes.mjs";
 const COUNTER_PATH = "/wasmlab/counter";
 
 const hex = (bytes) => Array.from(new Uint8Array(bytes), (b) => b.toString(16).padStart(2, "0")).join("");
@@ -55,12 +50,8 @@ async function handle(request) {
     case "/":
       return text(200, "hello");
     case "/compute": {
-      let iters = DEFAULT_ITERS;
-      if (url.searchParams.has("iters")) {
-        const v = url.searchParams.get("iters");
-        iters = /^\+?[0-9]{1,10}$/.test(v) ? Number(v) : NaN;
-        if (!(iters <= MAX_ITERS)) return text(400, `iters must be an integer in 0..=${MAX_ITERS}`);
-      }
+      const iters = itersOf(url.searchParams);
+      if (iters === null) return text(400, ITERS_ERROR);
       return text(200, await chainedSha256Hex(iters));
     }
     case "/state":

@@ -3,13 +3,7 @@
 // (OpenSSL in Node, BoringSSL in Bun, Rust's in Deno), not portable code: the report says so.
 import { Buffer } from "node:buffer";
 import { createHash } from "node:crypto";
-
-const TEXT = "text/plain; charset=utf-8";
-const BYTES = "application/octet-stream";
-const SEED = new TextEncoder().encode("wasmlab");
-const DEFAULT_ITERS = 20000;
-const MAX_ITERS = 10000000;
-const ROUTES = { "/": "GET", "/compute": "GET", "/state": "GET", "/proxy": "GET", "/echo": "POST" };
+import { BYTES, ITERS_ERROR, ROUTES, SEED, TEXT, itersOf } from "./routes.mjs";
 
 let counter = 0;
 
@@ -40,13 +34,8 @@ export async function handle(method, target, body, upstream) {
     case "/":
       return text(200, "hello");
     case "/compute": {
-      const params = new URLSearchParams(q < 0 ? "" : target.slice(q + 1));
-      let iters = DEFAULT_ITERS;
-      if (params.has("iters")) {
-        const v = params.get("iters");
-        iters = /^\+?[0-9]{1,10}$/.test(v) ? Number(v) : NaN;
-        if (!(iters <= MAX_ITERS)) return text(400, `iters must be an integer in 0..=${MAX_ITERS}`);
-      }
+      const iters = itersOf(new URLSearchParams(q < 0 ? "" : target.slice(q + 1)));
+      if (iters === null) return text(400, ITERS_ERROR);
       return text(200, chainedSha256Hex(iters));
     }
     case "/state":
