@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod image;
 mod load;
 mod results;
 mod run;
@@ -54,6 +55,10 @@ enum Command {
     /// Print a suite's TOML (a built-in suite's name, or a file) with the definitions of the
     /// workloads it names inline: a starting point for your own --suite FILE.toml.
     ShowSuite { name: String },
+    /// Package a static executable or a Wasm program as an OCI image archive (an OCI image
+    /// layout in a tar file) for `ctr images import`, `podman load` or `skopeo copy
+    /// oci-archive:`; a Wasm program in the layout runwasi's containerd shims read.
+    Image(image::ImageArgs),
 }
 
 fn main() -> ExitCode {
@@ -69,7 +74,12 @@ fn main() -> ExitCode {
         Command::Variants(args) => variants::list(args),
         Command::Setup(args) => variants::setup(args),
         Command::ShowSuite { name } => wasmlab_model::suite::show(&name).map(stdout::show),
+        Command::Image(args) => image::image(args),
     };
+    // The containerd a run or a listing started for its variants, with what it ran.
+    if let Err(e) = wasmlab_plan::containerd::stop() {
+        eprintln!("wasmlab: stopping the lab's containerd: {e}");
+    }
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
