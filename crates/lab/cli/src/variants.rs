@@ -46,6 +46,14 @@ pub fn list(args: VariantsArgs) -> anyhow::Result<()> {
     {
         eprintln!("wasmlab: probing for a container engine (runs one container)...");
     }
+    if catalog
+        .all()
+        .any(|s| s.requires.iter().any(|r| r.containerd))
+    {
+        eprintln!(
+            "wasmlab: starting the lab's own containerd (runs one container; stopped at the end)..."
+        );
+    }
     let mut t = comfy_table::Table::new();
     t.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED);
     t.set_content_arrangement(comfy_table::ContentArrangement::Dynamic);

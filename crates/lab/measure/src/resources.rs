@@ -45,6 +45,15 @@ fn snapshot(roots: &[i32]) -> Snapshot {
     snap
 }
 
+/// The parent of process `pid`, if it still runs.
+pub fn parent(pid: u32) -> Option<u32> {
+    let stat = procfs::process::Process::new(pid as i32)
+        .ok()?
+        .stat()
+        .ok()?;
+    u32::try_from(stat.ppid).ok()
+}
+
 /// The summed RSS of the trees rooted at `roots` now, KiB.
 pub fn rss_kib(roots: &[u32]) -> u64 {
     let roots: Vec<i32> = roots.iter().map(|&r| r as i32).collect();

@@ -44,6 +44,9 @@ pub(crate) fn run(
     };
     // The upstream echo server for /proxy, then every variant's preparation.
     let upstream = run.start_upstream()?;
+    if let Err(why) = wasmlab_plan::containerd::confine(&plan.cpus) {
+        run.rec.say(why);
+    }
     let variants = run.prepare_all(&format!("http://{}", upstream.addr))?;
     let by_name = |names: &[String]| -> Vec<&Launchable> {
         names
@@ -110,6 +113,7 @@ fn start_recording(
         variant_specs: plan.variants.iter().map(|p| p.spec.clone()).collect(),
         variant_tools: Vec::new(),
         container_engine: None,
+        containerd: None,
     };
     debug_assert_eq!(info.header.state, RunState::Running);
     let progress = crate::progress_bar(planned_steps(plan, suite), "steps");
@@ -200,7 +204,12 @@ impl<'a> ServerRun<'a> {
         };
         let mut variants = Vec::new();
         for p in plan.ready() {
-            let State::Ready { tools, container } = &p.state else {
+            let State::Ready {
+                tools,
+                container,
+                containerd,
+            } = &p.state
+            else {
                 continue;
             };
             let info = &mut self.rec.info;
@@ -212,7 +221,15 @@ impl<'a> ServerRun<'a> {
             if container.is_some() {
                 info.container_engine = container.clone();
             }
-            let v = Launchable::new(&p.spec, &values, tools, container.as_ref());
+            if containerd.is_some() {
+                info.containerd = containerd.clone();
+            }
+            let v = Launchable::new(
+                &p.spec,
+                &values,
+                tools,
+                (container.as_ref(), containerd.as_ref()),
+            );
             let log = self.rec.dir.file(&format!("{}.log", p.name()));
             let rec = &self.rec;
             match prepare::prepare(&v, &log, &|m| rec.say(m)) {

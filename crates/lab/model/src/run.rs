@@ -11,7 +11,7 @@ use crate::cpus::CpuPlan;
 use crate::machine::Machine;
 use crate::sample::{ProgramSample, SAMPLES_SCHEMA, Sample};
 use crate::suite::{ProgramSuite, ServerSuite};
-use crate::tools::{ContainerEngine, FoundTool};
+use crate::tools::{ContainerEngine, Containerd, FoundTool};
 use crate::variant::VariantSpec;
 
 /// Where a run is.
@@ -122,6 +122,9 @@ pub struct ServerRunInfo {
     /// The container engine and settings used, if a variant needed one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub container_engine: Option<ContainerEngine>,
+    /// The containerd the lab ran, if a variant needed one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub containerd: Option<Containerd>,
 }
 
 impl ServerRunInfo {

@@ -36,3 +36,27 @@ impl ContainerEngine {
         }
     }
 }
+
+/// The containerd the lab runs for a run's containerd variants, and what their commands get.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Containerd {
+    /// `ctr`'s path: what `{ctr}` expands to.
+    pub ctr: String,
+    /// Environment every command of a containerd variant gets: the daemon's address, the lab's
+    /// namespace, the snapshotter (`CONTAINERD_ADDRESS`, `CONTAINERD_NAMESPACE`,
+    /// `CONTAINERD_SNAPSHOTTER`, which `ctr` reads).
+    pub env: Vec<(String, String)>,
+    /// The snapshotter that worked here (`overlayfs`, else `native`).
+    pub snapshotter: String,
+    /// What `containerd --version` printed.
+    pub version: String,
+}
+
+impl Containerd {
+    pub fn describe(&self) -> String {
+        format!(
+            "{} (the lab's own daemon; snapshotter {})",
+            self.version, self.snapshotter
+        )
+    }
+}

@@ -27,6 +27,31 @@ pub fn confine_server(plan: &CpuPlan, cmd: &mut Command) {
     }
 }
 
+/// Makes every thread of a running process `pid` run on the servers' CPUs (threads and
+/// processes it makes later inherit that): a daemon whose children are servers (containerd).
+pub fn confine_running(plan: &CpuPlan, pid: u32) -> std::io::Result<()> {
+    if !plan.apart() {
+        return Ok(());
+    }
+    let set = cpu_set(&plan.server);
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))? {
+        let Some(tid) = task?
+            .file_name()
+            .to_str()
+            .and_then(|t| t.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        // SAFETY: sched_setaffinity reads the set it is given.
+        if unsafe { libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set) }
+            != 0
+        {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
 /// The CPUs this process may run on, in order.
 pub fn allowed() -> std::io::Result<Vec<usize>> {
     // SAFETY: sched_getaffinity fills the set it is given; the CPU_* helpers only read it.

@@ -6,6 +6,7 @@
 //! ready processes for the later phases (a tool's probe and install, a server's CPU affinity)
 //! live here too, and measuring uses them.
 
+pub mod containerd;
 pub mod containers;
 pub mod cpus;
 pub mod machine;

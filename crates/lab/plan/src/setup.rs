@@ -51,6 +51,13 @@ pub fn setup(req: &SetupRequest) -> anyhow::Result<()> {
                 }
                 continue;
             }
+            if r.containerd {
+                match crate::containerd::detect() {
+                    Ok(c) => println!("{}: {}", spec.name, c.describe()),
+                    Err(why) => cannot.push(format!("{}: containerd: {why}", spec.name)),
+                }
+                continue;
+            }
             let name = r.tool.clone().unwrap_or_default();
             if done.contains(&name) {
                 continue;

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use wasmlab_model::tools::{ContainerEngine, FoundTool};
+use wasmlab_model::tools::{ContainerEngine, Containerd, FoundTool};
 use wasmlab_model::variant::{Install, Requirement, VariantSpec};
 
 use crate::containers;
@@ -30,6 +30,7 @@ pub enum State {
     Ready {
         tools: Vec<FoundTool>,
         container: Option<ContainerEngine>,
+        containerd: Option<Containerd>,
     },
     /// Every missing piece can be installed by `wasmlab setup`.
     NeedsSetup {
@@ -45,13 +46,20 @@ impl State {
     /// One line for listings and skipped outcomes.
     pub fn describe(&self, variant: &str) -> String {
         match self {
-            State::Ready { tools, container } => {
+            State::Ready {
+                tools,
+                container,
+                containerd,
+            } => {
                 let mut what: Vec<String> = tools
                     .iter()
                     .map(|t| format!("{} ({})", t.name, t.version))
                     .collect();
                 if let Some(e) = container {
                     what.push(e.describe());
+                }
+                if let Some(c) = containerd {
+                    what.push(c.describe());
                 }
                 if what.is_empty() {
                     "ready".into()
@@ -82,6 +90,7 @@ pub fn duration_words(minutes: f64) -> String {
 pub fn assess(spec: &VariantSpec, tools: &Path) -> State {
     let mut found = Vec::new();
     let mut container = None;
+    let mut containerd = None;
     let mut missing = Vec::new();
     let mut minutes = 0.0;
     let mut unavailable = Vec::new();
@@ -93,10 +102,33 @@ pub fn assess(spec: &VariantSpec, tools: &Path) -> State {
             }
             continue;
         }
+        if r.containerd {
+            match crate::containerd::detect() {
+                Ok(c) => containerd = Some(c.clone()),
+                Err(why) => unavailable.push(format!("containerd cannot run here: {why}")),
+            }
+            continue;
+        }
         let name = r.tool.as_deref().unwrap_or_default();
         match probe(r, tools) {
             Ok(t) => found.push(t),
             Err(why) => match &r.install {
+                Some(Install::Local { needs, path, .. })
+                    if needs.iter().any(|n| on_path(n).is_none()) =>
+                {
+                    let absent: Vec<&str> = needs
+                        .iter()
+                        .filter(|n| on_path(n).is_none())
+                        .map(String::as_str)
+                        .collect();
+                    unavailable.push(format!(
+                        "{why}, and building it ({path}) needs {} on PATH{}",
+                        absent.join(", "),
+                        r.hint
+                            .as_deref()
+                            .map_or(String::new(), |h| format!("; {h}"))
+                    ));
+                }
                 Some(install) => {
                     missing.push(format!("{name}: {}", install.describe()));
                     minutes += install.minutes();
@@ -118,6 +150,7 @@ pub fn assess(spec: &VariantSpec, tools: &Path) -> State {
         State::Ready {
             tools: found,
             container,
+            containerd,
         }
     }
 }
@@ -332,6 +365,24 @@ mod tests {
             "{d}"
         );
         assert!(d.ends_with("get it from example.org"), "{d}");
+    }
+
+    #[test]
+    fn a_local_build_that_needs_a_missing_program_is_unavailable_with_the_hint() {
+        let tools = tempfile::tempdir().unwrap();
+        let s = assess(
+            &spec(
+                "[[requires]]\ntool = \"no-such-shim-x\"\nhint = \"apt-get install thing\"\ninstall = { from = \"local\", path = \"engines/x\", version = \"1\", minutes = 1, needs = [\"no-such-protoc-x\", \"sh\"] }",
+            ),
+            tools.path(),
+        );
+        let d = s.describe("t");
+        assert!(matches!(s, State::Unavailable { .. }), "{d}");
+        assert!(
+            d.contains("needs no-such-protoc-x on PATH; apt-get install thing"),
+            "{d}"
+        );
+        assert!(!d.contains("sh,"), "{d}");
     }
 
     #[test]

@@ -19,7 +19,7 @@ use vars::Vars;
 use crate::requests::SentRequest;
 use wasmlab_model::cpus::CpuPlan;
 use wasmlab_model::sample::StartTimes;
-use wasmlab_model::tools::{ContainerEngine, FoundTool};
+use wasmlab_model::tools::{ContainerEngine, Containerd, FoundTool};
 use wasmlab_model::variant::{Address, Protocol, RemoteTarget, VariantSpec};
 use wasmlab_plan::tools::run_with_timeout;
 
@@ -45,12 +45,13 @@ pub struct RunValues<'a> {
 }
 
 impl Launchable {
-    /// `spec` with this run's values, the tools it found and the container engine it uses.
+    /// `spec` with this run's values, the tools it found, and the container engine or the
+    /// containerd it uses.
     pub fn new(
         spec: &VariantSpec,
         run: &RunValues<'_>,
         tools: &[FoundTool],
-        engine: Option<&ContainerEngine>,
+        (engine, containerd): (Option<&ContainerEngine>, Option<&Containerd>),
     ) -> Self {
         let mut vars = Vars::default();
         let path = |p: &Path| p.display().to_string();
@@ -81,6 +82,13 @@ impl Launchable {
         }
         if let Some(e) = engine {
             vars.set_container(e.command.clone(), e.env.clone());
+        }
+        if let Some(c) = containerd {
+            vars.set("ctr", c.ctr.clone());
+            vars.add_env(&c.env);
+        }
+        if let Ok(me) = std::env::current_exe() {
+            vars.set("wasmlab", path(&me));
         }
         Self {
             spec: spec.clone(),
@@ -120,6 +128,10 @@ pub struct Running {
     processes_command: Option<Command>,
     /// The process roots, once known (they do not change while the variant runs).
     roots: Option<Vec<u32>>,
+    /// Only what `processes_command` prints is the variant's (see `Start::processes_only`).
+    processes_only: bool,
+    /// The parents of what it prints are the roots (see `Start::processes_parents`).
+    processes_parents: bool,
 }
 
 /// Launches so far, for unique instance names.
@@ -178,6 +190,8 @@ impl Launchable {
             .as_ref()
             .map(|p| vars.command(p))
             .transpose()?;
+        running.processes_only = start.processes_only;
+        running.processes_parents = start.processes_parents;
         Ok(running)
     }
 }
@@ -232,6 +246,8 @@ fn reach(
         stop_command: None,
         processes_command: None,
         roots: None,
+        processes_only: false,
+        processes_parents: false,
     };
     wait_ready(name, &mut running, ctx.ready, ctx, Instant::now())?;
     Ok(running)
@@ -293,6 +309,8 @@ pub fn spawn_server(
         stop_command: None,
         processes_command: None,
         roots: None,
+        processes_only: false,
+        processes_parents: false,
     };
     let deadline = t0 + ctx.start_timeout;
     let addr = match known {
@@ -497,22 +515,36 @@ impl Running {
         self.child.as_mut()?.try_wait().ok().flatten()
     }
 
-    /// The roots of the variant's process trees: the process the lab started, and those its
-    /// `processes` command names (a container's conmon and main process), asked once per launch.
-    /// None for a remote target: its processes are not observable from here.
+    /// The roots of the variant's process trees: the process the lab started (unless
+    /// `processes_only`), and those its `processes` command names (a container's conmon and main
+    /// process, a containerd task's shim), asked once per launch. None for a remote target: its
+    /// processes are not observable from here.
     pub fn process_roots(&mut self) -> Option<Vec<u32>> {
         if let Some(roots) = &self.roots {
             return Some(roots.clone());
         }
-        let mut roots = vec![self.child.as_ref()?.id()];
+        let launched = self.child.as_ref()?.id();
+        let mut roots = if self.processes_only {
+            Vec::new()
+        } else {
+            vec![launched]
+        };
         if let Some(cmd) = self.processes_command.as_mut()
             && let Ok(out) = run_with_timeout(cmd, Duration::from_secs(10))
         {
             for pid in out.split_whitespace().filter_map(|p| p.parse::<u32>().ok()) {
+                let pid = match self.processes_parents {
+                    true => crate::resources::parent(pid).unwrap_or(0),
+                    false => pid,
+                };
                 if pid > 1 && !roots.contains(&pid) {
                     roots.push(pid);
                 }
             }
+        }
+        if roots.is_empty() {
+            // `processes` printed nothing yet: asked again next time.
+            return None;
         }
         self.roots = Some(roots.clone());
         Some(roots)

@@ -34,6 +34,11 @@ impl Vars {
         self.env.extend(env);
     }
 
+    /// Environment for every command of the variant (e.g. where `ctr` finds the lab's containerd).
+    pub fn add_env(&mut self, env: &[(String, String)]) {
+        self.env.extend(env.iter().cloned());
+    }
+
     pub fn get(&self, key: &str) -> Option<&str> {
         self.values.get(key).map(String::as_str)
     }

@@ -107,7 +107,7 @@ fn engines(
                     run_id: &dir.run_id,
                     host_triple: &host_triple,
                 };
-                let l = crate::launch::Launchable::new(&p.spec, &values, tools, None);
+                let l = crate::launch::Launchable::new(&p.spec, &values, tools, (None, None));
                 engines.push(Engine::new(l, set, &plan.cpus, suite.timeout_secs)?);
             }
             other => {

@@ -36,6 +36,10 @@ const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../../../suites/wasmcloud.toml"),
     ),
     (
+        "containerd",
+        include_str!("../../../../../suites/containerd.toml"),
+    ),
+    (
         "libsodium",
         include_str!("../../../../../suites/libsodium.toml"),
     ),

@@ -20,6 +20,14 @@ const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../../../variants/native-container.toml"),
     ),
     (
+        "containerd-native",
+        include_str!("../../../../../variants/containerd-native.toml"),
+    ),
+    (
+        "containerd-wasm",
+        include_str!("../../../../../variants/containerd-wasm.toml"),
+    ),
+    (
         "wasmtime-pooled",
         include_str!("../../../../../variants/wasmtime-pooled.toml"),
     ),
@@ -365,6 +373,19 @@ mod tests {
                 .find(|r| r.tool.as_deref() == Some("wasmtime"));
             let install = wasmtime.unwrap().install.clone().unwrap();
             assert_eq!(install.version(), embedded, "{}", v.name);
+        }
+        // The containerd shim's engine, and the engine runner's.
+        for (variant, tool) in [
+            ("containerd-wasm", "containerd-shim-wasmlab-v1"),
+            ("wasmtime-cranelift", "wasmlab-engine-wasmtime"),
+        ] {
+            let spec = c.find(variant).unwrap();
+            let r = spec
+                .requires
+                .iter()
+                .find(|r| r.tool.as_deref() == Some(tool));
+            let install = r.unwrap().install.clone().unwrap();
+            assert_eq!(install.version(), embedded, "{variant}");
         }
     }
 

@@ -156,6 +156,11 @@ pub struct Requirement {
     /// podman with settings that work on this machine); templates name it `{container}`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub container_engine: bool,
+    /// containerd, run by the lab itself for the run (as root, with a private root, state,
+    /// socket and config; the snapshotter that works here), with `runc`; templates name `ctr`
+    /// `{ctr}` (the lab sets its address, namespace and snapshotter in the environment).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub containerd: bool,
 }
 
 fn default_version_args() -> Vec<String> {
@@ -197,6 +202,11 @@ pub enum Install {
         path: String,
         version: String,
         minutes: f64,
+        /// Programs the build needs on PATH beyond Rust or Go (runwasi's crates run `protoc`):
+        /// without them the tool cannot be set up here, and the requirement's `hint` says how
+        /// to get them.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        needs: Vec<String>,
     },
 }
 
@@ -311,6 +321,15 @@ pub struct Start {
     /// its main process, which are not descendants of `podman run`), sampled with its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub processes: Option<Vec<String>>,
+    /// The variant's processes are only those `processes` prints: the command the lab started is
+    /// a client that only waits (`ctr run`), not part of what is measured.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub processes_only: bool,
+    /// The parent of each process `processes` prints is the variant's, with all its tree: a
+    /// containerd task's shim, whose children are the task's processes (`ctr tasks ps` names
+    /// those, and no command names the shim).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub processes_parents: bool,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -348,14 +367,14 @@ impl VariantSpec {
         );
         anyhow::ensure!(!self.about.trim().is_empty(), "`about` is empty");
         for r in &self.requires {
-            match (&r.tool, r.container_engine) {
-                (Some(t), false) => anyhow::ensure!(
+            match (&r.tool, r.container_engine, r.containerd) {
+                (Some(t), false, false) => anyhow::ensure!(
                     !t.is_empty() && !t.contains('/'),
                     "a requirement's `tool` must be a program name, not {t:?}"
                 ),
-                (None, true) => {}
+                (None, true, false) | (None, false, true) => {}
                 _ => anyhow::bail!(
-                    "each [[requires]] names either a `tool` or `container_engine = true`"
+                    "each [[requires]] names one of a `tool`, `container_engine = true` and `containerd = true`"
                 ),
             }
         }
@@ -366,6 +385,7 @@ impl VariantSpec {
                 .filter_map(|r| r.tool.as_deref())
                 .collect(),
             container: self.requires.iter().any(|r| r.container_engine),
+            containerd: self.requires.iter().any(|r| r.containerd),
         };
         self.validate_kind(&templates)?;
         for (i, step) in self.prepare.iter().chain(&self.finish).enumerate() {
@@ -428,6 +448,10 @@ impl VariantSpec {
                 if let Some(p) = &start.processes {
                     templates.check("[start] processes", p)?;
                 }
+                anyhow::ensure!(
+                    !(start.processes_only || start.processes_parents) || start.processes.is_some(),
+                    "[start] processes_only and processes_parents need a `processes` command"
+                );
                 if let Some(path) = &start.ready_path {
                     anyhow::ensure!(
                         path.starts_with('/') && path.parse::<http::uri::PathAndQuery>().is_ok(),
@@ -526,6 +550,9 @@ impl VariantSpec {
     }
 }
 
+/// The placeholders that only a variant requiring containerd has values for.
+const CONTAINERD_PLACEHOLDERS: &[&str] = &["ctr"];
+
 /// The builds of a program set an engine may run (`[program] build`).
 pub const BUILDS: &[&str] = &["wasm", "native-portable", "native"];
 
@@ -534,6 +561,7 @@ pub const BUILDS: &[&str] = &["wasm", "native-portable", "native"];
 struct Templates<'a> {
     tools: Vec<&'a str>,
     container: bool,
+    containerd: bool,
 }
 
 impl Templates<'_> {
@@ -557,6 +585,11 @@ impl Templates<'_> {
                     anyhow::ensure!(
                         a == "{container}",
                         "{what}: {{container}} must be a whole argument"
+                    );
+                } else if CONTAINERD_PLACEHOLDERS.contains(&v) {
+                    anyhow::ensure!(
+                        self.containerd,
+                        "{what}: {{{v}}} needs a [[requires]] with containerd = true"
                     );
                 } else {
                     anyhow::ensure!(
@@ -633,7 +666,25 @@ address = "port"
                     "tool = \"python3\"",
                     "tool = \"python3\"\ncontainer_engine = true",
                 ),
-                "either a `tool`",
+                "one of a `tool`",
+            ),
+            (
+                GOOD.replace(
+                    "tool = \"python3\"",
+                    "container_engine = true\ncontainerd = true",
+                ),
+                "one of a `tool`",
+            ),
+            (
+                GOOD.replace("\"{port}\"", "\"{ctr}\""),
+                "{ctr} needs a [[requires]] with containerd = true",
+            ),
+            (
+                GOOD.replace(
+                    "address = \"port\"",
+                    "address = \"port\"\nprocesses_only = true",
+                ),
+                "need a `processes` command",
             ),
             (
                 format!("{GOOD}\n[[artifacts]]\nname = \"x\"\n"),

@@ -50,6 +50,14 @@ pub const PLACEHOLDERS: &[(&str, &str)] = &[
         "instance",
         "a name unique to this launch (e.g. for a container)",
     ),
+    (
+        "ctr",
+        "containerd's client, `ctr`, for the lab's own containerd (its address, namespace and snapshotter are in the environment)",
+    ),
+    (
+        "wasmlab",
+        "this wasmlab program (e.g. `{wasmlab} image` in a prepare step)",
+    ),
     ("run_id", "the run's id"),
     ("variant", "the variant's name"),
     ("host_triple", "the host's Rust target triple"),

@@ -98,6 +98,7 @@ pub(crate) fn info(state: RunState) -> ServerRunInfo {
         variant_specs: Vec::new(),
         variant_tools: Vec::new(),
         container_engine: None,
+        containerd: None,
     }
 }
 
