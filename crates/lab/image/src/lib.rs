@@ -139,32 +139,15 @@ fn executable_image(file_name: &str, bytes: &[u8]) -> Result<Image> {
         bytes.starts_with(b"\x7fELF"),
         "{file_name} is not an ELF executable (a static binary goes in an executable image)"
     );
-    let entrypoint = format!("/{file_name}");
     let layer = file_layer(file_name, bytes, 0o755)?;
-    let (os, arch) = (Os::default(), Arch::default());
-    let config = ImageConfigurationBuilder::default()
-        .os(os.clone())
-        .architecture(arch.clone())
-        .config(
-            ConfigBuilder::default()
-                .entrypoint(vec![entrypoint.clone()])
-                .build()?,
-        )
-        .rootfs(
-            RootFsBuilder::default()
-                .typ("layers")
-                // Uncompressed: the layer's diff id is its digest.
-                .diff_ids(vec![sha256(&layer)])
-                .build()?,
-        )
-        .build()?;
-    Ok(Image {
-        config,
-        layers: vec![(MediaType::ImageLayer, layer)],
-        os,
-        arch,
-        entrypoint,
-    })
+    // Uncompressed: the layer's diff id is its digest.
+    let diff_ids = vec![sha256(&layer)];
+    Image::new(
+        (Os::default(), Arch::default()),
+        file_name,
+        (MediaType::ImageLayer, layer),
+        diff_ids,
+    )
 }
 
 /// A layer of one file at the root of the file system, owned by root.
@@ -189,7 +172,6 @@ fn wasm_image(file_name: &str, bytes: Vec<u8>, layout: WasmLayout) -> Result<Ima
     // The binary's layer field: 0 for a core module, 1 for a component.
     let component = bytes[6..8] == [1, 0];
     let os = Os::Other(if component { "wasip2" } else { "wasip1" }.into());
-    let entrypoint = format!("/{file_name}");
     let (layer, diff_ids) = match layout {
         // No file system layer: the shim reads the program from the Wasm layer.
         WasmLayout::Artifact => ((MediaType::Other(WASM_LAYER.into()), bytes), Vec::new()),
@@ -199,31 +181,42 @@ fn wasm_image(file_name: &str, bytes: Vec<u8>, layout: WasmLayout) -> Result<Ima
             ((MediaType::ImageLayer, layer), vec![diff_id])
         }
     };
-    let config = ImageConfigurationBuilder::default()
-        .os(os.clone())
-        .architecture(Arch::Wasm)
-        .config(
-            ConfigBuilder::default()
-                .entrypoint(vec![entrypoint.clone()])
-                .build()?,
-        )
-        .rootfs(
-            RootFsBuilder::default()
-                .typ("layers")
-                .diff_ids(diff_ids)
-                .build()?,
-        )
-        .build()?;
-    Ok(Image {
-        config,
-        layers: vec![layer],
-        os,
-        arch: Arch::Wasm,
-        entrypoint,
-    })
+    Image::new((os, Arch::Wasm), file_name, layer, diff_ids)
 }
 
 impl Image {
+    /// An image of one layer whose entry point is `/FILE_NAME`.
+    fn new(
+        (os, arch): (Os, Arch),
+        file_name: &str,
+        layer: (MediaType, Vec<u8>),
+        diff_ids: Vec<String>,
+    ) -> Result<Image> {
+        let entrypoint = format!("/{file_name}");
+        let config = ImageConfigurationBuilder::default()
+            .os(os.clone())
+            .architecture(arch.clone())
+            .config(
+                ConfigBuilder::default()
+                    .entrypoint(vec![entrypoint.clone()])
+                    .build()?,
+            )
+            .rootfs(
+                RootFsBuilder::default()
+                    .typ("layers")
+                    .diff_ids(diff_ids)
+                    .build()?,
+            )
+            .build()?;
+        Ok(Image {
+            config,
+            layers: vec![layer],
+            os,
+            arch,
+            entrypoint,
+        })
+    }
+
     fn write<W: Write>(self, reference: &str, archive: &mut tar::Builder<W>) -> Result<Written> {
         let mut layers = Vec::new();
         for (media_type, bytes) in &self.layers {
