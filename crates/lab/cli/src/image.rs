@@ -19,9 +19,9 @@ pub struct ImageArgs {
     /// How a Wasm program is laid out: `artifact`, the Wasm OCI artifact (the program as the
     /// image's one layer; containerd 1.6.25+ or 1.7.7+ pass it to runwasi's shims), or `file`,
     /// the program as a file in an ordinary layer (every containerd; runwasi's shims read it from
-    /// the container's root file system).
-    #[arg(long, value_enum, default_value = "artifact", requires = "wasm")]
-    layout: Layout,
+    /// the container's root file system). Default: artifact.
+    #[arg(long, value_enum, requires = "wasm")]
+    layout: Option<Layout>,
     /// The image's name: NAME:TAG, the name in lower case (e.g. localhost/wasmlab-native:1).
     #[arg(long, value_name = "NAME:TAG")]
     reference: String,
@@ -41,7 +41,7 @@ pub fn image(args: ImageArgs) -> anyhow::Result<()> {
         (Some(p), None) => (p, Program::Executable),
         (None, Some(p)) => (
             p,
-            Program::Wasm(match args.layout {
+            Program::Wasm(match args.layout.unwrap_or(Layout::Artifact) {
                 Layout::Artifact => WasmLayout::Artifact,
                 Layout::File => WasmLayout::File,
             }),
