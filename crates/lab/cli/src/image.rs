@@ -20,7 +20,7 @@ pub struct ImageArgs {
     /// image's one layer; containerd 1.6.25+ or 1.7.7+ pass it to runwasi's shims), or `file`,
     /// the program as a file in an ordinary layer (every containerd; runwasi's shims read it from
     /// the container's root file system). Default: artifact.
-    #[arg(long, value_enum, requires = "wasm")]
+    #[arg(long, value_enum)]
     layout: Option<Layout>,
     /// The image's name: NAME:TAG, the name in lower case (e.g. localhost/wasmlab-native:1).
     #[arg(long, value_name = "NAME:TAG")]
@@ -37,6 +37,10 @@ enum Layout {
 }
 
 pub fn image(args: ImageArgs) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        args.layout.is_none() || args.wasm.is_some(),
+        "--layout is for a Wasm program (--wasm); an executable is always one file in one layer"
+    );
     let (program, kind) = match (&args.executable, &args.wasm) {
         (Some(p), None) => (p, Program::Executable),
         (None, Some(p)) => (
