@@ -67,10 +67,11 @@ fn start() -> Result<Containerd, String> {
     .map(|v| {
         // "containerd github.com/containerd/containerd 1.6.20~ds1 1.6.20~ds1-1+deb12u3"
         let words: Vec<&str> = v.split_whitespace().collect();
-        format!(
-            "containerd {}",
-            words.get(2).copied().unwrap_or("(version unknown)")
-        )
+        words
+            .get(2)
+            .copied()
+            .unwrap_or("(version unknown)")
+            .to_owned()
     })
     .map_err(|e| format!("`containerd --version` failed: {e}"))?;
     let dir = std::env::temp_dir().join(format!("wasmlab-containerd-{}", std::process::id()));
@@ -167,7 +168,8 @@ fn launch(dir: &Path, version: String) -> Result<Daemon, String> {
                 ("CONTAINERD_NAMESPACE".into(), NAMESPACE.into()),
             ],
             snapshotter: String::new(),
-            version,
+            wasm_layout: wasm_layout(&version).into(),
+            version: format!("containerd {version}"),
         },
     };
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -187,6 +189,25 @@ fn launch(dir: &Path, version: String) -> Result<Daemon, String> {
             return Err(format!("containerd did not answer within 20 s: {why}"));
         }
         std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// How a Wasm image is laid out for containerd `version` (`1.6.20~ds1`): the Wasm OCI artifact
+/// where containerd passes layers of other media types to the shim (from 1.6.25 and 1.7.7 on,
+/// containerd#9142), else the program as a file in an ordinary layer (older ones refuse to unpack
+/// an artifact: "mismatched image rootfs and manifest layers").
+fn wasm_layout(version: &str) -> &'static str {
+    let numbers: Vec<u32> = version
+        .split(|c: char| !c.is_ascii_digit())
+        .take(3)
+        .map(|n| n.parse().unwrap_or(0))
+        .collect();
+    match numbers[..] {
+        [1, 6, patch] if patch >= 25 => "artifact",
+        [1, 7, patch] if patch >= 7 => "artifact",
+        [1, minor, _] if minor >= 8 => "artifact",
+        [major, ..] if major >= 2 => "artifact",
+        _ => "file",
     }
 }
 
@@ -376,4 +397,25 @@ fn last_error(log: &Path) -> String {
         .or(text.lines().last())
         .unwrap_or("no output")
         .to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_wasm_layout_follows_the_version_that_passes_wasm_layers_to_shims() {
+        for (version, layout) in [
+            ("1.6.20~ds1", "file"),
+            ("1.6.24", "file"),
+            ("1.6.25", "artifact"),
+            ("1.7.6", "file"),
+            ("1.7.7", "artifact"),
+            ("1.7.27", "artifact"),
+            ("2.1.4", "artifact"),
+            ("(version unknown)", "file"),
+        ] {
+            assert_eq!(wasm_layout(version), layout, "{version}");
+        }
+    }
 }
