@@ -135,10 +135,7 @@ struct Image {
 }
 
 fn executable_image(file_name: &str, bytes: &[u8]) -> Result<Image> {
-    anyhow::ensure!(
-        bytes.starts_with(b"\x7fELF"),
-        "{file_name} is not an ELF executable (a static binary goes in an executable image)"
-    );
+    check_static(file_name, bytes)?;
     let layer = file_layer(file_name, bytes, 0o755)?;
     // Uncompressed: the layer's diff id is its digest.
     let diff_ids = vec![sha256(&layer)];
@@ -148,6 +145,27 @@ fn executable_image(file_name: &str, bytes: &[u8]) -> Result<Image> {
         (MediaType::ImageLayer, layer),
         diff_ids,
     )
+}
+
+/// An image FROM scratch holds no loader and no libraries: the executable must be a statically
+/// linked ELF (no `PT_INTERP`; a static PIE, what Rust's `+crt-static` makes, is one).
+fn check_static(file_name: &str, bytes: &[u8]) -> Result<()> {
+    use object::read::elf::{ElfFile64, ProgramHeader};
+    anyhow::ensure!(
+        bytes.starts_with(b"\x7fELF"),
+        "{file_name} is not an ELF executable (a static binary goes in an executable image)"
+    );
+    let elf = ElfFile64::<object::Endianness>::parse(bytes)
+        .map_err(|e| anyhow::anyhow!("{file_name} is not a 64-bit ELF executable: {e}"))?;
+    let interp = elf
+        .elf_program_headers()
+        .iter()
+        .any(|ph| ph.p_type(elf.endian()) == object::elf::PT_INTERP);
+    anyhow::ensure!(
+        !interp,
+        "{file_name} is dynamically linked (it names a program interpreter), and an image FROM scratch has no loader or libraries: link it statically (Rust: -C target-feature=+crt-static)"
+    );
+    Ok(())
 }
 
 /// A layer of one file at the root of the file system, owned by root.
@@ -406,11 +424,33 @@ mod tests {
         assert_eq!(bytes, b"\0asm\x01\0\0\0");
     }
 
+    /// A minimal 64-bit little-endian ELF executable for x86-64: its header and one program
+    /// header of type `p_type` (1: PT_LOAD, 3: PT_INTERP).
+    fn elf(p_type: u32) -> Vec<u8> {
+        let mut b = Vec::new();
+        b.extend_from_slice(b"\x7fELF\x02\x01\x01");
+        b.resize(16, 0);
+        b.extend_from_slice(&3u16.to_le_bytes()); // e_type: ET_DYN (a static PIE)
+        b.extend_from_slice(&62u16.to_le_bytes()); // e_machine: x86-64
+        b.extend_from_slice(&1u32.to_le_bytes()); // e_version
+        b.extend_from_slice(&0u64.to_le_bytes()); // e_entry
+        b.extend_from_slice(&64u64.to_le_bytes()); // e_phoff
+        b.extend_from_slice(&0u64.to_le_bytes()); // e_shoff
+        b.extend_from_slice(&0u32.to_le_bytes()); // e_flags
+        for half in [64u16, 56, 1, 64, 0, 0] {
+            // e_ehsize, e_phentsize, e_phnum, e_shentsize, e_shnum, e_shstrndx
+            b.extend_from_slice(&half.to_le_bytes());
+        }
+        b.extend_from_slice(&p_type.to_le_bytes());
+        b.resize(64 + 56, 0);
+        b
+    }
+
     #[test]
     fn an_executable_is_one_file_layer_whose_diff_id_is_its_digest() {
         let dir = tempfile::tempdir().unwrap();
         let program = dir.path().join("gw");
-        std::fs::write(&program, b"\x7fELF and the rest").unwrap();
+        std::fs::write(&program, elf(1)).unwrap();
         let out = dir.path().join("image.tar");
         let w = write_archive("localhost/native:1", &program, Program::Executable, &out).unwrap();
         assert_eq!(w.entrypoint, "/gw");
@@ -438,6 +478,14 @@ mod tests {
         assert!(e.to_string().contains("not a Wasm binary"), "{e}");
         let e = write_archive("localhost/x:1", &text, Program::Executable, &out).unwrap_err();
         assert!(e.to_string().contains("not an ELF"), "{e}");
+        let dynamic = dir.path().join("dynamic");
+        std::fs::write(&dynamic, elf(3)).unwrap();
+        let e = write_archive("localhost/x:1", &dynamic, Program::Executable, &out).unwrap_err();
+        assert!(e.to_string().contains("dynamically linked"), "{e}");
+        let cut = dir.path().join("cut");
+        std::fs::write(&cut, &elf(1)[..40]).unwrap();
+        let e = write_archive("localhost/x:1", &cut, Program::Executable, &out).unwrap_err();
+        assert!(e.to_string().contains("not a 64-bit ELF"), "{e}");
         for bad in ["", "Upper/case:1", "x:", "x:bad tag", "-x:1"] {
             let e = write_archive(bad, &text, wasm, &out).unwrap_err();
             assert!(
