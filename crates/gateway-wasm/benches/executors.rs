@@ -4,7 +4,9 @@
 //! code runs.
 //!
 //! The floors: `floor:instance` a fresh instance of an empty core module, `floor:inst+call` with
-//! one async call; `floor:component`, `floor:comp+call` and `floor:comp+wasi` the same for an
+//! one async call (a fiber made and switched into and out of), `floor:sync-inst` and
+//! `floor:sync+call` the same instantiated and called synchronously (no fiber: the floor of a
+//! run-to-completion executor); `floor:component`, `floor:comp+call` and `floor:comp+wasi` the same for an
 //! empty component (the last with a WASI context and resource table made per request, as the
 //! component executor makes them); `floor:http-instance` wasmlab's wasi:http component
 //! instantiated in the component executor's kind of store, with no call.
@@ -63,8 +65,14 @@ fn measured_round(rt: &tokio::runtime::Runtime, round: impl Future<Output = f64>
 
 /// A fresh `Store` and instance of a module that does nothing (one 64 KiB page, like the core
 /// guest), with the pooled executor's settings: the part of a pooled request that no guest or
-/// host code can remove. `call` adds one async call of an empty export (the fiber switch).
-fn instance_floor_us(rt: &tokio::runtime::Runtime, limits: GuestLimits, n: u32, call: bool) -> f64 {
+/// host code can remove. `call` adds one call of an empty export: async (on a fiber), or
+/// synchronous with `sync` (instantiated synchronously too: no fiber at all).
+fn instance_floor_us(
+    rt: &tokio::runtime::Runtime,
+    limits: GuestLimits,
+    n: u32,
+    (call, sync): (bool, bool),
+) -> f64 {
     use wasmtime::{Engine, Linker, Module, Store};
     let engine = Engine::new(&PooledExecutor::config(limits)).unwrap();
     let module = Module::new(
@@ -77,10 +85,17 @@ fn instance_floor_us(rt: &tokio::runtime::Runtime, limits: GuestLimits, n: u32, 
         let mut store = Store::new(&engine, ());
         // No ticker runs here, so the epoch stays 0 and this deadline is never reached.
         store.set_epoch_deadline(1);
-        let instance = pre.instantiate_async(&mut store).await.unwrap();
+        let instance = match sync {
+            true => pre.instantiate(&mut store).unwrap(),
+            false => pre.instantiate_async(&mut store).await.unwrap(),
+        };
         if call {
             let f = instance.get_typed_func::<(), i32>(&mut store, "f").unwrap();
-            std::hint::black_box(f.call_async(&mut store, ()).await.unwrap());
+            let r = match sync {
+                true => f.call(&mut store, ()).unwrap(),
+                false => f.call_async(&mut store, ()).await.unwrap(),
+            };
+            std::hint::black_box(r);
         }
     })
 }
@@ -277,11 +292,16 @@ fn main() {
         );
     }
     // Not per workload: the same figure is printed in both columns' place once.
-    for (name, call) in [("floor:instance", false), ("floor:inst+call", true)] {
+    for (name, call, sync) in [
+        ("floor:instance", false, false),
+        ("floor:inst+call", true, false),
+        ("floor:sync-inst", false, true),
+        ("floor:sync+call", true, true),
+    ] {
         if wanted(name) {
             println!(
                 "{name:<18} {:>12.3}",
-                instance_floor_us(&rt, limits, iters(50_000), call)
+                instance_floor_us(&rt, limits, iters(50_000), (call, sync))
             );
         }
     }
