@@ -1,4 +1,4 @@
-//! The containerd variants end to end, under the lab's own containerd: both verified on every
+//! The containerd variants end to end, under the lab's own containerds: each verified on every
 //! route and measured (hello, state, proxy, cold start, resources); a shim killed mid-run fails its
 //! variant while the run goes on; and nothing of the lab's containerd (container, task, snapshot,
 //! mount, shim, daemon, directory) is left behind. SKIPPED where containerd cannot run (not root,
@@ -22,15 +22,20 @@ fn containerd_dir(pid: u32) -> PathBuf {
     std::env::temp_dir().join(format!("wasmlab-containerd-{pid}"))
 }
 
-/// Nothing of the lab's containerd left: its directory, mounts under it, its daemon, shims or
+/// Nothing of the lab's containerds left (the machine's, and containerd 1.7 of
+/// containerd-wasm-artifact, `-PID-1`): their directories, mounts under them, daemons, shims or
 /// containers' processes.
 fn assert_nothing_left(pid: u32) {
-    let dir = containerd_dir(pid);
-    assert!(!dir.exists(), "{} left behind", dir.display());
-    let mounts = wasmlab_plan::containerd::mounts_under(&dir);
-    assert!(mounts.is_empty(), "mounts left: {mounts:?}");
-    let left = wasmlab_plan::containerd::leftover_processes(&dir.join("containerd.sock"));
-    assert!(left.is_empty(), "processes left: {left:?}");
+    let first = containerd_dir(pid);
+    let dirs = std::iter::once(first.clone())
+        .chain((1..4).map(|n| PathBuf::from(format!("{}-{n}", first.display()))));
+    for dir in dirs {
+        assert!(!dir.exists(), "{} left behind", dir.display());
+        let mounts = wasmlab_plan::containerd::mounts_under(&dir);
+        assert!(mounts.is_empty(), "mounts left: {mounts:?}");
+        let left = wasmlab_plan::containerd::leftover_processes(&dir.join("containerd.sock"));
+        assert!(left.is_empty(), "processes left: {left:?}");
+    }
 }
 
 /// Runs `wasmlab run` on `suite` (written to `tmp`), returning its pid, its exit status, stderr
@@ -57,11 +62,11 @@ fn run_containerd_suite(
 }
 
 #[test]
-fn both_variants_run_under_the_labs_own_containerd_and_leave_nothing_behind() {
+fn the_variants_run_under_the_labs_own_containerds_and_leave_nothing_behind() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::tempdir().unwrap();
     let suite = r#"name = "containerd-e2e"
-variants = ["containerd-native", "containerd-wasm"]
+variants = ["containerd-native", "containerd-wasm", "containerd-wasm-artifact"]
 workloads = ["hello", "state", "proxy"]
 verify_only = ["compute", "echo", "not-found", "wrong-method"]
 connections = [4]
@@ -73,14 +78,18 @@ runs = 2
 "#;
     let (pid, status, stderr, dir) = run_containerd_suite(tmp.path(), suite, |_, _| {});
     let run = read_json(&dir.join("run.json"));
-    let native_skipped = was_skipped(&run, "containerd-native");
-    let wasm_skipped = was_skipped(&run, "containerd-wasm");
+    let variants = [
+        "containerd-native",
+        "containerd-wasm",
+        "containerd-wasm-artifact",
+    ];
+    let skipped: Vec<bool> = variants.iter().map(|v| was_skipped(&run, v)).collect();
     assert_nothing_left(pid);
-    if native_skipped && wasm_skipped {
+    if skipped.iter().all(|&s| s) {
         return;
     }
     assert!(status.success(), "{stderr}");
-    let measured: Vec<&str> = ["containerd-native", "containerd-wasm"]
+    let measured: Vec<&str> = variants
         .into_iter()
         .filter(|v| outcome(&run, v)["status"] != "skipped")
         .collect();

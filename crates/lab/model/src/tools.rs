@@ -50,9 +50,6 @@ pub struct Containerd {
     pub snapshotter: String,
     /// What `containerd --version` printed.
     pub version: String,
-    /// How a Wasm image for this containerd is laid out (`wasmlab image --layout`):
-    /// `artifact` where it passes Wasm layers to a shim (1.6.25+, 1.7.7+), else `file`.
-    pub wasm_layout: String,
 }
 
 impl Containerd {

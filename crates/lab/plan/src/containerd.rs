@@ -1,14 +1,16 @@
 //! The lab's own containerd, for the variants that run under it (`[[requires]] containerd =
-//! true`): started once per process, on first need, as root, with a private root, state
-//! directory, socket and config in a directory of its own (never the machine's containerd or its
-//! images), the lab's tools directory first on its PATH so it finds shims `wasmlab setup` built;
-//! the snapshotter chosen by running a container (overlayfs, else native), as podman's settings
-//! are found; stopped by [`stop`] at the end of the run, after every container, task, image and
-//! mount of it is removed.
+//! true`): started once per process and binary, on first need, as root, with a private root,
+//! state directory, socket and config in a directory of its own (never the machine's containerd or
+//! its images), the lab's tools directory first on its PATH so it finds shims `wasmlab setup`
+//! built; the snapshotter chosen by running a container (overlayfs, else native), as podman's
+//! settings are found; stopped by [`stop`] at the end of the run, after every container, task,
+//! image and mount of it is removed. The machine's containerd (Debian's) by default; a variant
+//! that requires `containerd` and `ctr` as tools gets a daemon of those binaries (containerd 1.7,
+//! which passes Wasm layers to shims) beside it.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use wasmlab_model::tools::Containerd;
@@ -22,27 +24,51 @@ pub const NAMESPACE: &str = "wasmlab";
 /// (plain copies) works where overlay mounts do not (some nested or FUSE file systems).
 const SNAPSHOTTERS: &[&str] = &["overlayfs", "native"];
 
-/// The daemon while it runs: its process and its directory.
+/// A daemon while it runs: its process and its directory.
 struct Daemon {
     child: Child,
     dir: PathBuf,
     settings: Containerd,
 }
 
-static FOUND: OnceLock<Result<Containerd, String>> = OnceLock::new();
-static DAEMON: Mutex<Option<Daemon>> = Mutex::new(None);
+/// Which binaries: the machine's (`containerd` and `ctr` on PATH), or these.
+type Binaries = Option<(PathBuf, PathBuf)>;
 
-/// The lab's containerd, started on first use, or why it cannot run here.
-pub fn detect() -> Result<&'static Containerd, String> {
-    FOUND.get_or_init(start).as_ref().map_err(Clone::clone)
+/// What each start found, by binaries: asked once per process.
+static FOUND: Mutex<Vec<(Binaries, Result<Containerd, String>)>> = Mutex::new(Vec::new());
+static DAEMONS: Mutex<Vec<Daemon>> = Mutex::new(Vec::new());
+
+/// The lab's containerd of the machine's binaries, started on first use, or why it cannot run.
+pub fn detect() -> Result<Containerd, String> {
+    detect_binaries(None)
 }
 
-/// Whether [`detect`] started a daemon that [`stop`] has not stopped yet.
+/// The lab's containerd of these binaries (the daemon and its `ctr`), started on first use.
+pub fn detect_with(daemon: &Path, ctr: &Path) -> Result<Containerd, String> {
+    detect_binaries(Some((daemon.to_owned(), ctr.to_owned())))
+}
+
+fn detect_binaries(binaries: Binaries) -> Result<Containerd, String> {
+    let mut found = FOUND.lock().map_err(|e| e.to_string())?;
+    if let Some((_, known)) = found.iter().find(|(b, _)| *b == binaries) {
+        return known.clone();
+    }
+    // The first daemon's directory is wasmlab-containerd-PID, the next ones' -PID-N.
+    let dir = match found.len() {
+        0 => format!("wasmlab-containerd-{}", std::process::id()),
+        n => format!("wasmlab-containerd-{}-{n}", std::process::id()),
+    };
+    let started = start(binaries.as_ref(), &std::env::temp_dir().join(dir));
+    found.push((binaries, started.clone()));
+    started
+}
+
+/// Whether a daemon [`stop`] has not stopped yet runs.
 pub fn running() -> bool {
-    DAEMON.lock().is_ok_and(|d| d.is_some())
+    DAEMONS.lock().is_ok_and(|d| !d.is_empty())
 }
 
-fn start() -> Result<Containerd, String> {
+fn start(binaries: Option<&(PathBuf, PathBuf)>, dir: &Path) -> Result<Containerd, String> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         return Err(
@@ -50,8 +76,13 @@ fn start() -> Result<Containerd, String> {
                 .into(),
         );
     }
-    let missing: Vec<&str> = ["containerd", "ctr", "containerd-shim-runc-v2", "runc"]
-        .into_iter()
+    let needed: &[&str] = match binaries {
+        None => &["containerd", "ctr", "containerd-shim-runc-v2", "runc"],
+        Some(_) => &["containerd-shim-runc-v2", "runc"],
+    };
+    let missing: Vec<&str> = needed
+        .iter()
+        .copied()
         .filter(|p| on_path(p).is_none())
         .collect();
     if !missing.is_empty() {
@@ -60,8 +91,15 @@ fn start() -> Result<Containerd, String> {
             missing.join(", ")
         ));
     }
+    let (daemon_bin, ctr_bin) = match binaries {
+        Some((d, c)) => (d.clone(), c.clone()),
+        None => (
+            on_path("containerd").expect("checked above"),
+            on_path("ctr").expect("checked above"),
+        ),
+    };
     let version = run_with_timeout(
-        Command::new("containerd").arg("--version"),
+        Command::new(&daemon_bin).arg("--version"),
         Duration::from_secs(20),
     )
     .map(|v| {
@@ -73,16 +111,15 @@ fn start() -> Result<Containerd, String> {
             .unwrap_or("(version unknown)")
             .to_owned()
     })
-    .map_err(|e| format!("`containerd --version` failed: {e}"))?;
-    let dir = std::env::temp_dir().join(format!("wasmlab-containerd-{}", std::process::id()));
-    let mut daemon = launch(&dir, version)?;
+    .map_err(|e| format!("`{} --version` failed: {e}", daemon_bin.display()))?;
+    let mut daemon = launch(dir, (&daemon_bin, &ctr_bin), version)?;
     let mut tried = Vec::new();
     for snapshotter in SNAPSHOTTERS {
         daemon.settings.set_snapshotter(snapshotter);
-        match runs_a_container(&daemon.settings, &dir) {
+        match runs_a_container(&daemon.settings, dir) {
             Ok(()) => {
                 let settings = daemon.settings.clone();
-                *DAEMON.lock().map_err(|e| e.to_string())? = Some(daemon);
+                DAEMONS.lock().map_err(|e| e.to_string())?.push(daemon);
                 return Ok(settings);
             }
             Err(e) => tried.push(format!("{snapshotter}: {e}")),
@@ -109,7 +146,11 @@ impl SetSnapshotter for Containerd {
 }
 
 /// Writes the private config and starts containerd on it; waits until it answers.
-fn launch(dir: &Path, version: String) -> Result<Daemon, String> {
+fn launch(
+    dir: &Path,
+    (daemon_bin, ctr_bin): (&Path, &Path),
+    version: String,
+) -> Result<Daemon, String> {
     let _ = std::fs::remove_dir_all(dir);
     std::fs::create_dir_all(dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
     let socket = dir.join("containerd.sock");
@@ -136,7 +177,7 @@ fn launch(dir: &Path, version: String) -> Result<Daemon, String> {
             &std::env::var_os("PATH").unwrap_or_default(),
         ))
         .collect::<Vec<_>>();
-    let mut cmd = Command::new("containerd");
+    let mut cmd = Command::new(daemon_bin);
     cmd.arg("--config")
         .arg(&config)
         .env(
@@ -157,18 +198,16 @@ fn launch(dir: &Path, version: String) -> Result<Daemon, String> {
     let child = cmd
         .spawn()
         .map_err(|e| format!("cannot start containerd: {e}"))?;
-    let ctr_path = on_path("ctr").expect("checked above").display().to_string();
     let mut daemon = Daemon {
         child,
         dir: dir.to_owned(),
         settings: Containerd {
-            ctr: ctr_path,
+            ctr: ctr_bin.display().to_string(),
             env: vec![
                 ("CONTAINERD_ADDRESS".into(), socket.display().to_string()),
                 ("CONTAINERD_NAMESPACE".into(), NAMESPACE.into()),
             ],
             snapshotter: String::new(),
-            wasm_layout: wasm_layout(&version).into(),
             version: format!("containerd {version}"),
         },
     };
@@ -189,25 +228,6 @@ fn launch(dir: &Path, version: String) -> Result<Daemon, String> {
             return Err(format!("containerd did not answer within 20 s: {why}"));
         }
         std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// How a Wasm image is laid out for containerd `version` (`1.6.20~ds1`): the Wasm OCI artifact
-/// where containerd passes layers of other media types to the shim (from 1.6.25 and 1.7.7 on,
-/// containerd#9142), else the program as a file in an ordinary layer (older ones refuse to unpack
-/// an artifact: "mismatched image rootfs and manifest layers").
-fn wasm_layout(version: &str) -> &'static str {
-    let numbers: Vec<u32> = version
-        .split(|c: char| !c.is_ascii_digit())
-        .take(3)
-        .map(|n| n.parse().unwrap_or(0))
-        .collect();
-    match numbers[..] {
-        [1, 6, patch] if patch >= 25 => "artifact",
-        [1, 7, patch] if patch >= 7 => "artifact",
-        [1, minor, _] if minor >= 8 => "artifact",
-        [major, ..] if major >= 2 => "artifact",
-        _ => "file",
     }
 }
 
@@ -263,22 +283,26 @@ fn runs_a_container(settings: &Containerd, dir: &Path) -> Result<(), String> {
 /// Runs the lab's containerd (and so the shims and containers it starts from now on) on the
 /// servers' CPUs; `ctr run` has no `--cpuset-cpus`, and the lab's containerd runs nothing else.
 pub fn confine(plan: &wasmlab_model::cpus::CpuPlan) -> Result<(), String> {
-    let daemon = DAEMON.lock().map_err(|e| e.to_string())?;
-    match daemon.as_ref() {
-        Some(d) => crate::cpus::confine_running(plan, d.child.id())
-            .map_err(|e| format!("cannot pin containerd to the servers' CPUs: {e}")),
-        None => Ok(()),
+    for d in DAEMONS.lock().map_err(|e| e.to_string())?.iter() {
+        crate::cpus::confine_running(plan, d.child.id())
+            .map_err(|e| format!("cannot pin containerd to the servers' CPUs: {e}"))?;
     }
+    Ok(())
 }
 
 /// Removes every container, task and image of the lab's namespace, stops containerd, unmounts
 /// what is still mounted under its directory and removes it. Does nothing when no daemon runs.
 /// Returns what could not be cleaned, if anything.
 pub fn stop() -> Result<(), String> {
-    let daemon = DAEMON.lock().map_err(|e| e.to_string())?.take();
-    match daemon {
-        Some(d) => shut_down(d),
-        None => Ok(()),
+    let daemons = std::mem::take(&mut *DAEMONS.lock().map_err(|e| e.to_string())?);
+    let left: Vec<String> = daemons
+        .into_iter()
+        .filter_map(|d| shut_down(d).err())
+        .collect();
+    if left.is_empty() {
+        Ok(())
+    } else {
+        Err(left.join("; "))
     }
 }
 
@@ -397,25 +421,4 @@ fn last_error(log: &Path) -> String {
         .or(text.lines().last())
         .unwrap_or("no output")
         .to_owned()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_wasm_layout_follows_the_version_that_passes_wasm_layers_to_shims() {
-        for (version, layout) in [
-            ("1.6.20~ds1", "file"),
-            ("1.6.24", "file"),
-            ("1.6.25", "artifact"),
-            ("1.7.6", "file"),
-            ("1.7.7", "artifact"),
-            ("1.7.27", "artifact"),
-            ("2.1.4", "artifact"),
-            ("(version unknown)", "file"),
-        ] {
-            assert_eq!(wasm_layout(version), layout, "{version}");
-        }
-    }
 }

@@ -52,10 +52,7 @@ pub fn setup(req: &SetupRequest) -> anyhow::Result<()> {
                 continue;
             }
             if r.containerd {
-                match crate::containerd::detect() {
-                    Ok(c) => println!("{}: {}", spec.name, c.describe()),
-                    Err(why) => cannot.push(format!("{}: containerd: {why}", spec.name)),
-                }
+                // After its tools (they may name the containerd to run): see below.
                 continue;
             }
             let name = r.tool.clone().unwrap_or_default();
@@ -66,6 +63,18 @@ pub fn setup(req: &SetupRequest) -> anyhow::Result<()> {
                 cannot.push(why);
             }
             done.push(name);
+        }
+        if spec.requires.iter().any(|r| r.containerd) && !req.dry_run {
+            match tools::assess(spec, &tools) {
+                tools::State::Ready {
+                    containerd: Some(c),
+                    ..
+                } => println!("{}: {}", spec.name, c.describe()),
+                tools::State::Unavailable { reason } => {
+                    cannot.push(format!("{}: {reason}", spec.name))
+                }
+                _ => {}
+            }
         }
     }
     if cannot.is_empty() {

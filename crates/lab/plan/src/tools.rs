@@ -103,10 +103,6 @@ pub fn assess(spec: &VariantSpec, tools: &Path) -> State {
             continue;
         }
         if r.containerd {
-            match crate::containerd::detect() {
-                Ok(c) => containerd = Some(c.clone()),
-                Err(why) => unavailable.push(format!("containerd cannot run here: {why}")),
-            }
             continue;
         }
         let name = r.tool.as_deref().unwrap_or_default();
@@ -138,6 +134,25 @@ pub fn assess(spec: &VariantSpec, tools: &Path) -> State {
                     None => why,
                 }),
             },
+        }
+    }
+    // containerd last, once its tools are known: a variant that requires `containerd` and `ctr`
+    // as tools runs under a daemon of those (containerd 1.7 built by `wasmlab setup`), any other
+    // under the machine's; none is started for a variant that is not ready anyway.
+    if spec.requires.iter().any(|r| r.containerd) && unavailable.is_empty() && missing.is_empty() {
+        let tool = |name: &str| {
+            found
+                .iter()
+                .find(|t: &&FoundTool| t.name == name)
+                .map(|t| PathBuf::from(&t.path))
+        };
+        let daemon = match (tool("containerd"), tool("ctr")) {
+            (Some(daemon), Some(ctr)) => crate::containerd::detect_with(&daemon, &ctr),
+            _ => crate::containerd::detect(),
+        };
+        match daemon {
+            Ok(c) => containerd = Some(c),
+            Err(why) => unavailable.push(format!("containerd cannot run here: {why}")),
         }
     }
     if !unavailable.is_empty() {

@@ -85,7 +85,6 @@ impl Launchable {
         }
         if let Some(c) = containerd {
             vars.set("ctr", c.ctr.clone());
-            vars.set("containerd_wasm_layout", c.wasm_layout.clone());
             vars.add_env(&c.env);
         }
         if let Ok(me) = std::env::current_exe() {

@@ -28,6 +28,10 @@ const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../../../variants/containerd-wasm.toml"),
     ),
     (
+        "containerd-wasm-artifact",
+        include_str!("../../../../../variants/containerd-wasm-artifact.toml"),
+    ),
+    (
         "wasmtime-pooled",
         include_str!("../../../../../variants/wasmtime-pooled.toml"),
     ),

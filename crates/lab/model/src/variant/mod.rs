@@ -551,7 +551,7 @@ impl VariantSpec {
 }
 
 /// The placeholders that only a variant requiring containerd has values for.
-const CONTAINERD_PLACEHOLDERS: &[&str] = &["ctr", "containerd_wasm_layout"];
+const CONTAINERD_PLACEHOLDERS: &[&str] = &["ctr"];
 
 /// The builds of a program set an engine may run (`[program] build`).
 pub const BUILDS: &[&str] = &["wasm", "native-portable", "native"];

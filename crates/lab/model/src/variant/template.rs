@@ -55,10 +55,6 @@ pub const PLACEHOLDERS: &[(&str, &str)] = &[
         "containerd's client, `ctr`, for the lab's own containerd (its address, namespace and snapshotter are in the environment)",
     ),
     (
-        "containerd_wasm_layout",
-        "how a Wasm image for the lab's containerd is laid out: `artifact` (1.6.25+, 1.7.7+: the Wasm OCI artifact), else `file`",
-    ),
-    (
         "wasmlab",
         "this wasmlab program (e.g. `{wasmlab} image` in a prepare step)",
     ),
