@@ -63,11 +63,6 @@ fn detect_binaries(binaries: Binaries) -> Result<Containerd, String> {
     started
 }
 
-/// Whether a daemon [`stop`] has not stopped yet runs.
-pub fn running() -> bool {
-    DAEMONS.lock().is_ok_and(|d| !d.is_empty())
-}
-
 fn start(binaries: Option<&(PathBuf, PathBuf)>, dir: &Path) -> Result<Containerd, String> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
@@ -115,7 +110,7 @@ fn start(binaries: Option<&(PathBuf, PathBuf)>, dir: &Path) -> Result<Containerd
     let mut daemon = launch(dir, (&daemon_bin, &ctr_bin), version)?;
     let mut tried = Vec::new();
     for snapshotter in SNAPSHOTTERS {
-        daemon.settings.set_snapshotter(snapshotter);
+        set_snapshotter(&mut daemon.settings, snapshotter);
         match runs_a_container(&daemon.settings, dir) {
             Ok(()) => {
                 let settings = daemon.settings.clone();
@@ -132,17 +127,13 @@ fn start(binaries: Option<&(PathBuf, PathBuf)>, dir: &Path) -> Result<Containerd
     ))
 }
 
-trait SetSnapshotter {
-    fn set_snapshotter(&mut self, name: &str);
-}
-
-impl SetSnapshotter for Containerd {
-    fn set_snapshotter(&mut self, name: &str) {
-        self.snapshotter = name.to_owned();
-        self.env.retain(|(k, _)| k != "CONTAINERD_SNAPSHOTTER");
-        self.env
-            .push(("CONTAINERD_SNAPSHOTTER".into(), name.to_owned()));
-    }
+/// Makes `name` the snapshotter of every `ctr` command of these settings.
+fn set_snapshotter(settings: &mut Containerd, name: &str) {
+    settings.snapshotter = name.to_owned();
+    settings.env.retain(|(k, _)| k != "CONTAINERD_SNAPSHOTTER");
+    settings
+        .env
+        .push(("CONTAINERD_SNAPSHOTTER".into(), name.to_owned()));
 }
 
 /// Writes the private config and starts containerd on it; waits until it answers.
