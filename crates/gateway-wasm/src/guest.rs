@@ -11,16 +11,32 @@ use wasmtime::{
 };
 
 use crate::imports::{self, HostCtx};
-use crate::limits::{EpochTicker, GuestLimits, arm_deadline};
+use crate::limits::{EpochTicker, GuestCalls, GuestLimits, arm_deadline};
+use crate::run_to_completion::{self, Lane, WaitingPaths};
 
 type HandleFn = TypedFunc<(), u32>;
 
 pub(crate) struct LinkedGuest {
     pub engine: Engine,
-    pre: InstancePre<HostCtx>,
+    /// Linked for synchronous calls (`proxy_get` blocks its thread), with guest calls `Sync`.
+    sync_pre: Option<InstancePre<HostCtx>>,
+    /// Linked for async calls (`proxy_get` suspends the fiber), with guest calls `Async`, or
+    /// `Sync` and a guest that imports `proxy_get` (for the paths that wait).
+    async_pre: Option<InstancePre<HostCtx>>,
+    pub(crate) waiting: WaitingPaths,
     memory: ModuleExport,
     handle: ModuleExport,
+    limits: GuestLimits,
+    /// Where synchronous calls run once they turn out long.
+    lane: Arc<Lane>,
     _ticker: EpochTicker,
+}
+
+/// How one request is called: synchronously, or async on a fiber.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Call {
+    Sync,
+    Async,
 }
 
 /// An instance with its exports resolved.
@@ -28,16 +44,24 @@ pub(crate) struct Ready {
     pub instance: Instance,
     pub memory: Memory,
     handle: HandleFn,
+    pub call: Call,
 }
 
 impl LinkedGuest {
-    /// Checks `module` against the handler ABI and links it with the host's imports.
+    /// Checks `module` against the handler ABI and links it with the host's imports, for calls as
+    /// `limits.calls` says (`Auto` taken as `default_calls`). Called inside the runtime that will
+    /// serve it: synchronous calls get a lane as wide as its workers.
     pub fn new(
         engine: Engine,
         module: Module,
         caps: &Arc<Capabilities>,
         limits: &GuestLimits,
+        default_calls: GuestCalls,
     ) -> anyhow::Result<Self> {
+        let limits = GuestLimits {
+            calls: limits.calls.or(default_calls),
+            ..*limits
+        };
         let export = |name: &str| {
             module
                 .get_export_index(name)
@@ -62,30 +86,79 @@ impl LinkedGuest {
             "the guest's `{}` export must be a memory (handler ABI)",
             abi::EXPORT_MEMORY
         );
-        let mut linker = Linker::new(&engine);
-        imports::add_to_linker(&mut linker, |ctx| ctx, caps)?;
-        let pre = linker.instantiate_pre(&module)?;
+        let link = |calls| {
+            let mut linker = Linker::new(&engine);
+            imports::add_to_linker(&mut linker, |ctx| ctx, caps, calls)?;
+            linker.instantiate_pre(&module)
+        };
+        let waits = module
+            .imports()
+            .any(|i| i.module() == abi::IMPORT_MODULE && i.name() == abi::IMPORT_PROXY_GET);
+        let sync_pre = limits.calls.is_sync().then(|| link(GuestCalls::Sync));
+        let async_pre = (!limits.calls.is_sync() || waits).then(|| link(GuestCalls::Async));
         let ticker = EpochTicker::start(&engine, limits.tick())?;
         Ok(Self {
             _ticker: ticker,
             engine,
-            pre,
+            sync_pre: sync_pre.transpose()?,
+            async_pre: async_pre.transpose()?,
+            waiting: WaitingPaths::default(),
             memory,
             handle,
+            limits,
+            lane: Arc::new(Lane::for_current_runtime()),
         })
     }
 
-    /// A store for one or more requests: the memory limiter and the deadline armed.
-    pub fn store(&self, ctx: HostCtx) -> Store<HostCtx> {
+    /// How to call the request for `target`: synchronously unless calls are async, or its path
+    /// waited in a host call before.
+    pub fn call_for(&self, target: &str) -> Call {
+        match (&self.sync_pre, &self.async_pre) {
+            (Some(_), Some(_)) if self.waiting.waits(target) => Call::Async,
+            (Some(_), _) => Call::Sync,
+            (None, _) => Call::Async,
+        }
+    }
+
+    /// After a request: remembers its path if its synchronous call waited in a host call.
+    pub fn note_waiting(&self, store: &Store<HostCtx>) {
+        if let Some(path) = store.data().waited_on_path() {
+            self.waiting.remember(path);
+        }
+    }
+
+    /// A store for one or more requests called as `call` says: the memory limiter and the
+    /// deadline armed.
+    pub fn store(&self, ctx: HostCtx, call: Call) -> Store<HostCtx> {
         let mut store = Store::new(&self.engine, ctx);
         store.limiter(|ctx| &mut ctx.limits);
-        arm_deadline(&mut store, HostCtx::deadline);
+        match call {
+            Call::Sync => {
+                run_to_completion::arm_deadline(&mut store, self.lane.clone(), &self.limits)
+            }
+            Call::Async => arm_deadline(&mut store, HostCtx::deadline),
+        }
         store
     }
 
-    /// Instantiates the guest in `store` and resolves its exports by index.
-    pub async fn instantiate(&self, store: &mut Store<HostCtx>) -> anyhow::Result<Ready> {
-        let instance = self.pre.instantiate_async(&mut *store).await?;
+    /// Instantiates the guest in `store` (made for `call`) and resolves its exports by index.
+    pub async fn instantiate(
+        &self,
+        store: &mut Store<HostCtx>,
+        call: Call,
+    ) -> anyhow::Result<Ready> {
+        const LINKED: &str = "linked for every call `call_for` gives";
+        let instance = match call {
+            Call::Sync => self
+                .sync_pre
+                .as_ref()
+                .expect(LINKED)
+                .instantiate(&mut *store)?,
+            Call::Async => {
+                let pre = self.async_pre.as_ref().expect(LINKED);
+                pre.instantiate_async(&mut *store).await?
+            }
+        };
         let mut export = |e| {
             instance
                 .get_module_export(&mut *store, e)
@@ -104,15 +177,19 @@ impl LinkedGuest {
             instance,
             memory,
             handle,
+            call,
         })
     }
 }
 
 impl Ready {
-    /// Runs the request held by the store's [`HostCtx`]: one call, and the response read back and
-    /// checked.
+    /// Runs the request held by the store's [`HostCtx`]: one call (synchronous or on a fiber, as
+    /// the guest was linked), and the response read back and checked.
     pub async fn call(&self, store: &mut Store<HostCtx>) -> anyhow::Result<Reply> {
-        let desc = self.handle.call_async(&mut *store, ()).await?;
+        let desc = match self.call {
+            Call::Sync => self.handle.call(&mut *store, ())?,
+            Call::Async => self.handle.call_async(&mut *store, ()).await?,
+        };
         let resp = abi::view_response(self.memory.data(&*store), desc)?;
         let body = Bytes::copy_from_slice(resp.body);
         Reply::from_parts(resp.status, resp.headers(), body).map_err(anyhow::Error::msg)

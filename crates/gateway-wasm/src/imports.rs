@@ -1,24 +1,34 @@
 //! The `wasmlab` host imports (see `wasmlab-guest-abi`), shared by every executor.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use wasmlab_gateway::{Capabilities, ExecRequest};
 use wasmlab_guest_abi as abi;
 use wasmtime::{Caller, Extern, Linker, Memory, Result, StoreLimits, bail};
 
-use crate::limits::{DeadlineExceeded, GuestLimits};
+use crate::limits::{DeadlineExceeded, GuestCalls, GuestLimits};
+use crate::run_to_completion::{Placement, block_on_host_call};
 
 /// Per-request host state the imports work on. The capabilities (counter, upstream) are shared by
 /// every request, so the linker's functions hold them rather than each request's state.
 pub struct HostCtx {
     /// The store's resource limiter (memory growth).
     pub limits: StoreLimits,
-    /// When the request must be done: host calls that wait are cut here.
+    /// When the request started in the guest, and when it must be done: host calls that wait are
+    /// cut at the deadline.
+    started: Instant,
     deadline: Instant,
-    /// The request a core-module guest reads with `request_sizes` / `request_read`.
+    /// Where the guest runs, when called synchronously (see `run_to_completion`).
+    pub(crate) placement: Placement,
+    /// The request a core-module guest reads with `request_sizes` / `request_read`, kept until the
+    /// request ends (its path tells the executor which route waited).
     request: Option<ExecRequest>,
+    /// Whether `request_read` has copied the request into the guest (it may, once).
+    request_read: bool,
+    /// Whether a synchronous call waited in a host call (`proxy_get`).
+    pub(crate) waited: bool,
     /// The outcome of the last `proxy_get`, until `proxy_take` copies it out.
     proxy_outcome: Option<Result<Bytes, String>>,
     /// The instance's exported memory, once the executor has resolved it by index: the imports
@@ -29,10 +39,15 @@ pub struct HostCtx {
 impl HostCtx {
     /// For a guest that gets its request some other way (the command guest reads stdin).
     pub fn new(limits: &GuestLimits) -> Self {
+        let started = Instant::now();
         Self {
             limits: limits.store_limits(),
-            deadline: Instant::now() + limits.deadline,
+            started,
+            deadline: started + limits.deadline,
+            placement: Placement::Worker,
             request: None,
+            request_read: false,
+            waited: false,
             proxy_outcome: None,
             memory: None,
         }
@@ -43,11 +58,20 @@ impl HostCtx {
         self.deadline
     }
 
+    pub(crate) fn started(&self) -> Instant {
+        self.started
+    }
+
     pub fn with_request(request: ExecRequest, limits: &GuestLimits) -> Self {
+        let started = Instant::now();
         Self {
             limits: limits.store_limits(),
-            deadline: Instant::now() + limits.deadline,
+            started,
+            deadline: started + limits.deadline,
+            placement: Placement::Worker,
             request: Some(request),
+            request_read: false,
+            waited: false,
             proxy_outcome: None,
             memory: None,
         }
@@ -57,8 +81,29 @@ impl HostCtx {
     /// the previous request's upstream call.
     pub fn begin(&mut self, request: ExecRequest, limits: &GuestLimits) {
         self.request = Some(request);
-        self.deadline = Instant::now() + limits.deadline;
+        self.request_read = false;
+        self.waited = false;
+        self.started = Instant::now();
+        self.deadline = self.started + limits.deadline;
         self.proxy_outcome = None;
+    }
+
+    /// Ends a request in a store kept for the next: a lane slot its guest held goes back, and the
+    /// request's body is not kept while the store waits.
+    pub fn end(&mut self) {
+        self.placement = Placement::Worker;
+        self.request = None;
+    }
+
+    /// The request's path (without its query), when a synchronous call of it waited in a host
+    /// call.
+    pub(crate) fn waited_on_path(&self) -> Option<&str> {
+        let target = &self.request.as_ref().filter(|_| self.waited)?.target;
+        Some(
+            target
+                .split_once('?')
+                .map_or(target.as_str(), |(path, _)| path),
+        )
     }
 
     /// Gives the imports the instance's memory export (resolved by index after instantiation).
@@ -90,11 +135,49 @@ fn write<T>(
     })
 }
 
+/// The target a `proxy_get` names, and how long it may wait for the upstream.
+fn proxy_target<T>(
+    caller: &mut Caller<'_, T>,
+    ctx: fn(&mut T) -> &mut HostCtx,
+    ptr: u32,
+    len: u32,
+) -> Result<(String, Duration)> {
+    let memory = guest_memory(caller, ctx)?;
+    let target = abi::slice(memory.data(&*caller), "proxy target", ptr, len)?;
+    let Ok(target) = std::str::from_utf8(target) else {
+        bail!("proxy target is not UTF-8");
+    };
+    let target = target.to_owned();
+    let deadline = ctx(caller.data_mut()).deadline;
+    Ok((target, deadline.saturating_duration_since(Instant::now())))
+}
+
+/// Keeps the upstream's answer for `proxy_take` and returns `proxy_get`'s code: the body's length,
+/// or -(length of the error message) - 1.
+fn proxy_outcome<T, E>(
+    caller: &mut Caller<'_, T>,
+    ctx: fn(&mut T) -> &mut HostCtx,
+    outcome: std::result::Result<std::result::Result<Bytes, String>, E>,
+) -> Result<i64> {
+    let Ok(outcome) = outcome else {
+        return Err(DeadlineExceeded.into());
+    };
+    let code = match &outcome {
+        Ok(body) => body.len() as i64,
+        Err(msg) => -(msg.len() as i64) - 1,
+    };
+    ctx(caller.data_mut()).proxy_outcome = Some(outcome);
+    Ok(code)
+}
+
 /// Adds the imports to `linker`, serving `caps`; `ctx` projects the store's data to its [`HostCtx`].
+/// `calls` ([`GuestCalls::Sync`] or [`GuestCalls::Async`]) says how the guest will be called:
+/// `proxy_get` waits for its upstream on a fiber, or blocks its thread off the worker.
 pub fn add_to_linker<T: Send + 'static>(
     linker: &mut Linker<T>,
     ctx: fn(&mut T) -> &mut HostCtx,
     caps: &Arc<Capabilities>,
+    calls: GuestCalls,
 ) -> Result<()> {
     linker.func_wrap(
         abi::IMPORT_MODULE,
@@ -115,12 +198,19 @@ pub fn add_to_linker<T: Send + 'static>(
         abi::IMPORT_MODULE,
         abi::IMPORT_REQUEST_READ,
         move |mut caller: Caller<'_, T>, method: u32, target: u32, body: u32| -> Result<()> {
-            let Some(req) = ctx(caller.data_mut()).request.take() else {
-                bail!("request_read called twice or without a request");
+            let host = ctx(caller.data_mut());
+            if host.request_read {
+                bail!("request_read called twice");
+            }
+            let Some(req) = host.request.take() else {
+                bail!("request_read called without a request");
             };
-            write(&mut caller, ctx, method, req.method.as_str().as_bytes())?;
-            write(&mut caller, ctx, target, req.target.as_bytes())?;
-            write(&mut caller, ctx, body, &req.body)
+            host.request_read = true;
+            let written = write(&mut caller, ctx, method, req.method.as_str().as_bytes())
+                .and_then(|()| write(&mut caller, ctx, target, req.target.as_bytes()))
+                .and_then(|()| write(&mut caller, ctx, body, &req.body));
+            ctx(caller.data_mut()).request = Some(req);
+            written
         },
     )?;
     let counter = caps.clone();
@@ -130,33 +220,34 @@ pub fn add_to_linker<T: Send + 'static>(
         move || -> i64 { counter.increment() as i64 },
     )?;
     let upstream = caps.clone();
-    linker.func_wrap_async(
-        abi::IMPORT_MODULE,
-        abi::IMPORT_PROXY_GET,
-        move |mut caller: Caller<'_, T>, (ptr, len): (u32, u32)| {
-            let caps = upstream.clone();
-            Box::new(async move {
-                let memory = guest_memory(&mut caller, ctx)?;
-                let target = abi::slice(memory.data(&caller), "proxy target", ptr, len)?;
-                let target = match std::str::from_utf8(target) {
-                    Ok(t) => t.to_owned(),
-                    Err(_) => bail!("proxy target is not UTF-8"),
-                };
-                let deadline = ctx(caller.data_mut()).deadline;
-                let remaining = deadline.saturating_duration_since(Instant::now());
-                let Ok(outcome) = tokio::time::timeout(remaining, caps.upstream_get(&target)).await
-                else {
-                    return Err(DeadlineExceeded.into());
-                };
-                let code = match &outcome {
-                    Ok(body) => body.len() as i64,
-                    Err(msg) => -(msg.len() as i64) - 1,
-                };
-                ctx(caller.data_mut()).proxy_outcome = Some(outcome);
-                Ok(code)
-            })
-        },
-    )?;
+    if calls.is_sync() {
+        linker.func_wrap(
+            abi::IMPORT_MODULE,
+            abi::IMPORT_PROXY_GET,
+            move |mut caller: Caller<'_, T>, ptr: u32, len: u32| -> Result<i64> {
+                let (target, remaining) = proxy_target(&mut caller, ctx, ptr, len)?;
+                ctx(caller.data_mut()).waited = true;
+                let outcome = block_on_host_call(tokio::time::timeout(
+                    remaining,
+                    upstream.upstream_get(&target),
+                ))?;
+                proxy_outcome(&mut caller, ctx, outcome)
+            },
+        )?;
+    } else {
+        linker.func_wrap_async(
+            abi::IMPORT_MODULE,
+            abi::IMPORT_PROXY_GET,
+            move |mut caller: Caller<'_, T>, (ptr, len): (u32, u32)| {
+                let caps = upstream.clone();
+                Box::new(async move {
+                    let (target, remaining) = proxy_target(&mut caller, ctx, ptr, len)?;
+                    let outcome = tokio::time::timeout(remaining, caps.upstream_get(&target)).await;
+                    proxy_outcome(&mut caller, ctx, outcome)
+                })
+            },
+        )?;
+    }
     linker.func_wrap(
         abi::IMPORT_MODULE,
         abi::IMPORT_PROXY_TAKE,

@@ -21,9 +21,9 @@ use wasmlab_gateway::{Capabilities, ExecRequest, Executor, Failure, Reply};
 use wasmtime::{Engine, Module, Store};
 
 use crate::PooledExecutor;
-use crate::guest::{LinkedGuest, Ready};
+use crate::guest::{Call, LinkedGuest, Ready};
 use crate::imports::HostCtx;
-use crate::limits::{GuestLimits, guest_failure};
+use crate::limits::{GuestCalls, GuestLimits, guest_failure};
 #[cfg(feature = "compiler")]
 use crate::reset::instrument;
 use crate::reset::{ResetNames, Snapshot};
@@ -41,7 +41,9 @@ pub struct KeptExecutor {
     reuse: Reuse,
     /// What a recycled instance's reset needs to reach (its module was rewritten to export it).
     reset: Option<ResetNames>,
-    idle: Mutex<Vec<Kept>>,
+    /// Idle instances, by how they are called: synchronously, and async (for paths that wait in
+    /// a host call, or all with async guest calls).
+    idle: [Mutex<Vec<Kept>>; 2],
     admission: Admission,
     limits: GuestLimits,
     /// Instances made, and instances discarded (after a trap, a timeout, growth).
@@ -119,10 +121,10 @@ impl KeptExecutor {
         limits: GuestLimits,
     ) -> anyhow::Result<Self> {
         Ok(Self {
-            guest: LinkedGuest::new(engine, module, &caps, &limits)?,
+            guest: LinkedGuest::new(engine, module, &caps, &limits, Self::default_calls(reuse))?,
             reuse,
             reset,
-            idle: Mutex::new(Vec::new()),
+            idle: Default::default(),
             admission: Admission::new(
                 limits.max_instances.max(1) as usize,
                 limits.max_queue,
@@ -134,6 +136,14 @@ impl KeptExecutor {
         })
     }
 
+    /// How the guest is called unless `GuestLimits::calls` says otherwise: the cheaper in the
+    /// A/B of docs/pooled-cost.md.
+    pub fn default_calls(reuse: Reuse) -> GuestCalls {
+        match reuse {
+            Reuse::Recycled | Reuse::Shared => GuestCalls::Sync,
+        }
+    }
+
     /// Instances made so far, and how many of them were discarded.
     pub fn instances(&self) -> (u64, u64) {
         (
@@ -142,9 +152,9 @@ impl KeptExecutor {
         )
     }
 
-    async fn make(&self) -> anyhow::Result<Kept> {
-        let mut store = self.guest.store(HostCtx::new(&self.limits));
-        let ready = self.guest.instantiate(&mut store).await?;
+    async fn make(&self, call: Call) -> anyhow::Result<Kept> {
+        let mut store = self.guest.store(HostCtx::new(&self.limits), call);
+        let ready = self.guest.instantiate(&mut store, call).await?;
         let snapshot = match &self.reset {
             Some(i) => Some(Snapshot::take(
                 &mut store,
@@ -163,15 +173,19 @@ impl KeptExecutor {
     }
 
     async fn run(&self, req: ExecRequest) -> anyhow::Result<Reply> {
-        let idle = self.idle.lock().expect("never poisoned").pop();
-        let mut kept = match idle {
+        let call = self.guest.call_for(&req.target);
+        let idle = &self.idle[call as usize];
+        let kept = idle.lock().expect("never poisoned").pop();
+        let mut kept = match kept {
             Some(k) => k,
-            None => self.make().await?,
+            None => self.make(call).await?,
         };
         kept.store.data_mut().begin(req, &self.limits);
         // The epoch deadline counts from now, for this request.
         kept.store.set_epoch_deadline(1);
         let outcome = kept.ready.call(&mut kept.store).await;
+        self.guest.note_waiting(&kept.store);
+        kept.store.data_mut().end();
         if outcome.is_err() {
             self.discarded.fetch_add(1, Ordering::Relaxed);
             return outcome;
@@ -181,7 +195,7 @@ impl KeptExecutor {
             None => true,
         };
         if reusable {
-            self.idle.lock().expect("never poisoned").push(kept);
+            idle.lock().expect("never poisoned").push(kept);
         } else {
             self.discarded.fetch_add(1, Ordering::Relaxed);
         }

@@ -23,12 +23,13 @@ mod limits;
 mod naive;
 mod pooled;
 pub mod reset;
+mod run_to_completion;
 
 #[cfg(feature = "components")]
 pub use component::{ComponentExecutor, ComponentOptions};
 pub use imports::HostCtx;
 pub use kept::{KeptExecutor, Reuse};
-pub use limits::GuestLimits;
+pub use limits::{GuestCalls, GuestLimits};
 #[cfg(feature = "compiler")]
 pub use naive::NaiveExecutor;
 pub use pooled::PooledExecutor;

@@ -37,6 +37,47 @@ pub struct GuestLimits {
     /// the resident part: worth its system call for a guest whose memory image is megabytes (a
     /// JavaScript engine's), not for a one-page guest.
     pub pagemap_scan: bool,
+    /// How the core-module executors (pooled, recycled, shared) call into the guest. The
+    /// component and naive executors always call async (WASI's imports wait).
+    pub calls: GuestCalls,
+}
+
+/// How a request runs in a core-module guest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GuestCalls {
+    /// The executor's own choice, the one the A/B in docs/pooled-cost.md measured cheaper.
+    Auto,
+    /// To completion on the calling thread, with no fiber: the deadline is still enforced (epoch
+    /// interruption), without yielding. A guest still running one epoch tick after it started is
+    /// moved off its worker thread, so it cannot starve the worker's other connections (see
+    /// `run_to_completion`). Needs tokio's multi-thread runtime for that and for `proxy_get`.
+    Sync,
+    /// On a fiber, yielding to the runtime at every epoch tick (time-slicing).
+    Async,
+}
+
+impl GuestCalls {
+    /// `self`, or `default` for [`GuestCalls::Auto`].
+    pub fn or(self, default: GuestCalls) -> GuestCalls {
+        match self {
+            GuestCalls::Auto => default,
+            chosen => chosen,
+        }
+    }
+
+    pub fn is_sync(self) -> bool {
+        self == GuestCalls::Sync
+    }
+}
+
+impl std::fmt::Display for GuestCalls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            GuestCalls::Auto => "auto",
+            GuestCalls::Sync => "sync",
+            GuestCalls::Async => "async",
+        })
+    }
 }
 
 impl Default for GuestLimits {
@@ -52,6 +93,7 @@ impl Default for GuestLimits {
             // Memset, no syscall: the guests here are a page or two (docs/pooled-cost.md).
             keep_resident_bytes: 128 << 10,
             pagemap_scan: false,
+            calls: GuestCalls::Auto,
         }
     }
 }
@@ -60,14 +102,15 @@ impl std::fmt::Display for GuestLimits {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "max_instances={} max_memory={} MiB deadline={} ms max_queue={} queue_timeout={} ms keep_resident={} KiB pagemap_scan={}",
+            "max_instances={} max_memory={} MiB deadline={} ms max_queue={} queue_timeout={} ms keep_resident={} KiB pagemap_scan={} calls={}",
             self.max_instances,
             self.max_memory_bytes >> 20,
             self.deadline.as_millis(),
             self.max_queue,
             self.queue_timeout.as_millis(),
             self.keep_resident_bytes >> 10,
-            if self.pagemap_scan { "yes" } else { "no" }
+            if self.pagemap_scan { "yes" } else { "no" },
+            self.calls
         )
     }
 }
@@ -103,8 +146,8 @@ impl GuestLimits {
     }
 }
 
-/// Arms a store for its request's deadline: at every epoch tick the guest yields to the async
-/// runtime (so a long guest cannot starve the other connections on its worker thread), and once
+/// Arms a store for its request's deadline when the guest is called async: at every epoch tick
+/// the guest yields to the async runtime (so a long guest cannot starve the other connections on its worker thread), and once
 /// the deadline has passed it is interrupted (a trap the executors answer with 504).
 pub(crate) fn arm_deadline<T: Send + 'static>(
     store: &mut Store<T>,

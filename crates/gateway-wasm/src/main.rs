@@ -6,7 +6,7 @@ use clap::{Parser, ValueEnum};
 use std::time::Duration;
 use wasmlab_gateway::cli::ServerArgs;
 
-use wasmlab_gateway_wasm::{GuestLimits, KeptExecutor, PooledExecutor, Reuse};
+use wasmlab_gateway_wasm::{GuestCalls, GuestLimits, KeptExecutor, PooledExecutor, Reuse};
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum ExecutorKind {
@@ -88,6 +88,19 @@ struct Args {
     /// the resident part: for guests whose memory image is megabytes (a JavaScript engine's).
     #[arg(long)]
     pagemap_scan: bool,
+    /// How pooled, recycled and shared call into the guest: `sync` runs a request to completion
+    /// with no fiber (a guest running past one epoch tick is moved off its worker thread);
+    /// `async` runs it on a fiber that yields at every tick; `auto` is the executor's default,
+    /// the cheaper in docs/pooled-cost.md's A/B.
+    #[arg(long, value_enum, default_value = "auto")]
+    guest_calls: Calls,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Calls {
+    Auto,
+    Sync,
+    Async,
 }
 
 fn env_pair(s: &str) -> Result<(String, String), String> {
@@ -114,6 +127,11 @@ fn run(args: Args) -> anyhow::Result<()> {
         queue_timeout: Duration::from_millis(args.queue_timeout_ms),
         keep_resident_bytes: (args.keep_resident_kib as usize) << 10,
         pagemap_scan: args.pagemap_scan,
+        calls: match args.guest_calls {
+            Calls::Auto => GuestCalls::Auto,
+            Calls::Sync => GuestCalls::Sync,
+            Calls::Async => GuestCalls::Async,
+        },
     };
     let cannot_read = |path: &std::path::Path, e: &dyn std::fmt::Display| {
         anyhow::anyhow!("cannot read --wasm {}: {e}", path.display())
@@ -139,6 +157,13 @@ fn run(args: Args) -> anyhow::Result<()> {
             || (args.env.is_empty() && !args.inherit_stdio),
         "--env and --inherit-stdio are for --executor component: a core module has no environment or stdio"
     );
+    anyhow::ensure!(
+        matches!(
+            args.executor,
+            ExecutorKind::Pooled | ExecutorKind::Recycled | ExecutorKind::Shared
+        ) || limits.calls == GuestCalls::Auto,
+        "--guest-calls is for --executor pooled, recycled and shared: the component and naive executors call async, as WASI's imports wait"
+    );
     let reuse = match args.executor {
         ExecutorKind::Pooled => None,
         ExecutorKind::Recycled => Some(Reuse::Recycled),
@@ -163,6 +188,21 @@ fn run(args: Args) -> anyhow::Result<()> {
         return Ok(());
     };
     let refused = |e: anyhow::Error| e.context(format!("guest {guest} refused"));
+    let calls = limits.calls.or(match reuse {
+        None => PooledExecutor::DEFAULT_CALLS,
+        Some(r) => KeptExecutor::default_calls(r),
+    });
+    eprintln!(
+        "guest calls: {}",
+        match calls {
+            GuestCalls::Sync => "sync (async for paths that waited in a host call)",
+            _ => "async",
+        }
+    );
+    let mut args = args;
+    // Synchronous guests move off a worker with block_in_place, which the current-thread runtime
+    // lacks; with one worker the multi-thread runtime measured no dearer (docs/pooled-cost.md).
+    args.server.multi_thread_runtime = calls.is_sync();
     // SAFETY (both arms): a precompiled file is this gateway's own, or one the operator passed as
     // such (see --precompile's help); Wasmtime checks its version and settings.
     match reuse {

@@ -12,7 +12,7 @@ use wasmtime_wasi::p2::pipe::{MemoryInputPipe, MemoryOutputPipe};
 use wasmtime_wasi::{I32Exit, WasiCtxBuilder};
 
 use crate::imports::{self, HostCtx};
-use crate::limits::{EpochTicker, GuestLimits, arm_deadline, guest_failure};
+use crate::limits::{EpochTicker, GuestCalls, GuestLimits, arm_deadline, guest_failure};
 
 /// Most bytes a guest may write to stdout.
 const MAX_OUTPUT: usize = 64 << 20;
@@ -53,7 +53,7 @@ impl NaiveExecutor {
     async fn run(&self, req: &ExecRequest) -> anyhow::Result<Reply> {
         let mut linker: Linker<NaiveState> = Linker::new(&self.engine);
         wasmtime_wasi::p1::add_to_linker_async(&mut linker, |s| &mut s.wasi)?;
-        imports::add_to_linker(&mut linker, |s| &mut s.host, &self.caps)?;
+        imports::add_to_linker(&mut linker, |s| &mut s.host, &self.caps, GuestCalls::Async)?;
         let input = abi::encode_command_request(req.method.as_str(), &req.target, &req.body);
         let stdout = MemoryOutputPipe::new(MAX_OUTPUT);
         let wasi = WasiCtxBuilder::new()

@@ -8,7 +8,7 @@ use wasmtime::{Config, Engine, InstanceAllocationStrategy, Module, PoolingAlloca
 
 use crate::guest::LinkedGuest;
 use crate::imports::HostCtx;
-use crate::limits::{GuestLimits, guest_failure};
+use crate::limits::{GuestCalls, GuestLimits, guest_failure};
 
 pub struct PooledExecutor {
     guest: LinkedGuest,
@@ -18,6 +18,10 @@ pub struct PooledExecutor {
 }
 
 impl PooledExecutor {
+    /// How the guest is called unless `GuestLimits::calls` says otherwise: the cheaper in the
+    /// A/B of docs/pooled-cost.md.
+    pub const DEFAULT_CALLS: GuestCalls = GuestCalls::Sync;
+
     /// Compiles `wasm` (a core module implementing the handler ABI) and links it once.
     #[cfg(feature = "compiler")]
     pub fn new(wasm: &[u8], caps: Arc<Capabilities>, limits: GuestLimits) -> anyhow::Result<Self> {
@@ -104,7 +108,7 @@ impl PooledExecutor {
         limits: GuestLimits,
     ) -> anyhow::Result<Self> {
         Ok(Self {
-            guest: LinkedGuest::new(engine, module, &caps, &limits)?,
+            guest: LinkedGuest::new(engine, module, &caps, &limits, Self::DEFAULT_CALLS)?,
             admission: Admission::new(
                 limits.max_instances.max(1) as usize,
                 limits.max_queue,
@@ -116,9 +120,14 @@ impl PooledExecutor {
 
     async fn run(&self, req: ExecRequest) -> anyhow::Result<Reply> {
         // The guest pulls the request through the `request_*` imports during its one call.
-        let mut store = self.guest.store(HostCtx::with_request(req, &self.limits));
-        let ready = self.guest.instantiate(&mut store).await?;
-        ready.call(&mut store).await
+        let call = self.guest.call_for(&req.target);
+        let mut store = self
+            .guest
+            .store(HostCtx::with_request(req, &self.limits), call);
+        let ready = self.guest.instantiate(&mut store, call).await?;
+        let reply = ready.call(&mut store).await;
+        self.guest.note_waiting(&store);
+        reply
     }
 }
 
@@ -140,5 +149,48 @@ impl Executor for PooledExecutor {
                     .map_err(|e| guest_failure(&e, &self.limits))
             })
             .await
+    }
+}
+
+#[cfg(all(test, feature = "compiler"))]
+mod tests {
+    use super::*;
+    use crate::guest::Call;
+
+    #[test]
+    fn a_path_that_waited_in_a_host_call_is_called_async_from_then_on() {
+        let (_upstream_rt, up) = wasmlab_test_support::spawn_upstream();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let _in_runtime = rt.enter();
+        let caps = Arc::new(Capabilities::new(Some(&up)).unwrap());
+        let limits = GuestLimits {
+            max_instances: 4,
+            calls: GuestCalls::Sync,
+            ..GuestLimits::default()
+        };
+        let ex = PooledExecutor::new(wasmlab_guest_artifacts::CORE, caps, limits).unwrap();
+        let get = |target: &str| {
+            let req = ExecRequest::new(hyper::Method::GET, target, bytes::Bytes::new());
+            rt.block_on(ex.execute(req)).unwrap().status
+        };
+        assert_eq!(ex.guest.call_for("/proxy"), Call::Sync);
+        // Synchronous: it waits for the upstream off the worker, and its path is remembered.
+        assert_eq!(get("/proxy?n=1"), 200);
+        assert_eq!(ex.guest.call_for("/proxy"), Call::Async);
+        assert_eq!(ex.guest.call_for("/"), Call::Sync);
+        assert_eq!((get("/proxy"), get("/")), (200, 200));
+
+        // A guest that imports nothing that waits is never linked for async calls.
+        let wat = r#"(module
+            (memory (export "memory") 1)
+            (func (export "wasmlab_handle") (result i32) (i32.const 0)))"#;
+        let caps = Arc::new(Capabilities::new(None).unwrap());
+        let ex = PooledExecutor::new(wat.as_bytes(), caps, limits).unwrap();
+        ex.guest.waiting.remember("/anything");
+        assert_eq!(ex.guest.call_for("/anything"), Call::Sync);
     }
 }

@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 
 use common::{Answer, get};
 use wasmlab_gateway::{Capabilities, Executor};
-use wasmlab_gateway_wasm::{GuestLimits, KeptExecutor, NaiveExecutor, PooledExecutor, Reuse};
+use wasmlab_gateway_wasm::{
+    GuestCalls, GuestLimits, KeptExecutor, NaiveExecutor, PooledExecutor, Reuse,
+};
 
 const DEADLINE: Duration = Duration::from_millis(300);
 
@@ -85,11 +87,32 @@ fn runtime() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
+/// Both ways of calling a core-module guest, each on the runtime the gateway gives it with one
+/// thread: synchronous calls on the multi-thread runtime (one worker), async on the current-thread
+/// one. The executor is made inside it, as the gateway makes it.
+fn each_way_of_calling(mut test: impl FnMut(GuestCalls, &tokio::runtime::Runtime)) {
+    for calls in [GuestCalls::Sync, GuestCalls::Async] {
+        let rt = match calls {
+            GuestCalls::Sync => tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+                .unwrap(),
+            _ => runtime(),
+        };
+        test(calls, &rt);
+    }
+}
+
 #[test]
 fn pooled_executor_survives_hostile_guests() {
-    let caps = Arc::new(Capabilities::new(None).unwrap());
-    let ex = PooledExecutor::new(wasmlab_guest_artifacts::HOSTILE_CORE, caps, limits()).unwrap();
-    runtime().block_on(check("pooled", &ex, true));
+    each_way_of_calling(|calls, rt| {
+        let caps = Arc::new(Capabilities::new(None).unwrap());
+        let limits = GuestLimits { calls, ..limits() };
+        let _in_runtime = rt.enter();
+        let ex = PooledExecutor::new(wasmlab_guest_artifacts::HOSTILE_CORE, caps, limits).unwrap();
+        rt.block_on(check(&format!("pooled {calls}"), &ex, true));
+    });
 }
 
 #[test]
@@ -101,12 +124,16 @@ fn naive_executor_survives_hostile_guests() {
 
 #[test]
 fn kept_instances_survive_hostile_guests() {
-    for (reuse, isolated) in [(Reuse::Recycled, true), (Reuse::Shared, false)] {
-        let caps = Arc::new(Capabilities::new(None).unwrap());
-        let ex = KeptExecutor::new(wasmlab_guest_artifacts::HOSTILE_CORE, reuse, caps, limits())
-            .unwrap();
-        runtime().block_on(check(&format!("{reuse:?}"), &ex, isolated));
-    }
+    each_way_of_calling(|calls, rt| {
+        for (reuse, isolated) in [(Reuse::Recycled, true), (Reuse::Shared, false)] {
+            let caps = Arc::new(Capabilities::new(None).unwrap());
+            let limits = GuestLimits { calls, ..limits() };
+            let _in_runtime = rt.enter();
+            let ex = KeptExecutor::new(wasmlab_guest_artifacts::HOSTILE_CORE, reuse, caps, limits)
+                .unwrap();
+            rt.block_on(check(&format!("{reuse:?} {calls}"), &ex, isolated));
+        }
+    });
 }
 
 #[test]
@@ -139,6 +166,12 @@ fn wasm_stack_overflow_answers_500() {
     assert!(r.text.contains("call stack exhausted"), "{:?}", r.text);
 }
 
+/// `GET /proxy` through `ex`, and how long it took.
+async fn timed_get<E: Executor>(ex: &E) -> (Answer, Duration) {
+    let t = Instant::now();
+    (get(ex, "/proxy").await, t.elapsed())
+}
+
 #[test]
 fn a_silent_upstream_is_cut_at_the_deadline() {
     // An upstream that accepts and never answers: /proxy waits in a host call, not in guest code,
@@ -146,26 +179,27 @@ fn a_silent_upstream_is_cut_at_the_deadline() {
     let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let up = format!("http://{}", silent.local_addr().unwrap());
     let caps = || Arc::new(Capabilities::new(Some(&up)).unwrap());
-    let rt = runtime();
-    let pooled = PooledExecutor::new(wasmlab_guest_artifacts::CORE, caps(), limits()).unwrap();
+    let mut answers = Vec::new();
+    each_way_of_calling(|calls, rt| {
+        let _in_runtime = rt.enter();
+        let limits = GuestLimits { calls, ..limits() };
+        let pooled = PooledExecutor::new(wasmlab_guest_artifacts::CORE, caps(), limits).unwrap();
+        let recycled = KeptExecutor::new(
+            wasmlab_guest_artifacts::CORE,
+            Reuse::Recycled,
+            caps(),
+            limits,
+        )
+        .unwrap();
+        answers.push((format!("pooled {calls}"), rt.block_on(timed_get(&pooled))));
+        answers.push((
+            format!("recycled {calls}"),
+            rt.block_on(timed_get(&recycled)),
+        ));
+    });
     let naive = NaiveExecutor::new(wasmlab_guest_artifacts::COMMAND, caps(), limits()).unwrap();
-    for (name, r) in [
-        (
-            "pooled",
-            rt.block_on(async {
-                let t = Instant::now();
-                (get(&pooled, "/proxy").await, t.elapsed())
-            }),
-        ),
-        (
-            "naive",
-            rt.block_on(async {
-                let t = Instant::now();
-                (get(&naive, "/proxy").await, t.elapsed())
-            }),
-        ),
-    ] {
-        let (reply, took) = r;
+    answers.push(("naive".into(), runtime().block_on(timed_get(&naive))));
+    for (name, (reply, took)) in answers {
         assert_eq!(reply.status, 504, "{name}: {:?}", reply.text);
         assert!(took >= DEADLINE && took < DEADLINE * 3, "{name}: {took:?}");
     }

@@ -261,12 +261,22 @@ fn over_the_pool_and_queue_clients_get_503_and_service_resumes() {
 
 #[test]
 fn a_spinning_guest_does_not_starve_other_connections() {
-    // One server thread: while a guest spins toward its deadline it yields at every epoch tick,
-    // so the same thread still serves others.
+    // One server thread, async guest calls: while a guest spins toward its deadline it yields
+    // at every epoch tick, so the same thread still serves others. (Synchronous calls: see
+    // tests/fairness.rs.)
     let hostile = wasmlab_guest_artifacts::HOSTILE_CORE_PATH;
     let server = ServerProcess::start(
         BIN,
-        &["--wasm", hostile, "--threads", "1", "--deadline-ms", "1500"],
+        &[
+            "--wasm",
+            hostile,
+            "--threads",
+            "1",
+            "--deadline-ms",
+            "1500",
+            "--guest-calls",
+            "async",
+        ],
     );
     let addr = server.addr;
     let busy =

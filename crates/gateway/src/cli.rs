@@ -68,6 +68,10 @@ pub struct ServerArgs {
     /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
     #[arg(long, value_name = "PEM", requires = "tls_cert")]
     pub tls_key: Option<std::path::PathBuf>,
+    /// Run tokio's multi-thread runtime even with one thread (one worker): set by a binary whose
+    /// executor needs `block_in_place` (synchronous Wasm guests), not a flag.
+    #[arg(skip)]
+    pub multi_thread_runtime: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -130,7 +134,7 @@ impl ServerArgs {
         // Bad TLS files fail before anything is compiled or bound.
         let config = self.server_config()?;
         let threads = self.threads();
-        let mut builder = if threads == 1 {
+        let mut builder = if threads == 1 && !self.multi_thread_runtime {
             tokio::runtime::Builder::new_current_thread()
         } else {
             let mut b = tokio::runtime::Builder::new_multi_thread();
@@ -148,8 +152,12 @@ impl ServerArgs {
             let listener = bind(addr)?;
             let local = listener.local_addr()?;
             eprintln!(
-                "executor={} threads={threads} protocols={} keep_alive={} max_connections={} max_body_bytes={} max_header_bytes={} header_timeout={:?} body_timeout={:?} error_details={}",
+                "executor={} threads={threads} runtime={} protocols={} keep_alive={} max_connections={} max_body_bytes={} max_header_bytes={} header_timeout={:?} body_timeout={:?} error_details={}",
                 executor.name(),
+                match tokio::runtime::Handle::current().runtime_flavor() {
+                    tokio::runtime::RuntimeFlavor::CurrentThread => "current-thread",
+                    _ => "multi-thread",
+                },
                 match (config.tls.is_some(), config.http2) {
                     (false, false) => "http/1.1",
                     (false, true) => "http/1.1,h2c",

@@ -1,0 +1,169 @@
+//! Synchronous guest calls ([`GuestCalls::Sync`](crate::GuestCalls::Sync)): a request runs in the
+//! guest to completion on the thread that called it, with no fiber made or switched, and nothing
+//! yields at epoch ticks. Two things a fiber gave the async path are done here another way:
+//!
+//! - **Fairness.** A guest that is still running one epoch tick after it started (10 ms with the
+//!   default deadline) is moved off its runtime worker with tokio's `block_in_place`: the worker
+//!   goes on serving its other connections on another thread, and the kernel, not the gateway,
+//!   shares the CPU between it and the long guest. Long guests run in a lane of as many slots as
+//!   the runtime has workers, first come first served, so they never outnumber the threads left
+//!   for short requests, and a burst of them runs one after another rather than all at once
+//!   (time-slicing would finish every one of them late). A guest waiting for a lane slot is off
+//!   its worker already and still bound by its deadline.
+//! - **Host calls that wait** (`proxy_get`). The import blocks its thread on the upstream future,
+//!   again inside `block_in_place`, so the worker's other connections (and the upstream
+//!   connection's own task) run on another thread meanwhile.
+//!
+//! Both need tokio's multi-thread runtime: the gateway starts one, of one worker on one core, for
+//! synchronous guests. On a current-thread runtime a long guest keeps its thread until its
+//! deadline, and `proxy_get` fails (500) rather than deadlock.
+
+use std::collections::HashSet;
+use std::sync::{Arc, RwLock};
+use std::time::Instant;
+
+use tokio::runtime::{Handle, RuntimeFlavor};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use wasmtime::{Store, UpdateDeadline};
+
+use crate::imports::HostCtx;
+use crate::limits::{DeadlineExceeded, GuestLimits};
+
+/// Where a request's guest runs.
+#[derive(Debug, Default)]
+pub(crate) enum Placement {
+    /// On the runtime worker that took the request.
+    #[default]
+    Worker,
+    /// Off the workers, in a slot of the long-guest lane (released when the request ends).
+    Lane(#[allow(dead_code)] OwnedSemaphorePermit),
+    /// Could not move (not on a multi-thread runtime's worker): runs where it is.
+    Stays,
+}
+
+/// The slots long guests run in off the workers.
+pub(crate) struct Lane {
+    slots: Arc<Semaphore>,
+}
+
+impl Lane {
+    /// As many slots as the current runtime has workers (one outside a runtime).
+    pub(crate) fn for_current_runtime() -> Self {
+        let workers = Handle::try_current().map_or(1, |h| h.metrics().num_workers());
+        Self {
+            slots: Arc::new(Semaphore::new(workers.max(1))),
+        }
+    }
+
+    /// Moves the calling guest off its worker into a lane slot, waiting for one until `deadline`.
+    fn move_off_worker(&self, deadline: Instant) -> Result<Placement, DeadlineExceeded> {
+        let Some(handle) = multi_thread_runtime() else {
+            return Ok(Placement::Stays);
+        };
+        tokio::task::block_in_place(|| {
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            let slot = handle.block_on(tokio::time::timeout(
+                remaining,
+                self.slots.clone().acquire_owned(),
+            ));
+            let Ok(Ok(slot)) = slot else {
+                return Err(DeadlineExceeded);
+            };
+            // block_in_place has handed this worker's run queue to a thread it is waking; had this
+            // closure returned before that thread took it, this thread would take it back and the
+            // guest would go on blocking the worker. A task runs only on a thread holding a
+            // worker, so once this one has run, on a one-worker runtime the hand-over is done.
+            let (ran, wait) = std::sync::mpsc::sync_channel(1);
+            handle.spawn(async move {
+                let _ = ran.send(());
+            });
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            let _ = wait.recv_timeout(remaining);
+            Ok(Placement::Lane(slot))
+        })
+    }
+}
+
+fn multi_thread_runtime() -> Option<Handle> {
+    Handle::try_current()
+        .ok()
+        .filter(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread)
+}
+
+/// Arms a store for synchronous calls: at each epoch tick the guest goes on (no yield), moved off
+/// its worker once it has run a tick, and is interrupted (504) once its deadline has passed.
+pub(crate) fn arm_deadline(store: &mut Store<HostCtx>, lane: Arc<Lane>, limits: &GuestLimits) {
+    let long_after = limits.tick();
+    store.set_epoch_deadline(1);
+    store.epoch_deadline_callback(move |mut ctx| {
+        let host = ctx.data_mut();
+        let now = Instant::now();
+        if now >= host.deadline() {
+            return Ok(UpdateDeadline::Interrupt);
+        }
+        if matches!(host.placement, Placement::Worker) && now >= host.started() + long_after {
+            match lane.move_off_worker(host.deadline()) {
+                Ok(placement) => host.placement = placement,
+                Err(DeadlineExceeded) => return Ok(UpdateDeadline::Interrupt),
+            }
+        }
+        Ok(UpdateDeadline::Continue(1))
+    });
+}
+
+/// Waits for a host call's future from synchronous guest code, off the worker (see the module's
+/// documentation).
+pub(crate) fn block_on_host_call<F: Future>(future: F) -> wasmtime::Result<F::Output> {
+    let Some(handle) = multi_thread_runtime() else {
+        wasmtime::bail!(
+            "a host call that waits (proxy_get) from a synchronous guest call needs tokio's multi-thread runtime"
+        );
+    };
+    Ok(tokio::task::block_in_place(|| handle.block_on(future)))
+}
+
+/// The paths whose synchronous run waited in a host call: from then on their requests are called
+/// async, on a fiber that waits for the upstream without moving the worker (a `block_in_place`
+/// per request costs more than a fiber under load: docs/pooled-cost.md). A path that waits only
+/// sometimes is still answered correctly either way; only its cost differs.
+#[derive(Default)]
+pub(crate) struct WaitingPaths {
+    paths: RwLock<HashSet<Box<str>>>,
+}
+
+impl WaitingPaths {
+    /// Paths remembered at most: a guest or its clients cannot grow the set without bound.
+    const MAX: usize = 1024;
+
+    /// Whether `target`'s path has waited before.
+    pub(crate) fn waits(&self, target: &str) -> bool {
+        let path = target.split_once('?').map_or(target, |(path, _)| path);
+        let paths = self.paths.read().expect("never poisoned");
+        !paths.is_empty() && paths.contains(path)
+    }
+
+    pub(crate) fn remember(&self, path: &str) {
+        let mut paths = self.paths.write().expect("never poisoned");
+        if paths.len() < Self::MAX {
+            paths.insert(path.into());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_path_is_remembered_without_its_query_and_the_set_is_bounded() {
+        let w = WaitingPaths::default();
+        assert!(!w.waits("/proxy"));
+        w.remember("/proxy");
+        assert!(w.waits("/proxy") && w.waits("/proxy?x=1"));
+        assert!(!w.waits("/") && !w.waits("/proxy/more"));
+        for i in 0..2 * WaitingPaths::MAX {
+            w.remember(&format!("/p{i}"));
+        }
+        assert_eq!(w.paths.read().unwrap().len(), WaitingPaths::MAX);
+    }
+}
