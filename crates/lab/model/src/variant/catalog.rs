@@ -36,6 +36,10 @@ const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../../../variants/wasmtime-pooled.toml"),
     ),
     (
+        "wasmtime-pooled-async",
+        include_str!("../../../../../variants/wasmtime-pooled-async.toml"),
+    ),
+    (
         "wasmtime-pooled-cwasm",
         include_str!("../../../../../variants/wasmtime-pooled-cwasm.toml"),
     ),
@@ -44,8 +48,16 @@ const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../../../variants/wasmtime-recycled.toml"),
     ),
     (
+        "wasmtime-recycled-async",
+        include_str!("../../../../../variants/wasmtime-recycled-async.toml"),
+    ),
+    (
         "wasmtime-shared",
         include_str!("../../../../../variants/wasmtime-shared.toml"),
+    ),
+    (
+        "wasmtime-shared-async",
+        include_str!("../../../../../variants/wasmtime-shared-async.toml"),
     ),
     (
         "wasmtime-naive",
