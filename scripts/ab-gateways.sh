@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # Interleaved A/B of two gateway command lines under the same load: alternates A and B for ROUNDS
-# rounds of `wasmlab load -t1 -c50 -d3s` on GET / (loopback, after a 1 s warm-up), then prints each
+# rounds of `wasmlab load -t1 -c50 -d3s` on GET $TARGET (default /; loopback, after a 1 s warm-up;
+# CONNECTIONS=N for another load than 50), then prints each
 # side's rounds, sorted by req/s, as REQ_PER_S/USER_US+SYS_US: the gateway's CPU per request (from
 # /proc/PID/stat), the figure that tells a cheaper server from a saturated load generator.
 # As `wasmlab run` does by default, the generator runs on CPU 0 and the gateway on the other CPUs
 # (on a 1-CPU machine both share it).
 # Usage: scripts/ab-gateways.sh "CMD_A" "CMD_B" [ROUNDS]   (each CMD gets --port 18085 appended)
+# For /proxy, give the gateways an upstream: `target/release/wasmlab upstream --port 18086 &` and
+# `--upstream http://127.0.0.1:18086` in each CMD.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-A=$1 B=$2 ROUNDS=${3:-4}
-LOAD=(target/release/wasmlab load -t1 -c50)
+A=$1 B=$2 ROUNDS=${3:-4} TARGET=${TARGET:-/}
+LOAD=(target/release/wasmlab load -t1 -c"${CONNECTIONS:-50}")
 SERVER=()
 if [ "$(nproc)" -ge 2 ]; then
   LOAD=(taskset -c 0 "${LOAD[@]}")
@@ -24,9 +27,9 @@ for _ in $(seq "$ROUNDS"); do
     # shellcheck disable=SC2086 # the command line is split on purpose
     "${SERVER[@]}" $cmd --port 18085 > /dev/null 2>&1 & pid=$!
     sleep 0.4
-    "${LOAD[@]}" -d1s http://127.0.0.1:18085/ > /dev/null
+    "${LOAD[@]}" -d1s "http://127.0.0.1:18085$TARGET" > /dev/null
     read -r u0 s0 < <(ticks $pid)
-    out=$("${LOAD[@]}" -d3s http://127.0.0.1:18085/)
+    out=$("${LOAD[@]}" -d3s "http://127.0.0.1:18085$TARGET")
     read -r u1 s1 < <(ticks $pid)
     kill $pid; wait $pid 2>/dev/null || true
     n=$(echo "$out" | grep -o 'responses ([0-9]*' | grep -o '[0-9]*$')

@@ -1,5 +1,7 @@
 //! `cargo bench -p wasmlab-gateway-wasm`: the per-request cost of each executor without HTTP,
-//! side by side in one run (median of several rounds, microseconds per request), and Wasmtime's
+//! side by side in one run (median of several rounds, microseconds per request): the pooled,
+//! recycled and shared executors each with synchronous guest calls (`…:sync`, no fiber) and async
+//! ones (`…:async`, a fiber per call), and Wasmtime's
 //! floor under the pooled and component executors: what a fresh instance costs before any guest
 //! code runs.
 //!
@@ -23,7 +25,9 @@ use bytes::Bytes;
 use wasmlab_gateway::{Capabilities, ExecRequest, Executor, NativeExecutor};
 #[cfg(feature = "components")]
 use wasmlab_gateway_wasm::{ComponentExecutor, ComponentOptions};
-use wasmlab_gateway_wasm::{GuestLimits, KeptExecutor, NaiveExecutor, PooledExecutor, Reuse};
+use wasmlab_gateway_wasm::{
+    GuestCalls, GuestLimits, KeptExecutor, NaiveExecutor, PooledExecutor, Reuse,
+};
 
 fn per_request_us<E: Executor>(rt: &tokio::runtime::Runtime, ex: &E, target: &str, n: u32) -> f64 {
     median_us(rt, n, async || {
@@ -227,10 +231,6 @@ fn main() {
         max_instances: 4,
         ..GuestLimits::default()
     };
-    let pooled = PooledExecutor::new(wasmlab_guest_artifacts::CORE, caps(), limits).unwrap();
-    let kept =
-        |reuse| KeptExecutor::new(wasmlab_guest_artifacts::CORE, reuse, caps(), limits).unwrap();
-    let (recycled, shared) = (kept(Reuse::Recycled), kept(Reuse::Shared));
     let naive = NaiveExecutor::new(
         wasmlab_guest_artifacts::COMMAND,
         caps(),
@@ -243,10 +243,10 @@ fn main() {
         .filter(|a| !a.starts_with('-'))
         .collect();
     let wanted = |name: &str| filter.is_empty() || filter.iter().any(|f| name.contains(f.as_str()));
-    println!("{:<18} {:>12} {:>12}", "executor", "hello µs", "state µs");
+    println!("{:<24} {:>12} {:>12}", "executor", "hello µs", "state µs");
     let row = |name: &str, f: &dyn Fn(&str) -> f64| {
         if wanted(name) {
-            println!("{name:<18} {:>12.3} {:>12.3}", f("/"), f("/state"));
+            println!("{name:<24} {:>12.3} {:>12.3}", f("/"), f("/state"));
         }
     };
     let iters = |default: u32| {
@@ -258,15 +258,30 @@ fn main() {
     row("native", &|t| {
         per_request_us(&rt, &native, t, iters(200_000))
     });
-    row("wasmtime-pooled", &|t| {
-        per_request_us(&rt, &pooled, t, iters(50_000))
-    });
-    row("wasmtime-recycled", &|t| {
-        per_request_us(&rt, &recycled, t, iters(50_000))
-    });
-    row("wasmtime-shared", &|t| {
-        per_request_us(&rt, &shared, t, iters(50_000))
-    });
+    // The executors are made only when their row is wanted (a pool reserves address space).
+    for calls in [GuestCalls::Sync, GuestCalls::Async] {
+        let limits = GuestLimits { calls, ..limits };
+        let name = |executor: &str| format!("{executor}:{calls}");
+        if wanted(&name("wasmtime-pooled")) {
+            let pooled =
+                PooledExecutor::new(wasmlab_guest_artifacts::CORE, caps(), limits).unwrap();
+            row(&name("wasmtime-pooled"), &|t| {
+                per_request_us(&rt, &pooled, t, iters(50_000))
+            });
+        }
+        for (executor, reuse) in [
+            ("wasmtime-recycled", Reuse::Recycled),
+            ("wasmtime-shared", Reuse::Shared),
+        ] {
+            if wanted(&name(executor)) {
+                let kept = KeptExecutor::new(wasmlab_guest_artifacts::CORE, reuse, caps(), limits)
+                    .unwrap();
+                row(&name(executor), &|t| {
+                    per_request_us(&rt, &kept, t, iters(50_000))
+                });
+            }
+        }
+    }
     row("wasmtime-naive", &|t| {
         per_request_us(&rt, &naive, t, iters(2_000))
     });
@@ -287,7 +302,7 @@ fn main() {
             .unwrap();
         let hello = per_request_us(&rt, &component, "/", iters(50_000));
         println!(
-            "{:<18} {hello:>12.3} {:>12}",
+            "{:<24} {hello:>12.3} {:>12}",
             "component-pooled", "(upstream)"
         );
     }
@@ -300,7 +315,7 @@ fn main() {
     ] {
         if wanted(name) {
             println!(
-                "{name:<18} {:>12.3}",
+                "{name:<24} {:>12.3}",
                 instance_floor_us(&rt, limits, iters(50_000), (call, sync))
             );
         }
@@ -308,7 +323,7 @@ fn main() {
     #[cfg(feature = "components")]
     if wanted("floor:http-instance") {
         println!(
-            "{:<18} {:>12.3}",
+            "{:<24} {:>12.3}",
             "floor:http-instance",
             http_component_instance_us(&rt, limits, iters(50_000))
         );
@@ -321,7 +336,7 @@ fn main() {
     ] {
         if wanted(name) {
             println!(
-                "{name:<18} {:>12.3}",
+                "{name:<24} {:>12.3}",
                 component_floor_us(&rt, limits, iters(50_000), wasi, call)
             );
         }
