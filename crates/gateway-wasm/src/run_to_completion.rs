@@ -12,7 +12,9 @@
 //!   its worker already and still bound by its deadline.
 //! - **Host calls that wait** (`proxy_get`). The import blocks its thread on the upstream future,
 //!   again inside `block_in_place`, so the worker's other connections (and the upstream
-//!   connection's own task) run on another thread meanwhile.
+//!   connection's own task) run on another thread meanwhile. That hand-over on every request cost
+//!   more than a fiber, so only a path's first wait is done this way: its later requests are
+//!   called async ([`WaitingPaths`]).
 //!
 //! Both need tokio's multi-thread runtime: the gateway starts one, of one worker on one core, for
 //! synchronous guests. On a current-thread runtime a long guest keeps its thread until its
