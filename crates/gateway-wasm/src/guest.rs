@@ -44,7 +44,7 @@ pub(crate) struct Ready {
     pub instance: Instance,
     pub memory: Memory,
     handle: HandleFn,
-    pub call: Call,
+    call: Call,
 }
 
 impl LinkedGuest {

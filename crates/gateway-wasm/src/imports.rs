@@ -63,17 +63,9 @@ impl HostCtx {
     }
 
     pub fn with_request(request: ExecRequest, limits: &GuestLimits) -> Self {
-        let started = Instant::now();
         Self {
-            limits: limits.store_limits(),
-            started,
-            deadline: started + limits.deadline,
-            placement: Placement::Worker,
             request: Some(request),
-            request_read: false,
-            waited: false,
-            proxy_outcome: None,
-            memory: None,
+            ..Self::new(limits)
         }
     }
 

@@ -60,6 +60,10 @@ struct Kept {
 }
 
 impl KeptExecutor {
+    /// How the guest is called unless `GuestLimits::calls` says otherwise, recycled and shared
+    /// alike: the cheaper in the A/B of docs/pooled-cost.md.
+    pub const DEFAULT_CALLS: GuestCalls = GuestCalls::Sync;
+
     /// Compiles `wasm` (a core module implementing the handler ABI; text or binary) with the
     /// pooled executor's settings. A recycled guest is first rewritten to export its state.
     #[cfg(feature = "compiler")]
@@ -121,7 +125,7 @@ impl KeptExecutor {
         limits: GuestLimits,
     ) -> anyhow::Result<Self> {
         Ok(Self {
-            guest: LinkedGuest::new(engine, module, &caps, &limits, Self::default_calls(reuse))?,
+            guest: LinkedGuest::new(engine, module, &caps, &limits, Self::DEFAULT_CALLS)?,
             reuse,
             reset,
             idle: Default::default(),
@@ -134,14 +138,6 @@ impl KeptExecutor {
             made: AtomicU64::new(0),
             discarded: AtomicU64::new(0),
         })
-    }
-
-    /// How the guest is called unless `GuestLimits::calls` says otherwise: the cheaper in the
-    /// A/B of docs/pooled-cost.md.
-    pub fn default_calls(reuse: Reuse) -> GuestCalls {
-        match reuse {
-            Reuse::Recycled | Reuse::Shared => GuestCalls::Sync,
-        }
     }
 
     /// Instances made so far, and how many of them were discarded.

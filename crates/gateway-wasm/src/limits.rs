@@ -42,8 +42,8 @@ pub struct GuestLimits {
     pub calls: GuestCalls,
 }
 
-/// How a request runs in a core-module guest.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How a request runs in a core-module guest (the gateway's `--guest-calls`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum GuestCalls {
     /// The executor's own choice, the one the A/B in docs/pooled-cost.md measured cheaper.
     Auto,
@@ -72,11 +72,9 @@ impl GuestCalls {
 
 impl std::fmt::Display for GuestCalls {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            GuestCalls::Auto => "auto",
-            GuestCalls::Sync => "sync",
-            GuestCalls::Async => "async",
-        })
+        use clap::ValueEnum;
+        let value = self.to_possible_value().expect("no variant is skipped");
+        f.write_str(value.get_name())
     }
 }
 
@@ -147,8 +145,9 @@ impl GuestLimits {
 }
 
 /// Arms a store for its request's deadline when the guest is called async: at every epoch tick
-/// the guest yields to the async runtime (so a long guest cannot starve the other connections on its worker thread), and once
-/// the deadline has passed it is interrupted (a trap the executors answer with 504).
+/// the guest yields to the async runtime (so a long guest cannot starve the other connections on
+/// its worker thread), and once the deadline has passed it is interrupted (a trap the executors
+/// answer with 504).
 pub(crate) fn arm_deadline<T: Send + 'static>(
     store: &mut Store<T>,
     deadline_of: fn(&T) -> Instant,

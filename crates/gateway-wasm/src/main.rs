@@ -93,14 +93,7 @@ struct Args {
     /// `async` runs it on a fiber that yields at every tick; `auto` is the executor's default,
     /// the cheaper in docs/pooled-cost.md's A/B.
     #[arg(long, value_enum, default_value = "auto")]
-    guest_calls: Calls,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum Calls {
-    Auto,
-    Sync,
-    Async,
+    guest_calls: GuestCalls,
 }
 
 fn env_pair(s: &str) -> Result<(String, String), String> {
@@ -127,11 +120,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         queue_timeout: Duration::from_millis(args.queue_timeout_ms),
         keep_resident_bytes: (args.keep_resident_kib as usize) << 10,
         pagemap_scan: args.pagemap_scan,
-        calls: match args.guest_calls {
-            Calls::Auto => GuestCalls::Auto,
-            Calls::Sync => GuestCalls::Sync,
-            Calls::Async => GuestCalls::Async,
-        },
+        calls: args.guest_calls,
     };
     let cannot_read = |path: &std::path::Path, e: &dyn std::fmt::Display| {
         anyhow::anyhow!("cannot read --wasm {}: {e}", path.display())
@@ -190,7 +179,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     let refused = |e: anyhow::Error| e.context(format!("guest {guest} refused"));
     let calls = limits.calls.or(match reuse {
         None => PooledExecutor::DEFAULT_CALLS,
-        Some(r) => KeptExecutor::default_calls(r),
+        Some(_) => KeptExecutor::DEFAULT_CALLS,
     });
     eprintln!(
         "guest calls: {}",

@@ -140,8 +140,7 @@ impl WaitingPaths {
     /// Whether `target`'s path has waited before.
     pub(crate) fn waits(&self, target: &str) -> bool {
         let path = target.split_once('?').map_or(target, |(path, _)| path);
-        let paths = self.paths.read().expect("never poisoned");
-        !paths.is_empty() && paths.contains(path)
+        self.paths.read().expect("never poisoned").contains(path)
     }
 
     pub(crate) fn remember(&self, path: &str) {
