@@ -9,6 +9,7 @@ mod markdown;
 pub mod plot;
 pub mod programs;
 pub mod sections;
+mod table;
 pub mod terminal;
 
 use wasmlab_analysis::Analysis;

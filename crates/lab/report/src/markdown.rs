@@ -9,6 +9,7 @@ use wasmlab_model::run::{RunState, Status};
 use crate::format::{grouped, saturation_note};
 use crate::programs::{iteration_counts, ms, ratio, state, study};
 use crate::sections;
+use crate::table::{self, Column, markdown_cell as cell};
 
 macro_rules! w {
     ($dst:expr, $($arg:tt)*) => {{
@@ -18,16 +19,9 @@ macro_rules! w {
 
 const NOT_MEASURED: &str = "Not measured in this run.";
 
-/// Text safe inside a Markdown table cell (and not taken for an HTML tag).
-fn cell(s: &str) -> String {
-    s.replace('\\', "\\\\")
-        .replace('|', "\\|")
-        .replace('<', "&lt;")
-        .replace(['\n', '\r'], " ")
-}
-
-/// A table whose first `left` columns are text (left-aligned), the others numbers.
-fn table(md: &mut String, head: &[&str], rows: &[Vec<String>], left: usize) {
+/// A table of rows already made (a study's, whose columns the analysis gives), its first `left`
+/// columns text (left-aligned), the others numbers.
+fn rows_table(md: &mut String, head: &[&str], rows: &[Vec<String>], left: usize) {
     w!(md, "| {} |", head.join(" | "));
     let sep: Vec<&str> = head
         .iter()
@@ -41,12 +35,12 @@ fn table(md: &mut String, head: &[&str], rows: &[Vec<String>], left: usize) {
     md.push('\n');
 }
 
-/// `rows` as a table, or a line saying nothing was measured.
-fn table_or_none(md: &mut String, head: &[&str], rows: &[Vec<String>], left: usize) {
+/// A section's table, or a line saying nothing was measured.
+fn table_or_none<R>(md: &mut String, columns: &[Column<'_, R>], rows: &[R]) {
     if rows.is_empty() {
         w!(md, "{NOT_MEASURED}\n");
     } else {
-        table(md, head, rows, left);
+        md.push_str(&table::markdown(columns, rows));
     }
 }
 
@@ -128,45 +122,20 @@ fn throughput(md: &mut String, a: &ServerAnalysis) {
     };
     w!(md, "## Throughput at {conns} connections\n");
     let rows = sections::throughput(a);
+    let columns = sections::throughput_columns();
     let mut any_flag = false;
     for wl in &a.workloads {
-        let rows: Vec<Vec<String>> = rows
+        let rows: Vec<sections::Throughput> = rows
             .iter()
             .filter(|r| &r.workload == wl && r.connections == conns)
-            .map(|r| {
-                let flag = r.saturation.map(|s| s.text()).unwrap_or_default();
-                any_flag |= !flag.is_empty();
-                vec![
-                    cell(&r.variant),
-                    r.rps.clone(),
-                    r.capacity.text.clone(),
-                    r.ratio.text.clone(),
-                    r.p50.clone(),
-                    r.p99.clone(),
-                    r.errors.clone(),
-                    flag,
-                ]
-            })
+            .cloned()
             .collect();
         if rows.is_empty() {
             continue;
         }
+        any_flag |= rows.iter().any(|r| r.saturation.is_some());
         w!(md, "### {}\n", cell(wl));
-        table(
-            md,
-            &[
-                "variant",
-                "req/s (mean [95% CI] n)",
-                "× native per CPU [95% CI]",
-                "× native req/s [95% CI]",
-                "p50 ms",
-                "p99 ms",
-                "errors",
-                "flags",
-            ],
-            &rows,
-            1,
-        );
+        md.push_str(&table::markdown(&columns, &rows));
     }
     if any_flag {
         w!(md, "{}\n", saturation_note());
@@ -179,104 +148,21 @@ fn throughput(md: &mut String, a: &ServerAnalysis) {
 fn cold_start(md: &mut String, a: &ServerAnalysis) {
     w!(md, "## Cold start (spawn → first 200, ms)\n");
     not_observable(md, a);
-    let rows: Vec<Vec<String>> = sections::cold_starts(a)
-        .into_iter()
-        .map(|r| {
-            vec![
-                cell(&r.variant),
-                r.n.to_string(),
-                r.p50,
-                r.p90,
-                r.p99,
-                r.ratio.text,
-                r.rss_after,
-            ]
-        })
-        .collect();
     table_or_none(
         md,
-        &[
-            "variant",
-            "n",
-            "p50",
-            "p90",
-            "p99",
-            "× native p50 [95% CI]",
-            "RSS after, MiB",
-        ],
-        &rows,
-        1,
+        &sections::cold_start_columns(),
+        &sections::cold_starts(a),
     );
 }
 
 fn warm(md: &mut String, a: &ServerAnalysis) {
     w!(md, "## Warm latency (one connection, ms)\n");
-    let rows: Vec<Vec<String>> = sections::warm(a)
-        .into_iter()
-        .map(|r| {
-            vec![
-                cell(&r.variant),
-                cell(&r.workload),
-                r.n.to_string(),
-                r.p50,
-                r.p99,
-                r.ratio.text,
-            ]
-        })
-        .collect();
-    table_or_none(
-        md,
-        &[
-            "variant",
-            "workload",
-            "n",
-            "p50",
-            "p99",
-            "× native p50 [95% CI]",
-        ],
-        &rows,
-        2,
-    );
+    table_or_none(md, &sections::warm_columns(), &sections::warm(a));
 }
 
 fn open_loop(md: &mut String, a: &ServerAnalysis) {
     w!(md, "## Open loop (latency ms vs offered load)\n");
-    let rows: Vec<Vec<String>> = sections::open_loop(a)
-        .into_iter()
-        .map(|o| {
-            vec![
-                cell(&o.variant),
-                cell(&o.workload),
-                o.load,
-                o.n.to_string(),
-                o.offered,
-                o.achieved,
-                o.p50,
-                o.p99,
-                o.uncorrected_p99,
-                o.dropped,
-                o.errors,
-            ]
-        })
-        .collect();
-    table_or_none(
-        md,
-        &[
-            "variant",
-            "workload",
-            "load",
-            "n",
-            "offered req/s",
-            "achieved req/s",
-            "corrected p50",
-            "corrected p99",
-            "uncorrected p99",
-            "dropped",
-            "errors",
-        ],
-        &rows,
-        2,
-    );
+    table_or_none(md, &sections::open_loop_columns(), &sections::open_loop(a));
 }
 
 /// The line on what is not observable of remote targets, where a section leaves them out.
@@ -293,19 +179,10 @@ fn resources(md: &mut String, a: &ServerAnalysis) {
     if let Some(conns) = a.reference_connections {
         for wl in &a.workloads {
             for v in &a.variants {
-                let Some(r) = a
-                    .throughput_cell(v, wl, conns)
-                    .and_then(sections::resources)
-                else {
-                    continue;
-                };
-                rows.push(vec![
-                    cell(v),
-                    cell(wl),
-                    r.rss_peak,
-                    r.cpu_per_1k,
-                    r.per_core,
-                ]);
+                rows.extend(
+                    a.throughput_cell(v, wl, conns)
+                        .and_then(sections::resources),
+                );
             }
         }
     }
@@ -317,18 +194,7 @@ fn resources(md: &mut String, a: &ServerAnalysis) {
         w!(md, "{NOT_MEASURED}\n");
         return;
     }
-    table(
-        md,
-        &[
-            "variant",
-            "workload",
-            "RSS peak MiB",
-            "CPU-s / 1k req [95% CI] n",
-            "req/s per core [95% CI] n",
-        ],
-        &rows,
-        2,
-    );
+    md.push_str(&table::markdown(&sections::resources_columns(), &rows));
     w!(
         md,
         "req/s per core = responses / CPU-seconds of the variant's process tree: cores needed \
@@ -369,7 +235,7 @@ fn study_beside(md: &mut String, a: &ServerAnalysis) {
             .map(|r| std::iter::once(cell(&r.variant)).chain(r.values).collect())
             .collect();
         let columns: Vec<&str> = f.columns.iter().map(String::as_str).collect();
-        table(md, &columns, &rows, 1);
+        rows_table(md, &columns, &rows, 1);
     }
     if let Some(plan) = sections::capacity_plan(a) {
         w!(md, "### {}\n", plan.title);
@@ -390,7 +256,7 @@ fn study_beside(md: &mut String, a: &ServerAnalysis) {
             })
             .collect();
         let columns: Vec<&str> = plan.columns.iter().map(String::as_str).collect();
-        table(md, &columns, &rows, 2);
+        rows_table(md, &columns, &rows, 2);
     }
     let mut missing = a.study.not_reproduced().peekable();
     if missing.peek().is_some() {

@@ -12,6 +12,7 @@ use wasmlab_model::study::FigureKind;
 use crate::format::{
     cpu_per_1k, fmt_errors, fmt_ms, fmt_ratio_est, fmt_rps, fmt_rss_after, mib, percent, thousands,
 };
+use crate::table::{Column, Flag, Mark, Shows, Value, figure, text};
 
 /// A ratio to native as shown: `0.652 [0.611–0.690] n=3`, `1 (baseline)` in native's own row,
 /// `–` without one.
@@ -73,12 +74,22 @@ impl Saturation {
         })
     }
 
-    /// `⚠ generator saturated in k/n runs`.
-    pub fn text(&self) -> String {
-        format!(
-            "⚠ generator saturated in {}/{} runs",
-            self.saturated, self.runs
-        )
+    /// The flag: `⚠ generator saturated in k/n runs`, after `whose: ` when another cell's.
+    pub(crate) fn flag(&self) -> Flag {
+        Flag {
+            whose: self.whose.map(str::to_owned),
+            what: "generator saturated".into(),
+            count: self.saturated,
+            runs: self.runs,
+        }
+    }
+}
+
+/// A ratio's cell: bold in report.html when its interval excludes 1.
+fn ratio(r: &Ratio) -> Value {
+    match r.significant {
+        true => Value::marked(r.text.clone(), Mark::Significant),
+        false => r.text.as_str().into(),
     }
 }
 
@@ -215,6 +226,64 @@ pub fn throughput(a: &ServerAnalysis) -> Vec<Throughput> {
     rows
 }
 
+/// The closed-loop cells' columns. The terminal shows every cell, summary.md each workload's
+/// at the reference level, report.html each workload's.
+pub(crate) fn throughput_columns<'a>() -> Vec<Column<'a, Throughput>> {
+    vec![
+        text("Variant", Shows::ALL, |r: &Throughput| {
+            Value::variant(&r.variant)
+        }),
+        text("Workload", Shows::TERMINAL, |r: &Throughput| {
+            r.workload.as_str().into()
+        }),
+        figure(
+            "Connections",
+            Shows::TERMINAL.and(Shows::HTML),
+            |r: &Throughput| r.connections.to_string().into(),
+        ),
+        figure(
+            "req/s mean [95% CI] n",
+            Shows::DETAILED,
+            |r: &Throughput| r.rps.as_str().into(),
+        ),
+        // The mean alone; a saturated generator marked, the note below the table.
+        figure("req/s", Shows::NARROW, |r: &Throughput| {
+            match r.saturation {
+                Some(_) => format!("{} ⚠", r.rps_mean),
+                None => r.rps_mean.clone(),
+            }
+            .into()
+        }),
+        figure(
+            "× native per CPU [95% CI] n",
+            Shows::ALL,
+            |r: &Throughput| ratio(&r.capacity),
+        ),
+        figure(
+            "× native req/s [95% CI] n",
+            Shows::DETAILED,
+            |r: &Throughput| ratio(&r.ratio),
+        ),
+        figure("p50 ms", Shows::ALL, |r: &Throughput| r.p50.as_str().into()),
+        figure("p99 ms", Shows::ALL, |r: &Throughput| r.p99.as_str().into()),
+        figure("Responses (all runs)", Shows::HTML, |r: &Throughput| {
+            r.responses.as_str().into()
+        }),
+        figure("Errors", Shows::DETAILED, |r: &Throughput| {
+            r.errors.as_str().into()
+        }),
+        figure("Errors", Shows::NARROW, |r: &Throughput| {
+            r.errors_total.as_str().into()
+        }),
+        figure("Generator busy", Shows::HTML, |r: &Throughput| {
+            r.busy.as_str().into()
+        }),
+        figure("Flags", Shows::DETAILED, |r: &Throughput| {
+            Value::flags(r.saturation.iter().map(Saturation::flag).collect())
+        }),
+    ]
+}
+
 /// A variant's cold starts.
 #[derive(Debug, Clone, Serialize)]
 pub struct ColdStart {
@@ -258,6 +327,32 @@ pub fn cold_starts(a: &ServerAnalysis) -> Vec<ColdStart> {
         .collect()
 }
 
+/// The cold starts' columns.
+pub(crate) fn cold_start_columns<'a>() -> Vec<Column<'a, ColdStart>> {
+    let ms = |head: &str, shows, f: fn(&ColdStart) -> &String| {
+        figure(head, shows, move |r: &ColdStart| f(r).as_str().into())
+    };
+    let detail = Shows::WIDE.and(Shows::HTML);
+    vec![
+        text("Variant", Shows::ALL, |r: &ColdStart| {
+            Value::variant(&r.variant)
+        }),
+        figure("n", Shows::ALL, |r: &ColdStart| r.n.to_string().into()),
+        ms("first 200 p50 ms", Shows::ALL, |r| &r.p50),
+        ms("p90 ms", Shows::ALL, |r| &r.p90),
+        ms("p99 ms", Shows::ALL, |r| &r.p99),
+        ms("min ms", detail, |r| &r.min),
+        ms("max ms", detail, |r| &r.max),
+        ms("listening p50 ms", detail, |r| &r.listening),
+        ms("connected p50 ms", detail, |r| &r.connected),
+        ms("first byte p50 ms", detail, |r| &r.first_byte),
+        figure("× native p50 [95% CI] n", Shows::ALL, |r: &ColdStart| {
+            ratio(&r.ratio)
+        }),
+        ms("RSS after p50 MiB", Shows::ALL, |r| &r.rss_after),
+    ]
+}
+
 /// Warm latency of a variant on a workload: one connection, sequential requests.
 #[derive(Debug, Clone, Serialize)]
 pub struct Warm {
@@ -295,6 +390,34 @@ pub fn warm(a: &ServerAnalysis) -> Vec<Warm> {
             errors: fmt_errors(&r.errors),
         })
         .collect()
+}
+
+/// The warm cells' columns.
+pub(crate) fn warm_columns<'a>() -> Vec<Column<'a, Warm>> {
+    let ms = |head: &str, shows, f: fn(&Warm) -> &String| {
+        figure(head, shows, move |r: &Warm| f(r).as_str().into())
+    };
+    let detail = Shows::WIDE.and(Shows::HTML);
+    vec![
+        text("Variant", Shows::ALL, |r: &Warm| Value::variant(&r.variant)),
+        text("Workload", Shows::ALL, |r: &Warm| {
+            r.workload.as_str().into()
+        }),
+        figure("Runs n", Shows::ALL, |r: &Warm| r.n.to_string().into()),
+        ms("Requests", detail, |r| &r.requests),
+        ms("p50 ms", Shows::ALL, |r| &r.p50),
+        ms("p90 ms", detail, |r| &r.p90),
+        ms("p99 ms", Shows::ALL, |r| &r.p99),
+        ms("p99.9 ms", Shows::TERMINAL.and(Shows::HTML), |r| &r.p99_9),
+        ms("max ms", detail, |r| &r.max),
+        ms("Mean of run p50s ms [95% CI] n", Shows::HTML, |r| {
+            &r.mean_p50
+        }),
+        figure("× native p50 [95% CI] n", Shows::ALL, |r: &Warm| {
+            ratio(&r.ratio)
+        }),
+        ms("Errors", detail, |r| &r.errors),
+    ]
 }
 
 /// A variant on a workload at one offered load (a fraction of its own maximum).
@@ -347,6 +470,43 @@ pub fn open_loop(a: &ServerAnalysis) -> Vec<OpenLoop> {
         .collect()
 }
 
+/// The open-loop cells' columns.
+pub(crate) fn open_loop_columns<'a>() -> Vec<Column<'a, OpenLoop>> {
+    let cell = |head: &str, shows, f: fn(&OpenLoop) -> &String| {
+        figure(head, shows, move |r: &OpenLoop| f(r).as_str().into())
+    };
+    let late = format!("Late (> {:?})", wasmlab_load::LATE_AFTER);
+    let (html, detail) = (Shows::HTML, Shows::DETAILED);
+    vec![
+        text("Variant", Shows::ALL, |r: &OpenLoop| {
+            Value::variant(&r.variant)
+        }),
+        text("Workload", Shows::ALL, |r: &OpenLoop| {
+            r.workload.as_str().into()
+        }),
+        cell("Load", Shows::ALL, |r| &r.load),
+        figure("Runs n", Shows::MARKDOWN.and(html), |r: &OpenLoop| {
+            r.n.to_string().into()
+        }),
+        figure("Connections", html, |r: &OpenLoop| {
+            r.connections.to_string().into()
+        }),
+        cell("Offered req/s", Shows::ALL, |r| &r.offered),
+        cell("Achieved req/s", detail, |r| &r.achieved),
+        // Corrected: from each request's intended send time.
+        cell("p50 ms", Shows::ALL, |r| &r.p50),
+        cell("p99 ms", Shows::ALL, |r| &r.p99),
+        cell("max ms", Shows::WIDE.and(html), |r| &r.max),
+        cell("p50 uncorrected ms", html, |r| &r.uncorrected_p50),
+        cell("p99 uncorrected ms", Shows::ALL, |r| &r.uncorrected_p99),
+        cell("Intended", html, |r| &r.intended),
+        cell("Sent", html, |r| &r.sent),
+        cell("Dropped", Shows::ALL, |r| &r.dropped),
+        cell(&late, Shows::TERMINAL.and(html), |r| &r.late),
+        cell("Errors", detail, |r| &r.errors),
+    ]
+}
+
 /// What a closed-loop cell cost the variant's processes.
 #[derive(Debug, Clone, Serialize)]
 pub struct Resources {
@@ -388,6 +548,54 @@ pub fn resources(c: &ThroughputCell) -> Option<Resources> {
         },
         runs: c.runs.len(),
     })
+}
+
+/// The resources' columns: summary.md each variant's cells at the reference level, report.html
+/// each variant's best cell per workload.
+pub(crate) fn resources_columns<'a>() -> Vec<Column<'a, Resources>> {
+    let cell = |head: &str, shows, f: fn(&Resources) -> &String| {
+        figure(head, shows, move |r: &Resources| f(r).as_str().into())
+    };
+    let (md, html, both) = (
+        Shows::MARKDOWN,
+        Shows::HTML,
+        Shows::MARKDOWN.and(Shows::HTML),
+    );
+    vec![
+        text("Variant", both, |r: &Resources| Value::variant(&r.variant)),
+        text("Workload", both, |r: &Resources| r.workload.as_str().into()),
+        figure("At connections", html, |r: &Resources| {
+            r.connections.to_string().into()
+        }),
+        cell("req/s [95% CI] n", html, |r| &r.rps),
+        cell("RSS peak MiB", both, |r| &r.rss_peak),
+        cell("RSS mean MiB", html, |r| &r.rss_mean),
+        cell("CPU s per run", html, |r| &r.cpu_secs),
+        cell("CPU s per 1k requests [95% CI] n", both, |r| &r.cpu_per_1k),
+        cell("req/s per core [95% CI] n", md, |r| &r.per_core),
+        figure("Runs n", html, |r: &Resources| r.runs.to_string().into()),
+    ]
+}
+
+/// The capacity table's columns (report.html): each variant's best cell per workload.
+pub(crate) fn capacity_columns<'a>() -> Vec<Column<'a, Resources>> {
+    vec![
+        text("Variant", Shows::HTML, |r: &Resources| {
+            Value::variant(&r.variant)
+        }),
+        text("Workload", Shows::HTML, |r: &Resources| {
+            r.workload.as_str().into()
+        }),
+        figure("At connections", Shows::HTML, |r: &Resources| {
+            r.connections.to_string().into()
+        }),
+        figure("req/s per core [95% CI] n", Shows::HTML, |r: &Resources| {
+            r.per_core.as_str().into()
+        }),
+        figure("Cores for 10,000 req/s", Shows::HTML, |r: &Resources| {
+            r.cores_for_10k.as_str().into()
+        }),
+    ]
 }
 
 /// A study's figure beside this run's, one row per variant.

@@ -9,6 +9,7 @@ use wasmlab_analysis::{ProgramAnalysis, ServerAnalysis, stats};
 use crate::format::{saturation_note, with_ci};
 use crate::programs::{measured, ms, ratio, short_state, state, study};
 use crate::sections;
+use crate::table;
 
 /// The width a default table keeps within.
 pub const COLUMNS: u16 = 120;
@@ -52,57 +53,9 @@ fn throughput(out: &mut String, a: &ServerAnalysis, wide: bool) {
     if rows.is_empty() {
         return;
     }
-    let head = [
-        "variant",
-        "workload",
-        "conns",
-        if wide {
-            "req/s mean [95% CI] n"
-        } else {
-            "req/s"
-        },
-        "× native per CPU [95% CI]",
-        "× native req/s [95% CI]",
-        "p50 ms",
-        "p99 ms",
-        "errors",
-        "flags",
-    ];
-    let keep = [true, true, true, true, true, wide, true, true, true, wide];
-    let mut t = table(&pick(&head, &keep));
-    let mut saturated = false;
-    for r in &rows {
-        saturated |= r.saturation.is_some();
-        let rps = if wide {
-            r.rps.clone()
-        } else {
-            // The mean alone; a saturated generator marked, the note below.
-            match r.saturation {
-                Some(_) => format!("{} ⚠", r.rps_mean),
-                None => r.rps_mean.clone(),
-            }
-        };
-        let errors = if wide {
-            r.errors.clone()
-        } else {
-            r.errors_total.clone()
-        };
-        let all = [
-            r.variant.clone(),
-            r.workload.clone(),
-            r.connections.to_string(),
-            rps,
-            r.capacity.text.clone(),
-            r.ratio.text.clone(),
-            r.p50.clone(),
-            r.p99.clone(),
-            errors,
-            r.saturation.map(|s| s.text()).unwrap_or_default(),
-        ];
-        t.add_row(pick(&all, &keep));
-    }
+    let t = table::terminal(&sections::throughput_columns(), &rows, wide);
     *out += &format!("throughput (closed loop)\n{t}\n");
-    if saturated {
+    if rows.iter().any(|r| r.saturation.is_some()) {
         *out += &format!("{}\n", saturation_note());
     }
 }
@@ -112,41 +65,7 @@ fn cold_start(out: &mut String, a: &ServerAnalysis, wide: bool) {
     if rows.is_empty() {
         return;
     }
-    let head = [
-        "variant",
-        "n",
-        "first 200 p50 ms",
-        "p90 ms",
-        "p99 ms",
-        "min ms",
-        "max ms",
-        "listening p50 ms",
-        "connected p50 ms",
-        "first byte p50 ms",
-        "× native p50 [95% CI]",
-        "RSS after p50 MiB",
-    ];
-    let keep = [
-        true, true, true, true, true, wide, wide, wide, wide, wide, true, true,
-    ];
-    let mut t = table(&pick(&head, &keep));
-    for r in rows {
-        let all = [
-            r.variant,
-            r.n.to_string(),
-            r.p50,
-            r.p90,
-            r.p99,
-            r.min,
-            r.max,
-            r.listening,
-            r.connected,
-            r.first_byte,
-            r.ratio.text,
-            r.rss_after,
-        ];
-        t.add_row(pick(&all, &keep));
-    }
+    let t = table::terminal(&sections::cold_start_columns(), &rows, wide);
     *out += &format!(
         "cold start (exec to the first complete {})\n{t}\n",
         a.info.suite.cold_start_answer()
@@ -158,39 +77,7 @@ fn warm(out: &mut String, a: &ServerAnalysis, wide: bool) {
     if rows.is_empty() {
         return;
     }
-    let head = [
-        "variant",
-        "workload",
-        "runs",
-        "requests",
-        "p50 ms",
-        "p90 ms",
-        "p99 ms",
-        "p99.9 ms",
-        "max ms",
-        "× native p50 [95% CI]",
-        "errors",
-    ];
-    let keep = [
-        true, true, true, wide, true, wide, true, true, wide, true, wide,
-    ];
-    let mut t = table(&pick(&head, &keep));
-    for r in rows {
-        let all = [
-            r.variant,
-            r.workload,
-            r.n.to_string(),
-            r.requests,
-            r.p50,
-            r.p90,
-            r.p99,
-            r.p99_9,
-            r.max,
-            r.ratio.text,
-            r.errors,
-        ];
-        t.add_row(pick(&all, &keep));
-    }
+    let t = table::terminal(&sections::warm_columns(), &rows, wide);
     *out += &format!("warm latency (one connection)\n{t}\n");
 }
 
@@ -199,42 +86,7 @@ fn open_loop(out: &mut String, a: &ServerAnalysis, wide: bool) {
     if rows.is_empty() {
         return;
     }
-    let late = format!("late (> {:?})", wasmlab_load::LATE_AFTER);
-    let head = [
-        "variant",
-        "workload",
-        "load",
-        "offered req/s",
-        "achieved req/s",
-        "p50 ms",
-        "p99 ms",
-        "max ms",
-        "p99 uncorrected ms",
-        "dropped",
-        late.as_str(),
-        "errors",
-    ];
-    let keep = [
-        true, true, true, true, wide, true, true, wide, true, true, true, wide,
-    ];
-    let mut t = table(&pick(&head, &keep));
-    for o in rows {
-        let all = [
-            o.variant,
-            o.workload,
-            o.load,
-            o.offered,
-            o.achieved,
-            o.p50,
-            o.p99,
-            o.max,
-            o.uncorrected_p99,
-            o.dropped,
-            o.late,
-            o.errors,
-        ];
-        t.add_row(pick(&all, &keep));
-    }
+    let t = table::terminal(&sections::open_loop_columns(), &rows, wide);
     *out += &format!("open loop (latency from the intended send time)\n{t}\n");
 }
 

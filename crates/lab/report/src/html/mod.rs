@@ -16,7 +16,7 @@ use wasmlab_analysis::stats::Estimate;
 use wasmlab_analysis::{ProgramAnalysis, ServerAnalysis};
 
 use crate::plot::Plot;
-use crate::sections::{Ratio, Saturation};
+use crate::table::{self, Column, Mark, Shows};
 
 /// The templates, by name; a name ending in `.html.j2` turns HTML auto-escaping on.
 const TEMPLATES: &[(&str, &str)] = &[
@@ -61,8 +61,8 @@ struct Cell {
     note: Option<String>,
     /// The text is code (a path).
     code: bool,
-    /// Saturation flags, each on a line of its own after the text.
-    flags: Vec<Saturation>,
+    /// Warnings, each on a line of its own after the text.
+    flags: Vec<table::Flag>,
     /// Text that may wrap (a reason), where the others keep to one line.
     wrap: bool,
 }
@@ -81,15 +81,6 @@ impl Cell {
         Self {
             text: text.to_owned(),
             swatch: Some(colour),
-            ..Self::default()
-        }
-    }
-
-    /// A ratio with its CI, bold when the interval excludes 1.
-    fn ratio(r: Ratio) -> Self {
-        Self {
-            span: r.significant.then_some("sig"),
-            text: r.text,
             ..Self::default()
         }
     }
@@ -128,6 +119,23 @@ impl Cell {
     }
 }
 
+impl Cell {
+    /// A section's cell as report.html marks it up: a variant's name with its `swatch`.
+    fn of(v: table::Value, swatch: &dyn Fn(&str) -> String) -> Self {
+        let mut cell = match v.mark {
+            Mark::Plain => Self::from(v.text),
+            Mark::Variant => Self::swatch(&v.text, swatch(&v.text)),
+            Mark::Significant => Self {
+                span: Some("sig"),
+                text: v.text,
+                ..Self::default()
+            },
+        };
+        cell.flags = v.flags;
+        cell
+    }
+}
+
 impl From<String> for Cell {
     fn from(text: String) -> Self {
         Self {
@@ -163,6 +171,30 @@ impl Table {
     /// The table, or None when it has no rows.
     fn some(head: &[&str], left: usize, rows: Vec<Vec<Cell>>) -> Option<Self> {
         (!rows.is_empty()).then(|| Self::new(head, left, rows))
+    }
+
+    /// A section's table as report.html shows it: its columns for HTML, a variant's name with
+    /// its `swatch`. Its text columns come first.
+    fn laid<R>(columns: &[Column<'_, R>], rows: &[R], swatch: &dyn Fn(&str) -> String) -> Self {
+        let columns: Vec<&Column<'_, R>> = table::shown(columns, Shows::HTML).collect();
+        let left = columns.iter().take_while(|c| c.left).count();
+        debug_assert!(
+            columns[left..].iter().all(|c| !c.left),
+            "text columns come first"
+        );
+        Self {
+            head: columns.iter().map(|c| c.head.clone()).collect(),
+            left,
+            rows: rows
+                .iter()
+                .map(|r| {
+                    columns
+                        .iter()
+                        .map(|c| Cell::of(c.value(r), swatch))
+                        .collect()
+                })
+                .collect(),
+        }
     }
 }
 

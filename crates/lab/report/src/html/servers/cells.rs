@@ -6,9 +6,8 @@ use wasmlab_analysis::ServerAnalysis;
 use wasmlab_analysis::servers::ThroughputCell;
 use wasmlab_model::sample::Kind;
 
-use super::plots;
-use super::variant;
-use crate::html::{Cell, Figure, Table};
+use super::plots::{self, swatch_of};
+use crate::html::{Figure, Table};
 use crate::sections;
 
 #[derive(Serialize)]
@@ -32,6 +31,8 @@ pub(super) fn throughput(a: &ServerAnalysis) -> Option<Throughput> {
         return None;
     }
     let rows = sections::throughput(a);
+    let columns = sections::throughput_columns();
+    let swatch = |v: &str| swatch_of(a, v);
     let mut workloads = Vec::new();
     for w in &a.workloads {
         let cells: Vec<&ThroughputCell> =
@@ -43,43 +44,9 @@ pub(super) fn throughput(a: &ServerAnalysis) -> Option<Throughput> {
             format!("{w}: req/s vs connections"),
             &plots::throughput(a, &cells),
         );
-        let table = Table::new(
-            &[
-                "Variant",
-                "Connections",
-                "req/s mean [95% CI] n",
-                "× native per CPU [95% CI] n",
-                "× native req/s [95% CI] n",
-                "p50 ms",
-                "p99 ms",
-                "Responses (all runs)",
-                "Errors",
-                "Generator busy",
-                "Flag",
-            ],
-            1,
-            rows.iter()
-                .filter(|r| &r.workload == w)
-                .map(|r| {
-                    vec![
-                        variant(a, &r.variant),
-                        r.connections.to_string().into(),
-                        r.rps.as_str().into(),
-                        Cell::ratio(r.capacity.clone()),
-                        Cell::ratio(r.ratio.clone()),
-                        r.p50.as_str().into(),
-                        r.p99.as_str().into(),
-                        r.responses.as_str().into(),
-                        r.errors.as_str().into(),
-                        r.busy.as_str().into(),
-                        Cell {
-                            flags: r.saturation.into_iter().collect(),
-                            ..Cell::default()
-                        },
-                    ]
-                })
-                .collect(),
-        );
+        let mine: Vec<sections::Throughput> =
+            rows.iter().filter(|r| &r.workload == w).cloned().collect();
+        let table = Table::laid(&columns, &mine, &swatch);
         workloads.push(Workload {
             name: w.clone(),
             figure,
@@ -109,25 +76,6 @@ pub(super) fn latency(a: &ServerAnalysis) -> Option<Latency> {
     if a.spectra.is_empty() && a.warm.is_empty() {
         return None;
     }
-    let rows: Vec<Vec<Cell>> = sections::warm(a)
-        .into_iter()
-        .map(|r| {
-            vec![
-                variant(a, &r.variant),
-                r.workload.into(),
-                r.n.to_string().into(),
-                r.requests.into(),
-                r.p50.into(),
-                r.p90.into(),
-                r.p99.into(),
-                r.p99_9.into(),
-                r.max.into(),
-                r.mean_p50.into(),
-                Cell::ratio(r.ratio),
-                r.errors.into(),
-            ]
-        })
-        .collect();
     Some(Latency {
         warm_figures: plots::spectra(a, Kind::Warm, |w, _, n| {
             format!("{w}: warm latency spectrum ({n} requests)")
@@ -136,24 +84,9 @@ pub(super) fn latency(a: &ServerAnalysis) -> Option<Latency> {
         loaded_figures: plots::spectra(a, Kind::Throughput, |w, conns, n| {
             format!("{w}: latency spectrum at {conns} connections ({n} responses)")
         }),
-        warm: Table::some(
-            &[
-                "Variant",
-                "Workload",
-                "Runs n",
-                "Requests",
-                "p50 ms",
-                "p90 ms",
-                "p99 ms",
-                "p99.9 ms",
-                "max ms",
-                "Mean of run p50s ms [95% CI] n",
-                "× native p50 [95% CI] n",
-                "Errors",
-            ],
-            2,
-            rows,
-        ),
+        warm: Some(sections::warm(a))
+            .filter(|rows| !rows.is_empty())
+            .map(|rows| Table::laid(&sections::warm_columns(), &rows, &|v| swatch_of(a, v))),
     })
 }
 
@@ -171,48 +104,16 @@ pub(super) fn cold_start(a: &ServerAnalysis) -> Option<ColdStart> {
     if a.cold_start.is_empty() {
         return None;
     }
-    let rows: Vec<Vec<Cell>> = sections::cold_starts(a)
-        .into_iter()
-        .map(|r| {
-            vec![
-                variant(a, &r.variant),
-                r.n.to_string().into(),
-                r.p50.into(),
-                r.p90.into(),
-                r.p99.into(),
-                r.min.into(),
-                r.max.into(),
-                r.listening.into(),
-                r.connected.into(),
-                r.first_byte.into(),
-                Cell::ratio(r.ratio),
-                r.rss_after.into(),
-            ]
-        })
-        .collect();
     Some(ColdStart {
         until: a.info.suite.cold_start_answer(),
         figure: Figure::new(
             "Cold start: distribution of spawn → first 200 (ECDF)".into(),
             &plots::cold_start(a),
         ),
-        table: Table::new(
-            &[
-                "Variant",
-                "Launches n",
-                "first 200 p50 ms",
-                "p90 ms",
-                "p99 ms",
-                "min ms",
-                "max ms",
-                "listening p50 ms",
-                "connected p50 ms",
-                "first byte p50 ms",
-                "× native p50 [95% CI] n",
-                "RSS after p50 MiB",
-            ],
-            1,
-            rows,
+        table: Table::laid(
+            &sections::cold_start_columns(),
+            &sections::cold_starts(a),
+            &|v| swatch_of(a, v),
         ),
     })
 }
@@ -248,52 +149,10 @@ pub(super) fn open_loop(a: &ServerAnalysis) -> Option<OpenLoop> {
             })
         })
         .collect();
-    let rows = sections::open_loop(a)
-        .into_iter()
-        .map(|o| {
-            vec![
-                variant(a, &o.variant),
-                o.workload.into(),
-                o.load.into(),
-                o.n.to_string().into(),
-                o.connections.to_string().into(),
-                o.offered.into(),
-                o.achieved.into(),
-                o.p50.into(),
-                o.p99.into(),
-                o.max.into(),
-                o.uncorrected_p50.into(),
-                o.uncorrected_p99.into(),
-                o.intended.into(),
-                o.sent.into(),
-                o.dropped.into(),
-                o.late.into(),
-                o.errors.into(),
-            ]
-        })
-        .collect();
-    let table = Table::new(
-        &[
-            "Variant",
-            "Workload",
-            "Load (of max)",
-            "Runs n",
-            "Connections",
-            "Offered req/s",
-            "Achieved req/s",
-            "Corrected p50 ms",
-            "Corrected p99 ms",
-            "Corrected max ms",
-            "Uncorrected p50 ms",
-            "Uncorrected p99 ms",
-            "Intended",
-            "Sent",
-            "Dropped",
-            "Late",
-            "Errors",
-        ],
-        2,
-        rows,
+    let table = Table::laid(
+        &sections::open_loop_columns(),
+        &sections::open_loop(a),
+        &|v| swatch_of(a, v),
     );
     Some(OpenLoop {
         plots,

@@ -300,11 +300,12 @@ fn matrix(a: &ServerAnalysis, of: MatrixOf) -> Option<Table> {
                         MatrixOf::Throughput => c.ratio_to_native.as_ref(),
                     });
                     if matches!(of, MatrixOf::Throughput) {
-                        cell.flags.extend(Saturation::of(c, None));
+                        cell.flags.extend(Saturation::of(c, None).map(|s| s.flag()));
                         // A saturated baseline understates native, so the ratio too.
                         cell.flags.extend(
                             a.throughput_cell(BASELINE, &c.workload, c.connections)
-                                .and_then(|b| Saturation::of(b, Some(BASELINE))),
+                                .and_then(|b| Saturation::of(b, Some(BASELINE)))
+                                .map(|s| s.flag()),
                         );
                     }
                     cell
@@ -375,11 +376,7 @@ fn ratios(a: &ServerAnalysis) -> Option<Ratios> {
         throughput: matrix(a, MatrixOf::Throughput),
         saturation_note: a.throughput.iter().any(|c| c.generator_saturated_runs > 0),
         warm: Table::some(&warm_head, 1, rows),
-        cold_start: Table::some(
-            &["Variant", "Launches n", "× native p50 [95% CI] n"],
-            1,
-            cold_start,
-        ),
+        cold_start: Table::some(&["Variant", "n", "× native p50 [95% CI] n"], 1, cold_start),
     })
 }
 

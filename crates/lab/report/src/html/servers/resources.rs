@@ -6,8 +6,7 @@ use serde::Serialize;
 use wasmlab_analysis::ServerAnalysis;
 use wasmlab_analysis::servers::ThroughputCell;
 
-use super::plots::{self, BarGroup, BarValue};
-use super::variant;
+use super::plots::{self, BarGroup, BarValue, swatch_of};
 use crate::format::{fmt_bytes, grouped, thousands};
 use crate::html::{Cell, Figure, Table};
 use crate::sections;
@@ -64,22 +63,9 @@ fn bar_groups<'a>(
 
 pub(super) fn resources(a: &ServerAnalysis) -> Resources {
     let cells = best_cells(a);
-    let rows: Vec<Vec<Cell>> = cells
+    let rows: Vec<sections::Resources> = cells
         .iter()
         .filter_map(|c| sections::resources(c))
-        .map(|r| {
-            vec![
-                variant(a, &r.variant),
-                r.workload.into(),
-                r.connections.to_string().into(),
-                r.rps.into(),
-                r.rss_peak.into(),
-                r.rss_mean.into(),
-                r.cpu_secs.into(),
-                r.cpu_per_1k.into(),
-                r.runs.to_string().into(),
-            ]
-        })
         .collect();
     let rss = bar_groups(a, &cells, |c| {
         Some(BarValue {
@@ -94,35 +80,22 @@ pub(super) fn resources(a: &ServerAnalysis) -> Resources {
             &c.resources.as_ref()?.cpu_secs_per_1k,
         ))
     });
-    let best = Table::some(
-        &[
-            "Variant",
-            "Workload",
-            "At connections",
-            "req/s [95% CI] n",
-            "RSS peak MiB",
-            "RSS mean MiB",
-            "CPU s per run",
-            "CPU s per 1k requests [95% CI] n",
-            "Runs n",
-        ],
-        2,
-        rows,
-    )
-    .map(|table| BestCells {
-        table,
-        rss: Figure::new(
-            "RSS peak of the process tree (MiB), at each variant's best cell".into(),
-            &plots::grouped_bars(a, "RSS peak MiB", &rss, |v| grouped(v, 1)),
-        ),
-        cpu: plots::figure_per_group(
-            a,
-            &cpu,
-            "CPU seconds per 1,000 requests, at each variant's best cell (whiskers: 95% CI)",
-            "CPU s per 1k requests",
-            crate::format::cpu_per_1k,
-        ),
-    });
+    let best = (!rows.is_empty())
+        .then(|| Table::laid(&sections::resources_columns(), &rows, &|v| swatch_of(a, v)))
+        .map(|table| BestCells {
+            table,
+            rss: Figure::new(
+                "RSS peak of the process tree (MiB), at each variant's best cell".into(),
+                &plots::grouped_bars(a, "RSS peak MiB", &rss, |v| grouped(v, 1)),
+            ),
+            cpu: plots::figure_per_group(
+                a,
+                &cpu,
+                "CPU seconds per 1,000 requests, at each variant's best cell (whiskers: 95% CI)",
+                "CPU s per 1k requests",
+                crate::format::cpu_per_1k,
+            ),
+        });
     let artifacts = a
         .info
         .artifacts
@@ -154,18 +127,9 @@ pub(super) fn capacity(a: &ServerAnalysis) -> Option<Capacity> {
         .into_iter()
         .filter(|c| c.resources.is_some_and(|r| r.rps_per_core.n > 0))
         .collect();
-    let rows: Vec<Vec<Cell>> = cells
+    let rows: Vec<sections::Resources> = cells
         .iter()
         .filter_map(|c| sections::resources(c))
-        .map(|r| {
-            vec![
-                variant(a, &r.variant),
-                r.workload.into(),
-                r.connections.to_string().into(),
-                r.per_core.into(),
-                r.cores_for_10k.into(),
-            ]
-        })
         .collect();
     let groups = bar_groups(a, &cells, |c| {
         Some(BarValue::of(
@@ -173,17 +137,10 @@ pub(super) fn capacity(a: &ServerAnalysis) -> Option<Capacity> {
             &c.resources.as_ref()?.rps_per_core,
         ))
     });
-    let table = Table::some(
-        &[
-            "Variant",
-            "Workload",
-            "At connections",
-            "req/s per core [95% CI] n",
-            "Cores for 10,000 req/s",
-        ],
-        2,
-        rows,
-    )?;
+    if rows.is_empty() {
+        return None;
+    }
+    let table = Table::laid(&sections::capacity_columns(), &rows, &|v| swatch_of(a, v));
     Some(Capacity {
         figures: plots::figure_per_group(
             a,
