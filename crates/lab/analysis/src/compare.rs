@@ -1,9 +1,11 @@
 //! Two server runs compared figure by figure (`wasmlab compare A B`): for every figure either
-//! measured (throughput, capacity, warm and open-loop latency, cold start), each side's runs and
-//! the change B/A with its interval, and whether it is a significant change for the better or
-//! the worse.
+//! measured (throughput, capacity where the server was saturated, CPU per request at equal load,
+//! warm and open-loop latency, cold start), each side's runs and the change B/A with its
+//! interval, and whether it is a significant change for the better or the worse.
 
-use wasmlab_model::sample::{Kind, Sample};
+use std::collections::BTreeMap;
+
+use wasmlab_model::sample::{Kind, Pace, Sample};
 
 use crate::stats::{self, Estimate};
 
@@ -20,6 +22,16 @@ pub enum Verdict {
     TooFewRuns,
     /// Measured in one run only.
     OnlyInOne,
+    /// A capacity whose server was saturated in no run of a side: the note says what set the
+    /// pace.
+    NotSaturated,
+}
+
+/// One side of a comparison: a run's samples, and the CPUs its servers could use (its CPU plan's,
+/// for samples that do not record their own).
+pub struct Side<'a> {
+    pub samples: &'a [Sample],
+    pub server_cpus: usize,
 }
 
 /// One figure's change from A to B.
@@ -31,10 +43,17 @@ pub struct Change {
 }
 
 /// Every figure either run measured, with its change.
-pub fn compare(a: &[Sample], b: &[Sample]) -> Vec<Change> {
+pub fn compare(a: &Side<'_>, b: &Side<'_>) -> Vec<Change> {
     collect(a, b)
         .into_iter()
         .map(|c| {
+            if (c.a.is_empty() || c.b.is_empty()) && !c.note.is_empty() {
+                return Change {
+                    figure: c,
+                    ratio: None,
+                    verdict: Verdict::NotSaturated,
+                };
+            }
             let (ratio, verdict) = match change(&c) {
                 Some((e, true)) if (e.value < 1.0) == c.lower_is_better => {
                     (Some(e), Verdict::Better)
@@ -64,12 +83,19 @@ pub struct Compared {
     pub b: Vec<f64>,
     /// Lower is better (latency), else higher is better (throughput).
     pub lower_is_better: bool,
+    /// Runs of a capacity left out because their server was not saturated, by side: what set
+    /// their pace (`A: generator-limited in 3 runs`); empty otherwise.
+    pub note: String,
 }
 
+/// A figure of one run: its description, unit, whether lower is better, and its value, or what
+/// set the pace of a capacity's unsaturated run instead.
+type Figure = (String, &'static str, bool, Result<f64, Pace>);
+
 /// Per-run values of each measured figure, keyed by a description of the cell.
-fn figures(samples: &[Sample]) -> Vec<(String, &'static str, bool, f64)> {
+fn figures(side: &Side<'_>) -> Vec<Figure> {
     let mut out = Vec::new();
-    for s in samples {
+    for s in side.samples {
         let w = s.workload.as_deref().unwrap_or("");
         match (s.kind, &s.load, &s.start) {
             (Kind::Throughput, Some(l), _) => {
@@ -77,15 +103,34 @@ fn figures(samples: &[Sample]) -> Vec<(String, &'static str, bool, f64)> {
                     format!("throughput {} {w} c={}", s.variant, l.connections),
                     "req/s",
                     false,
-                    l.rps,
+                    Ok(l.rps),
                 ));
-                // The headline's figure: responses per CPU-second of the variant's processes.
-                if let Some(capacity) = s.capacity() {
+                // Responses per CPU-second of the variant's processes: a capacity only where
+                // the server set the pace.
+                let cpus = s.cpus_or(side.server_cpus);
+                if let (Some(capacity), Some(pace)) = (s.capacity(), s.pace(cpus)) {
                     out.push((
                         format!("capacity {} {w} c={}", s.variant, l.connections),
                         "resp/CPU-s",
                         false,
-                        capacity,
+                        match pace {
+                            Pace::Server => Ok(capacity),
+                            other => Err(other),
+                        },
+                    ));
+                }
+            }
+            (Kind::EqualLoad, Some(_), _) if !s.over_capacity() => {
+                if let Some(cpu) = s.cpu_us_per_response() {
+                    out.push((
+                        format!(
+                            "CPU per request {} {w} at {} req/s",
+                            s.variant,
+                            wasmlab_model::sample::rate_label(s.rate.unwrap_or(0.0))
+                        ),
+                        "µs",
+                        true,
+                        Ok(cpu),
                     ));
                 }
             }
@@ -93,7 +138,7 @@ fn figures(samples: &[Sample]) -> Vec<(String, &'static str, bool, f64)> {
                 format!("warm p50 {} {w}", s.variant),
                 "ms",
                 true,
-                l.latency_ms.p50,
+                Ok(l.latency_ms.p50),
             )),
             (Kind::OpenLoop, Some(l), _) => out.push((
                 format!(
@@ -103,13 +148,13 @@ fn figures(samples: &[Sample]) -> Vec<(String, &'static str, bool, f64)> {
                 ),
                 "ms",
                 true,
-                l.latency_ms.p99,
+                Ok(l.latency_ms.p99),
             )),
             (Kind::ColdStart, _, Some(t)) => out.push((
                 format!("cold start {}", s.variant),
                 "ms",
                 true,
-                t.first_200_ms,
+                Ok(t.first_200_ms),
             )),
             _ => {}
         }
@@ -117,8 +162,10 @@ fn figures(samples: &[Sample]) -> Vec<(String, &'static str, bool, f64)> {
     out
 }
 
-fn collect(a: &[Sample], b: &[Sample]) -> Vec<Compared> {
+fn collect(a: &Side<'_>, b: &Side<'_>) -> Vec<Compared> {
     let mut out: Vec<Compared> = Vec::new();
+    // Per figure, the paces of each side's unsaturated runs.
+    let mut left_out: Vec<[BTreeMap<Pace, usize>; 2]> = Vec::new();
     for (side, samples) in [(0, a), (1, b)] {
         for (what, unit, lower, v) in figures(samples) {
             let i = match out.iter().position(|c| c.what == what) {
@@ -130,15 +177,34 @@ fn collect(a: &[Sample], b: &[Sample]) -> Vec<Compared> {
                         a: Vec::new(),
                         b: Vec::new(),
                         lower_is_better: lower,
+                        note: String::new(),
                     });
+                    left_out.push(Default::default());
                     out.len() - 1
                 }
             };
-            if side == 0 {
-                out[i].a.push(v);
-            } else {
-                out[i].b.push(v);
+            match (v, side) {
+                (Ok(v), 0) => out[i].a.push(v),
+                (Ok(v), _) => out[i].b.push(v),
+                (Err(pace), _) => *left_out[i][side].entry(pace).or_default() += 1,
             }
+        }
+    }
+    for (c, paces) in out.iter_mut().zip(&left_out) {
+        let sides: Vec<String> = ["A", "B"]
+            .iter()
+            .zip(paces)
+            .filter(|(_, p)| !p.is_empty())
+            .map(|(name, p)| {
+                let each: Vec<String> = p
+                    .iter()
+                    .map(|(pace, n)| format!("{pace} in {n} run(s)"))
+                    .collect();
+                format!("{name}: {}", each.join(", "))
+            })
+            .collect();
+        if !sides.is_empty() {
+            c.note = format!("not saturated, left out: {}", sides.join("; "));
         }
     }
     out
@@ -167,6 +233,7 @@ mod tests {
             a: a.to_vec(),
             b: b.to_vec(),
             lower_is_better: false,
+            note: String::new(),
         }
     }
 

@@ -49,6 +49,17 @@ impl Estimate {
         }
     }
 
+    /// `1 / value`, the interval's ends turned over (a capacity ratio of 0.5 [0.4–0.625] is a
+    /// cost of 2.00× [1.60–2.50]); None unless the value is positive.
+    pub fn inverse(&self) -> Option<Estimate> {
+        (self.value > 0.0 && self.value.is_finite()).then(|| Estimate {
+            value: 1.0 / self.value,
+            lo: 1.0 / self.hi,
+            hi: 1.0 / self.lo,
+            n: self.n,
+        })
+    }
+
     /// Whether the interval excludes `x` (for a ratio, 1.0: a significant change). Without an
     /// interval (fewer than two runs) nothing is excluded: one run shows no significance.
     pub fn excludes(&self, x: f64) -> bool {

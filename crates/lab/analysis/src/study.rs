@@ -10,7 +10,7 @@ use serde::Serialize;
 use wasmlab_model::study::{FigureKind, Study};
 
 use crate::programs::ProgramAnalysis;
-use crate::servers::ServerAnalysis;
+use crate::servers::{ServerAnalysis, describe};
 
 /// The variant standing for the study's baseline server when the study names none.
 pub const STUDY_BASELINE: &str = "native-close";
@@ -73,7 +73,9 @@ impl Comparison {
 
     /// Whether the rows carry capacity (a throughput figure whose run sampled the servers' CPU).
     pub fn shows_capacity(&self) -> bool {
-        self.rows.iter().any(|r| r.capacity.is_some())
+        self.rows
+            .iter()
+            .any(|r| r.capacity.is_some() || r.capacity_note.is_some())
     }
 }
 
@@ -88,8 +90,11 @@ pub struct ComparedRow {
     /// Ours over `native`'s, when the study's baseline is another server.
     pub ours_to_native: Option<f64>,
     /// A throughput figure's capacity here: mean responses per CPU-second of the server's
-    /// process tree (what a server costs, even where the load generator set the pace).
+    /// process tree over the runs in which it was saturated.
     pub capacity: Option<f64>,
+    /// Why there is no capacity: what set the pace of the cell instead.
+    #[serde(default)]
+    pub capacity_note: Option<String>,
     /// Capacity over the baseline's, and over `native`'s (when that is not the baseline).
     pub capacity_ratio: Option<f64>,
     pub capacity_to_native: Option<f64>,
@@ -152,12 +157,11 @@ pub fn beside_servers(a: &ServerAnalysis, study: &Study) -> Vec<Comparison> {
             FigureKind::MedianRatio => continue,
         };
         let ours_of = |variant: &str| ours(a, f.figure, variant, workload, conns);
-        let capacity_of = |variant: &str| match f.figure {
-            FigureKind::Throughput => a
-                .throughput_cell(variant, workload, conns?)
-                .and_then(|c| mean(&c.capacity_runs)),
+        let cell_of = |variant: &str| match f.figure {
+            FigureKind::Throughput => a.throughput_cell(variant, workload, conns?),
             _ => None,
         };
+        let capacity_of = |variant: &str| cell_of(variant).and_then(|c| mean(&c.capacity_runs));
         let baseline = baseline_of(study);
         let study_base = study.value(f, baseline);
         let ours_base = ours_of(baseline);
@@ -198,6 +202,9 @@ pub fn beside_servers(a: &ServerAnalysis, study: &Study) -> Vec<Comparison> {
                     ours,
                     study_ratio,
                     ours_ratio,
+                    capacity_note: cell_of(v)
+                        .filter(|_| capacity.is_none())
+                        .and_then(|c| describe(&c.unsaturated())),
                     ours_to_native: other_native.then(|| ratio(ours, ours_native)).flatten(),
                     capacity,
                     capacity_ratio: ratio(capacity, capacity_base),
@@ -256,11 +263,14 @@ pub struct PublishedRow {
 #[derive(Debug, Clone, Serialize)]
 pub struct CapacityRow {
     pub variant: String,
-    /// Mean responses per CPU-second of the server over the runs, bootstrap CI.
-    pub per_core: crate::stats::Estimate,
+    /// Mean responses per CPU-second of the server over the runs in which it was saturated,
+    /// bootstrap CI; None where it was saturated in none.
+    pub per_core: Option<crate::stats::Estimate>,
     /// The target over it, with the interval the CI gives (None without one).
-    pub cores_for_target: f64,
+    pub cores_for_target: Option<f64>,
     pub cores_interval: Option<(f64, f64)>,
+    /// Why there is no capacity, or why it leaves runs out: what set the pace instead.
+    pub note: Option<String>,
 }
 
 /// The study's sizing rule beside this run, when it gave one and the run sampled any server's CPU
@@ -280,12 +290,15 @@ pub fn capacity_planning(a: &ServerAnalysis, study: &Study) -> Option<CapacityPl
         .filter_map(|v| {
             let cell = a.throughput_cell(v, &plan.workload, conns)?;
             let e = cell.resources?.rps_per_core;
-            (e.n > 0 && e.value > 0.0).then(|| CapacityRow {
+            let e = (e.n > 0 && e.value > 0.0).then_some(e);
+            Some(CapacityRow {
                 variant: v.clone(),
                 per_core: e,
-                cores_for_target: target / e.value,
-                cores_interval: (e.n >= 2 && e.lo > 0.0 && e.hi.is_finite())
-                    .then(|| (target / e.hi, target / e.lo)),
+                cores_for_target: e.map(|e| target / e.value),
+                cores_interval: e
+                    .filter(|e| e.n >= 2 && e.lo > 0.0 && e.hi.is_finite())
+                    .map(|e| (target / e.hi, target / e.lo)),
+                note: describe(&cell.unsaturated()),
             })
         })
         .collect();

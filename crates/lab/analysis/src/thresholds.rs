@@ -12,7 +12,7 @@ use wasmlab_model::suite::ServerSuite;
 pub struct CrossedCell {
     pub variant: String,
     pub workload: String,
-    /// `c=50`, `warm`, `open loop 90%`.
+    /// `c=50`, `warm`, `open loop 90%`, `at 2400 req/s`.
     pub cell: String,
     pub repetition: u32,
     pub crossed: Crossed,
@@ -52,6 +52,7 @@ pub fn crossed(suite: &ServerSuite, samples: &[Sample]) -> Vec<CrossedCell> {
                             s.kind,
                             s.connections.unwrap_or_default(),
                             s.load_fraction,
+                            s.rate,
                         ),
                         repetition: s.repetition,
                         crossed,

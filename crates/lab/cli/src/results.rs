@@ -89,7 +89,17 @@ pub fn compare(args: CompareArgs) -> anyhow::Result<()> {
         ib.header.run_id,
         ib.suite.name
     ));
-    let changes = wasmlab_analysis::compare::compare(&sa, &sb);
+    use wasmlab_analysis::compare::{Side, compare};
+    let changes = compare(
+        &Side {
+            samples: &sa,
+            server_cpus: ia.cpus.server_count(),
+        },
+        &Side {
+            samples: &sb,
+            server_cpus: ib.cpus.server_count(),
+        },
+    );
     show(wasmlab_report::terminal::compare(&changes).trim_end());
     Ok(())
 }

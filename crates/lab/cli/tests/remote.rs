@@ -34,6 +34,11 @@ runs = 2
 duration_secs = 0.2
 workloads = ["hello"]
 
+[equal_load]
+duration_secs = 0.2
+connections = 2
+workloads = ["hello"]
+
 [[variant]]
 name = "elsewhere"
 about = "the native gateway, started by the test, measured as a server on another machine"
@@ -70,13 +75,31 @@ url = "http://localhost:{}"
             .find(|l| l.starts_with(&format!("elsewhere,{workload},2,")))
             .unwrap_or_else(|| panic!("no elsewhere {workload} row: {throughput}"));
         assert!(
-            row.ends_with("not observable,not observable,not observable,http/1.1,2,1"),
-            "{row}"
+            row.contains(",not observable,not observable,not observable,http/1.1,2,1,")
+                && row.ends_with(&[",not observable"; 7].concat()),
+            "RSS, CPU, CPU per response, wall time, CPUs, utilization, busiest thread, upstream, \
+             pace: {row}"
         );
         let cols: Vec<&str> = row.split(',').collect();
         assert!(cols[3].parse::<f64>().unwrap() > 0.0, "{row}");
         assert_eq!(cols[10], "0", "errors in {row}");
     }
+    // At equal load too: offered the rates, its CPU not observable, so no ratio to native.
+    let equal = std::fs::read_to_string(dir.join("equal_load.csv")).unwrap();
+    let row = equal
+        .lines()
+        .find(|l| l.starts_with("elsewhere,hello,"))
+        .unwrap_or_else(|| panic!("{equal}"));
+    assert!(row.contains(",not observable,"), "{row}");
+    let cost = stdout
+        .lines()
+        .find(|l| l.contains("┆ elsewhere ") && l.contains("hello"))
+        .filter(|l| l.matches("not observable").count() >= 2)
+        .unwrap_or_else(|| panic!("the cost table says why: {stdout}"));
+    assert!(
+        !cost.contains(" n="),
+        "no figure that looks like one: {cost}"
+    );
     let cold = std::fs::read_to_string(dir.join("cold_start.csv")).unwrap();
     assert!(cold.contains("\nnative,"), "{cold}");
     assert!(!cold.contains("elsewhere"), "{cold}");

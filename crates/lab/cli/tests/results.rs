@@ -21,7 +21,17 @@ fn report_from_a_fixture_holds_every_section() {
         );
     }
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("× native per CPU [95% CI]"), "{stdout}");
+    assert!(stdout.contains("capacity × native [95% CI] n"), "{stdout}");
+    // Older than the CPU plan and utilization: no capacity said to be one, none shown as zero.
+    let row = stdout
+        .lines()
+        .find(|l| l.contains("wasmtime-pooled ┆ hello    ┆ 4 "))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(row.contains("not recorded") && !row.contains("n="), "{row}");
+    assert!(
+        md.contains("## What a request costs against native"),
+        "{md}"
+    );
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
     assert!(
         html.len() < 2_000_000,
@@ -37,23 +47,38 @@ fn compare_marks_significant_changes() {
     let tmp = tempfile::tempdir().unwrap();
     let a = fixture_copy(tmp.path(), "a");
     let b = fixture_copy(tmp.path(), "b");
+    // Every server saturated at 4 connections, and at 1 the generator set native's pace in A.
     // B: wasmtime-pooled served half as much in every throughput run, for twice the CPU; native
     // is unchanged.
-    let samples = std::fs::read_to_string(b.join("samples.jsonl")).unwrap();
-    let halved: Vec<String> = samples
-        .lines()
-        .map(|l| {
-            let mut s: serde_json::Value = serde_json::from_str(l).unwrap();
-            if s["kind"] == "throughput" && s["variant"] == "wasmtime-pooled" {
-                let rps = s["load"]["rps"].as_f64().unwrap();
-                s["load"]["rps"] = serde_json::json!(rps / 2.0);
-                let cpu = s["resources"]["cpu_secs"].as_f64().unwrap();
-                s["resources"]["cpu_secs"] = serde_json::json!(cpu * 2.0);
-            }
-            s.to_string()
-        })
-        .collect();
-    std::fs::write(b.join("samples.jsonl"), halved.join("\n") + "\n").unwrap();
+    let edit = |dir: &std::path::Path, f: &dyn Fn(&mut serde_json::Value)| {
+        let samples = std::fs::read_to_string(dir.join("samples.jsonl")).unwrap();
+        let edited: Vec<String> = samples
+            .lines()
+            .map(|l| {
+                let mut s: serde_json::Value = serde_json::from_str(l).unwrap();
+                if s["kind"] == "throughput" {
+                    let at_4 = s["connections"] == 4;
+                    s["resources"]["utilization"] =
+                        serde_json::json!(if at_4 { 0.99 } else { 0.5 });
+                    if !at_4 {
+                        s["load"]["generator_saturated"] = serde_json::json!(true);
+                    }
+                    f(&mut s);
+                }
+                s.to_string()
+            })
+            .collect();
+        std::fs::write(dir.join("samples.jsonl"), edited.join("\n") + "\n").unwrap();
+    };
+    edit(&a, &|_| {});
+    edit(&b, &|s| {
+        if s["variant"] == "wasmtime-pooled" {
+            let rps = s["load"]["rps"].as_f64().unwrap();
+            s["load"]["rps"] = serde_json::json!(rps / 2.0);
+            let cpu = s["resources"]["cpu_secs"].as_f64().unwrap();
+            s["resources"]["cpu_secs"] = serde_json::json!(cpu * 2.0);
+        }
+    });
 
     let out = wasmlab(&["compare", a.to_str().unwrap(), b.to_str().unwrap()]);
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -69,22 +94,34 @@ fn compare_marks_significant_changes() {
             .map(str::to_owned)
             .collect::<Vec<_>>()
     };
-    // req/s, and the headline's figure too: responses per CPU-second.
-    for figure in ["throughput", "capacity"] {
-        let pooled = row(&format!("{figure} wasmtime-pooled hello"));
-        assert_eq!(pooled.len(), 2, "{stdout}");
-        assert!(
-            pooled
-                .iter()
-                .all(|l| l.contains("yes: worse") && l.contains("0.500")),
-            "{stdout}"
-        );
-    }
+    // req/s at both levels; responses per CPU-second only where the servers were saturated.
+    let pooled = row("throughput wasmtime-pooled hello");
+    assert_eq!(pooled.len(), 2, "{stdout}");
+    assert!(
+        pooled
+            .iter()
+            .all(|l| l.contains("yes: worse") && l.contains("0.500")),
+        "{stdout}"
+    );
+    let saturated = row("capacity wasmtime-pooled hello c=4");
+    assert_eq!(saturated.len(), 1, "{stdout}");
+    assert!(
+        saturated[0].contains("yes: worse") && saturated[0].contains("0.500"),
+        "{stdout}"
+    );
+    let idle = row("capacity native hello c=1");
+    assert_eq!(idle.len(), 1, "{stdout}");
+    assert!(
+        idle[0].contains("cannot tell: no saturated run")
+            && idle[0].contains("generator-limited in 2 run(s)")
+            && !idle[0].contains("0.500"),
+        "no capacity ratio where the generator set the pace: {stdout}"
+    );
     let native = row("throughput native hello");
     assert_eq!(native.len(), 2, "{stdout}");
     assert!(native.iter().all(|l| l.contains(" no ")), "{stdout}");
     assert!(
-        stdout.contains("0 significantly better in B, 4 significantly worse"),
+        stdout.contains("0 significantly better in B, 3 significantly worse"),
         "{stdout}"
     );
 }

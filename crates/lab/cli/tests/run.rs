@@ -9,7 +9,7 @@ mod support;
 
 use support::*;
 
-const THROUGHPUT_COLUMNS: &str = "variant,workload,connections,rps,p50_ms,p90_ms,p99_ms,p99_9_ms,max_ms,responses,errors,errors_connect,errors_read_write,errors_timeout,errors_non_2xx,duration_s,repetition,ttfb_p50_ms,generator_busy,generator_saturated,rss_peak_kib,rss_mean_kib,cpu_secs,protocol,tcp_connections,streams";
+const THROUGHPUT_COLUMNS: &str = "variant,workload,connections,rps,p50_ms,p90_ms,p99_ms,p99_9_ms,max_ms,responses,errors,errors_connect,errors_read_write,errors_timeout,errors_non_2xx,duration_s,repetition,ttfb_p50_ms,generator_busy,generator_saturated,rss_peak_kib,rss_mean_kib,cpu_secs,protocol,tcp_connections,streams,cpu_us_per_response,wall_s,server_cpus,utilization,busiest_thread,upstream_cpu_secs,pace";
 
 /// With at least 2 CPUs the load generator and the servers ran on disjoint CPUs, and each gateway
 /// (whose default worker count is the CPUs it may use) started one worker per server CPU.
@@ -67,6 +67,11 @@ fractions = [0.25, 0.5]
 duration_secs = 0.3
 connections = 4
 workloads = ["hello"]
+
+[equal_load]
+duration_secs = 0.2
+connections = 4
+rates = { echo = [300] }
 "#,
         &[],
     );
@@ -79,11 +84,134 @@ workloads = ["hello"]
     assert_run_json(&dir);
     assert_csvs(&dir);
     assert_samples(&dir);
+    assert_equal_load(&dir);
     assert_files_parse(&dir);
     assert_eq!(leftover_tmp_files(&dir), 0);
     assert_report_complete(&dir);
 
     assert_the_report_rebuilds_the_same(&dir);
+}
+
+/// Equal load: hello's and proxy's rates chosen from the probed capacities, echo's the suite's;
+/// each variant offered its own and native every rate; every cell's CPU read; the answer leads
+/// summary.md.
+fn assert_equal_load(dir: &Path) {
+    let run = read_json(&dir.join("run.json"));
+    let chosen = run["equal_load"].as_array().unwrap();
+    assert_eq!(chosen.len(), 3, "{chosen:?}");
+    let samples: Vec<serde_json::Value> = std::fs::read_to_string(dir.join("samples.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for e in chosen {
+        let w = e["workload"].as_str().unwrap();
+        let rates: Vec<f64> = e["rates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r.as_f64().unwrap())
+            .collect();
+        assert!(!rates.is_empty() && rates.iter().all(|r| *r > 0.0), "{e}");
+        let offered = |v: &str| -> Vec<f64> {
+            match e["offered"].as_array() {
+                None => rates.clone(),
+                Some(o) => o
+                    .iter()
+                    .find(|p| p[0] == v)
+                    .map(|p| {
+                        p[1].as_array()
+                            .unwrap()
+                            .iter()
+                            .map(|r| r.as_f64().unwrap())
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+            }
+        };
+        if w == "echo" {
+            assert_eq!(rates, [300.0], "the suite's rates: {e}");
+            assert!(e["slowest"].is_null(), "{e}");
+        } else {
+            // Each capacity probed; native offered every rate, each other variant rates
+            // below its capacity.
+            assert_eq!(e["probed"].as_array().unwrap().len(), 3, "{e}");
+            assert_eq!(offered("native"), rates, "{e}");
+            for p in e["probed"].as_array().unwrap() {
+                let (v, cap) = (p[0].as_str().unwrap(), p[1].as_f64().unwrap());
+                assert!(!offered(v).is_empty(), "{v}: {e}");
+                if v != "native" {
+                    assert!(offered(v).iter().all(|r| *r <= cap * 0.6), "{v}: {e}");
+                }
+            }
+        }
+        for v in ["native", "wasmtime-pooled", "wasmtime-naive"] {
+            for rate in offered(v) {
+                let cells: Vec<&serde_json::Value> = samples
+                    .iter()
+                    .filter(|s| {
+                        s["kind"] == "equal_load"
+                            && s["variant"] == v
+                            && s["workload"] == w
+                            && s["rate"].as_f64() == Some(rate)
+                    })
+                    .collect();
+                assert_eq!(cells.len(), 2, "{v} {w} at {rate}: one a repetition");
+                for c in cells {
+                    let r = &c["resources"];
+                    assert!(r["cpu_secs"].as_f64().unwrap() > 0.0, "{c}");
+                    let busy = r["utilization"].as_f64().unwrap();
+                    assert!(busy > 0.0 && busy < 1.05, "{r}");
+                    assert_eq!(c["load"]["open_loop"]["target_rate"].as_f64(), Some(rate));
+                }
+            }
+        }
+    }
+    let csv = std::fs::read_to_string(dir.join("equal_load.csv")).unwrap();
+    let head: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let col = |name: &str| head.iter().position(|h| *h == name).unwrap();
+    let rows: Vec<Vec<&str>> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
+    assert_eq!(
+        rows.len(),
+        samples.iter().filter(|s| s["kind"] == "equal_load").count()
+    );
+    for r in &rows {
+        assert_eq!(r[col("pace")], "offered", "{r:?}");
+        assert!(
+            r[col("cpu_us_per_response")].parse::<f64>().unwrap() > 0.0,
+            "{r:?}"
+        );
+        assert!(r[col("rate")].parse::<f64>().unwrap() > 0.0, "{r:?}");
+    }
+    // Every closed-loop cell says what set its pace.
+    let csv = std::fs::read_to_string(dir.join("throughput.csv")).unwrap();
+    for l in csv.lines().skip(1) {
+        let pace = l.rsplit(',').next().unwrap();
+        assert!(
+            [
+                "saturated",
+                "generator-limited",
+                "upstream-limited",
+                "latency-bound"
+            ]
+            .contains(&pace),
+            "{l}"
+        );
+    }
+    let summary = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    let lead = summary
+        .find("## What a request costs against native")
+        .unwrap();
+    assert!(
+        lead < summary.find("## Throughput").unwrap(),
+        "the answer first"
+    );
+    assert!(summary.contains("## Equal load"), "{summary}");
+    assert!(summary.contains("| hello | wasmtime-pooled |"), "{summary}");
 }
 
 /// run.json: the run, the machine, the CPUs, the orders, the artifacts and every variant's

@@ -1,11 +1,12 @@
-//! The load cells of one variant in one repetition: closed loop at each concurrency level, warm
-//! latency on one connection, and open loop at fractions of the variant's own maximum, each with
-//! its process trees' resources sampled meanwhile.
+//! The load cells of one variant in one repetition: closed loop at each concurrency level, then
+//! the workload's equal-load rates, warm latency on one connection, and open loop at fractions of
+//! the variant's own maximum, each with its process trees' resources read meanwhile. And the
+//! probe that measures a variant's capacity, from which equal-load rates are chosen.
 
 use std::path::Path;
 use std::time::Duration;
 
-use wasmlab_load::LoadReport;
+use wasmlab_load::{LoadConfig, LoadReport};
 
 use wasmlab_model::sample::{Kind, Sample, cell_label};
 use wasmlab_model::suite::ServerSuite;
@@ -14,7 +15,7 @@ use wasmlab_record::{Recorder, Servers};
 
 use crate::launch::Running;
 use crate::requests::{self, SentRequest, Workloads};
-use crate::resources::Sampler;
+use crate::resources::{Sampler, Watch};
 
 /// The variant's process died while being measured.
 #[derive(Debug)]
@@ -46,6 +47,20 @@ pub struct Subject<'a> {
     pub r: u32,
     pub running: &'a mut Running,
     pub log: &'a Path,
+    /// The lab's upstream server, whose CPU each cell reads beside the variant's.
+    pub upstream: Option<u32>,
+}
+
+impl Subject<'_> {
+    /// What a cell's resources are read from: None for a remote target, whose processes are
+    /// not observable.
+    fn watch(&mut self, cpus: usize) -> Option<Watch> {
+        Some(Watch {
+            roots: self.running.process_roots()?,
+            upstream: self.upstream,
+            cpus,
+        })
+    }
 }
 
 /// Measures all of a variant's cells for its repetition. Returns early (Ok) when cancelled.
@@ -75,6 +90,25 @@ pub fn measure_variant(
             match best_rps.iter_mut().find(|(w, _)| w == workload) {
                 Some((_, best)) => *best = best.max(report.rps),
                 None => best_rps.push((workload.clone(), report.rps)),
+            }
+        }
+        // The workload's equal-load rates, while the server is warm for it.
+        let Some(equal) = &suite.equal_load else {
+            continue;
+        };
+        for rate in lab.info.equal_load_rates(workload, sub.name) {
+            let cell = Cell {
+                kind: Kind::EqualLoad,
+                workload,
+                requests,
+                connections: equal.connections,
+                duration: equal.duration_secs,
+                warmup: equal.warmup_secs,
+                rate: Some(rate),
+                load_fraction: None,
+            };
+            if measure_cell(lab, suite, sub, &cell)?.is_none() {
+                return Ok(());
             }
         }
     }
@@ -147,7 +181,7 @@ fn measure_cell(
         Protocol::Http1 => (cell.connections, 1),
         Protocol::Http2 => suite.http2_split(cell.connections),
     };
-    let mut what = cell_label(cell.kind, cell.connections, cell.load_fraction);
+    let mut what = cell_label(cell.kind, cell.connections, cell.load_fraction, cell.rate);
     if streams > 1 {
         what = format!("{what} ({connections}×{streams})");
     }
@@ -158,29 +192,18 @@ fn measure_cell(
         r + 1,
         suite.repetitions
     ));
-    let mut config = requests::load_config(&sub.running.base_url(), cell.requests)?;
-    if let Some(tls) = &sub.running.tls {
-        config.ca_file = tls.ca_file.clone();
-        config.insecure = tls.insecure;
+    let mut config = load_config(lab, suite, sub.running, cell.requests, connections, streams)?;
+    // Warm-up at the cell's own rate (an equal-load cell's), else closed.
+    if cell.kind == Kind::EqualLoad {
+        config.rate = cell.rate;
     }
-    config.connections = connections;
-    config.http2 = sub.running.protocol == Protocol::Http2;
-    config.streams = streams;
-    config.threads = suite.load_threads.min(connections);
-    config.timeout = Duration::from_secs_f64(suite.timeout_secs);
-    config.cancel = Some(lab.cancel_flag());
-    // A generator on CPUs of its own spins rather than sleeps while it waits, so no server pays
-    // to wake it (docs/method.md, Throughput): in the open loop too, whose rates are fractions
-    // of a maximum measured that way.
-    config.spin = lab.info.cpus.generator_alone(config.threads);
     if cell.warmup > 0.0 {
         config.duration = Some(Duration::from_secs_f64(cell.warmup));
         wasmlab_load::run(config.clone())?;
     }
     config.duration = Some(Duration::from_secs_f64(cell.duration));
     config.rate = cell.rate;
-    // A remote target's processes are not observable: no resources, rather than zeros.
-    let sampler = sub.running.process_roots().map(Sampler::start);
+    let sampler = sub.watch(lab.info.cpus.server_count()).map(Sampler::start);
     let report = wasmlab_load::run(config)?;
     let resources = sampler.map(Sampler::finish);
     if lab.cancelled() {
@@ -194,10 +217,19 @@ fn measure_cell(
         ))
         .into());
     }
-    lab.say(cell_line(name, cell.workload, &what, &report));
+    lab.say(cell_line(
+        name,
+        cell.workload,
+        &what,
+        &report,
+        resources.as_ref(),
+    ));
     let mut s = Sample::new(cell.kind, name, r);
     s.workload = Some(cell.workload.to_owned());
     s.load_fraction = cell.load_fraction;
+    s.rate = (cell.kind == Kind::EqualLoad)
+        .then_some(cell.rate)
+        .flatten();
     s.resources = resources;
     let mut s = s.with_load(report.clone());
     // The level, as for every protocol (the report's own `connections` says how many it used).
@@ -207,11 +239,92 @@ fn measure_cell(
     Ok(Some(report))
 }
 
-/// The terminal's line for a measured cell.
-fn cell_line(name: &str, workload: &str, what: &str, report: &LoadReport) -> String {
+/// The load generator's configuration for `requests` against a running variant: `connections`
+/// of `streams` each, the suite's threads and timeout, spinning when it has CPUs of its own.
+fn load_config(
+    lab: &Recorder<Servers>,
+    suite: &ServerSuite,
+    running: &Running,
+    requests: &[SentRequest],
+    connections: usize,
+    streams: usize,
+) -> anyhow::Result<LoadConfig> {
+    let mut config = requests::load_config(&running.base_url(), requests)?;
+    if let Some(tls) = &running.tls {
+        config.ca_file = tls.ca_file.clone();
+        config.insecure = tls.insecure;
+    }
+    config.connections = connections;
+    config.http2 = running.protocol == Protocol::Http2;
+    config.streams = streams;
+    config.threads = suite.load_threads.min(connections);
+    config.timeout = Duration::from_secs_f64(suite.timeout_secs);
+    config.cancel = Some(lab.cancel_flag());
+    // A generator on CPUs of its own spins rather than sleeps while it waits, so no server pays
+    // to wake it (docs/method.md, Throughput): in the open loop too, whose rates are fractions
+    // of a maximum measured that way.
+    config.spin = lab.info.cpus.generator_alone(config.threads);
+    Ok(config)
+}
+
+/// How long a probe's closed loop runs, after its warm-up.
+const PROBE: Duration = Duration::from_millis(200);
+const PROBE_WARMUP: Duration = Duration::from_millis(50);
+
+/// A running variant's capacity for each workload whose equal-load rates are shares of the
+/// slowest variant's: req/s of a short closed loop at the equal-load connections. Empty when
+/// cancelled.
+pub fn probe(
+    lab: &mut Recorder<Servers>,
+    suite: &ServerSuite,
+    workloads: &Workloads,
+    name: &str,
+    running: &Running,
+) -> anyhow::Result<Vec<(String, f64)>> {
+    let Some(equal) = &suite.equal_load else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    for workload in suite.equal_load_workloads() {
+        if equal.rates.of(&workload).is_some() {
+            continue;
+        }
+        if lab.cancelled() {
+            return Ok(Vec::new());
+        }
+        lab.progress
+            .set_message(format!("{name}: probing its capacity for {workload}"));
+        let (connections, streams) = match running.protocol {
+            Protocol::Http1 => (equal.connections, 1),
+            Protocol::Http2 => suite.http2_split(equal.connections),
+        };
+        let requests = workloads.requests(&workload)?;
+        let mut config = load_config(lab, suite, running, requests, connections, streams)?;
+        config.duration = Some(PROBE_WARMUP);
+        wasmlab_load::run(config.clone())?;
+        config.duration = Some(PROBE);
+        let report = wasmlab_load::run(config)?;
+        out.push((workload, report.rps));
+    }
+    Ok(out)
+}
+
+/// The terminal's line for a measured cell: what the load generator saw, and how busy the
+/// variant's processes kept their CPUs.
+fn cell_line(
+    name: &str,
+    workload: &str,
+    what: &str,
+    report: &LoadReport,
+    resources: Option<&wasmlab_model::sample::Resources>,
+) -> String {
+    let busy = resources
+        .and_then(|r| r.utilization)
+        .map(|u| format!(", server {:.0}% busy", u * 100.0))
+        .unwrap_or_default();
     match &report.open_loop {
         Some(o) => format!(
-            "{:<22} {:<8} {what:<20} {:>9.0} req/s offered, p50 {:.3} ms p99 {:.3} ms (uncorrected p99 {:.3}), dropped {}, errors {}",
+            "{:<22} {:<8} {what:<20} {:>9.0} req/s offered, p50 {:.3} ms p99 {:.3} ms (uncorrected p99 {:.3}), dropped {}, errors {}{busy}",
             name,
             workload,
             o.target_rate,
@@ -222,7 +335,7 @@ fn cell_line(name: &str, workload: &str, what: &str, report: &LoadReport) -> Str
             report.errors.total()
         ),
         None => format!(
-            "{:<22} {:<8} {what:<20} {:>9.0} req/s  p50 {:.3} ms  p99 {:.3} ms  errors {}{}",
+            "{:<22} {:<8} {what:<20} {:>9.0} req/s  p50 {:.3} ms  p99 {:.3} ms  errors {}{busy}{}",
             name,
             workload,
             report.rps,

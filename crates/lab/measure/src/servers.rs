@@ -1,14 +1,16 @@
 //! A server suite's run, in the order it is measured: every variant prepared, then verified
-//! before anything is measured; then cold starts, each launch in a shuffled order on an otherwise
-//! idle machine; then, for each repetition, each variant in a shuffled order: launch, verify, its
-//! load cells (closed loop, warm, open loop) with resources sampled, stop.
+//! before anything is measured (and its capacity probed, where the suite's equal-load rates are
+//! shares of the slowest variant's); then cold starts, each launch in a shuffled order on an
+//! otherwise idle machine; then, for each repetition, each variant in a shuffled order: launch,
+//! verify, its load cells (closed loop and equal load, warm, open loop) with resources read,
+//! stop.
 
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use wasmlab_model::run::{Run, RunState, ServerRunInfo};
+use wasmlab_model::run::{EqualLoadRates, Run, RunState, ServerRunInfo};
 use wasmlab_model::sample::{Kind, Sample};
 use wasmlab_model::suite::ServerSuite;
 use wasmlab_plan::Plan;
@@ -41,6 +43,7 @@ pub(crate) fn run(
         start_timeout: Duration::from_secs_f64(suite.start_timeout_secs),
         ready: &ready,
         workloads: &workloads,
+        upstream: None,
     };
     // The upstream echo server for /proxy, then every variant's preparation.
     let upstream = run.start_upstream()?;
@@ -55,7 +58,9 @@ pub(crate) fn run(
             .collect()
     };
     let everything: Vec<String> = plan.variants.iter().map(|p| p.name().to_owned()).collect();
-    run.verify_all(&by_name(&everything))?;
+    let probed = run.verify_all(&by_name(&everything))?;
+    run.choose_equal_load_rates(&probed)?;
+    run.upstream = upstream.pid();
     if let Some(c) = &suite.cold_start {
         run.cold_starts(&by_name(&suite.cold_start_variants()), c.runs)?;
     }
@@ -114,6 +119,7 @@ fn start_recording(
         variant_tools: Vec::new(),
         container_engine: None,
         containerd: None,
+        equal_load: Vec::new(),
     };
     debug_assert_eq!(info.header.state, RunState::Running);
     let progress = crate::progress_bar(planned_steps(plan, suite), "steps");
@@ -142,7 +148,15 @@ fn planned_steps(plan: &Plan, suite: &ServerSuite) -> u64 {
 /// Progress steps of one variant in one repetition: its cells.
 fn variant_steps(suite: &ServerSuite) -> u64 {
     let fractions = suite.open_loop.as_ref().map_or(0, |o| o.fractions.len());
+    let equal_load: usize = suite.equal_load.as_ref().map_or(0, |e| {
+        suite
+            .equal_load_workloads()
+            .iter()
+            .map(|w| e.rates.of(w).map_or(e.fractions.len(), <[f64]>::len))
+            .sum()
+    });
     (suite.workloads.len() * suite.connections.len()
+        + equal_load
         + suite.warm_workloads().len()
         + suite.open_loop_workloads().len() * fractions) as u64
 }
@@ -159,6 +173,8 @@ struct ServerRun<'a> {
     ready: &'a SentRequest,
     /// Every workload's requests.
     workloads: &'a Workloads,
+    /// The upstream server's process, whose CPU each cell reads beside the variant's.
+    upstream: Option<u32>,
 }
 
 impl<'a> ServerRun<'a> {
@@ -286,8 +302,13 @@ impl<'a> ServerRun<'a> {
     }
 
     /// Verifies every variant once, before any measurement: one that answers wrongly is
-    /// measured in no way at all, its cold starts included.
-    fn verify_all(&mut self, variants: &[&Launchable]) -> anyhow::Result<()> {
+    /// measured in no way at all, its cold starts included. Each measured variant's capacity is
+    /// probed then where equal-load rates are chosen from it: (variant, workload, req/s).
+    fn verify_all(
+        &mut self,
+        variants: &[&Launchable],
+    ) -> anyhow::Result<Vec<(String, String, f64)>> {
+        let mut probed = Vec::new();
         for v in variants {
             if self.rec.cancelled() {
                 break;
@@ -296,10 +317,77 @@ impl<'a> ServerRun<'a> {
             if self.rec.out(v.name()) {
                 continue;
             }
-            if let Some(running) = self.launch_verified(v, &self.ctx(v.name()))? {
+            if let Some(mut running) = self.launch_verified(v, &self.ctx(v.name()))? {
+                if self.suite.variants.iter().any(|n| n == v.name()) {
+                    let found = cells::probe(
+                        &mut self.rec,
+                        self.suite,
+                        self.workloads,
+                        v.name(),
+                        &running,
+                    );
+                    match found {
+                        Ok(found) => probed.extend(
+                            found
+                                .into_iter()
+                                .map(|(w, rps)| (v.name().to_owned(), w, rps)),
+                        ),
+                        Err(e) => self.rec.fail(v.name(), format!("probe failed: {e:#}"))?,
+                    }
+                    if let Some(status) = running.exited() {
+                        self.rec.fail(
+                            v.name(),
+                            format!("exited while its capacity was probed ({status})"),
+                        )?;
+                    }
+                }
                 running.stop();
             }
         }
+        self.rec.save_info()?;
+        Ok(probed)
+    }
+
+    /// Each equal-load workload's rates: the suite's, offered to every variant; else chosen from
+    /// the capacities the probes measured among the variants still in the run (see
+    /// [`ladder`]). Recorded in run.json and said.
+    fn choose_equal_load_rates(&mut self, probed: &[(String, String, f64)]) -> anyhow::Result<()> {
+        let Some(equal) = &self.suite.equal_load else {
+            return Ok(());
+        };
+        let mut chosen = Vec::new();
+        for workload in self.suite.equal_load_workloads() {
+            let mine: Vec<(String, f64)> = probed
+                .iter()
+                .filter(|(v, w, rps)| *w == workload && !self.rec.out(v) && *rps > 0.0)
+                .map(|(v, _, rps)| (v.clone(), *rps))
+                .collect();
+            let e = match equal.rates.of(&workload) {
+                Some(rates) => EqualLoadRates {
+                    workload,
+                    rates: sorted(rates.to_vec()),
+                    offered: Vec::new(),
+                    slowest: None,
+                    probed: mine,
+                },
+                None => {
+                    let Some(e) = ladder(&workload, mine, &equal.fractions, equal.common_rate)
+                    else {
+                        if !self.rec.cancelled() {
+                            self.rec.say(format!(
+                                "equal load: no capacity measured for {workload}, so no rates"
+                            ));
+                        }
+                        continue;
+                    };
+                    e
+                }
+            };
+            self.rec
+                .say(format!("equal load: {} at {}", e.workload, e.describe()));
+            chosen.push(e);
+        }
+        self.rec.info.equal_load = chosen;
         self.rec.save_info()
     }
 
@@ -392,6 +480,7 @@ impl<'a> ServerRun<'a> {
             r,
             running: &mut running,
             log: &ctx.log_path,
+            upstream: self.upstream,
         };
         let measured =
             match cells::measure_variant(&mut self.rec, self.suite, self.workloads, &mut subject) {
@@ -405,5 +494,127 @@ impl<'a> ServerRun<'a> {
         running.stop();
         self.rec.save_info()?;
         Ok(measured)
+    }
+}
+
+/// A workload's rates from the capacities `probed` (variant, req/s): each variant offered
+/// `fractions` of the lower of its capacity and native's, each rounded down to a round rate
+/// ([`round_down`]: variants of like capacity then share a rate, and a run measures at the same
+/// rates as the last unless a capacity moved past a step), native every such rate, and with
+/// `common` every variant the lowest. None without a capacity.
+fn ladder(
+    workload: &str,
+    probed: Vec<(String, f64)>,
+    fractions: &[f64],
+    common: bool,
+) -> Option<EqualLoadRates> {
+    let slowest = probed.iter().min_by(|a, b| a.1.total_cmp(&b.1)).cloned()?;
+    let native = probed
+        .iter()
+        .find(|(v, _)| v == wasmlab_model::variant::BASELINE)
+        .map(|(_, c)| *c);
+    let own = |cap: f64| -> Vec<f64> {
+        let cap = native.map_or(cap, |n| n.min(cap));
+        fractions
+            .iter()
+            .map(|f| round_down(cap * f))
+            .filter(|r| *r > 0.0)
+            .collect()
+    };
+    let ladder = sorted(probed.iter().flat_map(|(_, c)| own(*c)).collect());
+    let offered = probed
+        .iter()
+        .map(|(v, cap)| {
+            let mut mine: Vec<f64> = if v == wasmlab_model::variant::BASELINE {
+                ladder.clone()
+            } else {
+                own(*cap)
+            };
+            if common {
+                mine.push(ladder[0]);
+            }
+            (v.clone(), sorted(mine))
+        })
+        .collect();
+    Some(EqualLoadRates {
+        workload: workload.to_owned(),
+        rates: ladder,
+        offered,
+        slowest: Some(slowest),
+        probed,
+    })
+}
+
+/// Ascending, without repeats.
+fn sorted(mut rates: Vec<f64>) -> Vec<f64> {
+    rates.sort_by(f64::total_cmp);
+    rates.dedup();
+    rates
+}
+
+/// `v` rounded down to 1, 2, 3 or 5 times a power of ten: a rate below the capacity it is a share
+/// of, read at a glance (4,800 → 3,000; 62,000 → 50,000).
+fn round_down(v: f64) -> f64 {
+    if !(v.is_finite() && v > 0.0) {
+        return 0.0;
+    }
+    let decade = 10f64.powf(v.log10().floor());
+    let step = [5.0, 3.0, 2.0, 1.0]
+        .into_iter()
+        .find(|s| s * decade <= v * (1.0 + 1e-9))
+        .unwrap_or(1.0);
+    step * decade
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_variant_is_offered_shares_of_its_capacity_and_native_every_rate() {
+        let probed = vec![
+            ("native".to_owned(), 124_000.0),
+            ("native-h2".to_owned(), 215_000.0),
+            ("wasmtime-pooled".to_owned(), 75_000.0),
+            ("wasmtime-shared".to_owned(), 113_000.0),
+            ("wasmtime-recycled".to_owned(), 88_000.0),
+            ("wasmtime-naive".to_owned(), 5_794.0),
+        ];
+        let e = ladder("hello", probed, &[0.6], true).unwrap();
+        // 60% of each capacity, native's bounding the faster native-h2's, rounded down:
+        // 3,476 → 3,000; 45,000 → 30,000; 52,800 and 67,800 → 50,000; 74,400 → 50,000.
+        assert_eq!(e.rates, vec![3_000.0, 30_000.0, 50_000.0]);
+        let of = |v: &str| e.offered_to(v);
+        assert_eq!(of("native"), vec![3_000.0, 30_000.0, 50_000.0]);
+        assert_eq!(of("wasmtime-pooled"), vec![3_000.0, 30_000.0]);
+        assert_eq!(of("wasmtime-recycled"), vec![3_000.0, 50_000.0]);
+        assert_eq!(of("wasmtime-shared"), vec![3_000.0, 50_000.0]);
+        assert_eq!(of("native-h2"), vec![3_000.0, 50_000.0]);
+        assert_eq!(of("wasmtime-naive"), vec![3_000.0]);
+        assert_eq!(of("not-probed"), Vec::<f64>::new());
+        assert_eq!(e.slowest, Some(("wasmtime-naive".to_owned(), 5_794.0)));
+        // Without the common rate, each its own; two fractions, two rates each.
+        let e = ladder(
+            "hello",
+            vec![("native".into(), 100_000.0), ("x".into(), 10_000.0)],
+            &[0.25, 0.5],
+            false,
+        )
+        .unwrap();
+        assert_eq!(e.rates, vec![2_000.0, 5_000.0, 20_000.0, 50_000.0]);
+        assert_eq!(e.offered_to("x"), vec![2_000.0, 5_000.0]);
+        assert!(ladder("hello", Vec::new(), &[0.5], true).is_none());
+    }
+
+    #[test]
+    fn rates_round_down_to_one_two_three_or_five() {
+        assert_eq!(round_down(2_418.0), 2_000.0);
+        assert_eq!(round_down(4_999.0), 3_000.0);
+        assert_eq!(round_down(5_000.0), 5_000.0);
+        assert_eq!(round_down(99.9), 50.0);
+        assert_eq!(round_down(1_000.0), 1_000.0);
+        assert!((round_down(0.372) - 0.3).abs() < 1e-12);
+        assert_eq!(round_down(0.0), 0.0);
+        assert_eq!(sorted(vec![5.0, 1.0, 5.0]), vec![1.0, 5.0]);
     }
 }

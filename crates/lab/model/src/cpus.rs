@@ -82,6 +82,16 @@ impl CpuPlan {
         })
     }
 
+    /// How many CPUs a server may use: the servers' own, or all of them when the CPUs are shared
+    /// (0 for a run.json older than the CPU plan).
+    pub fn server_count(&self) -> usize {
+        if self.apart() {
+            self.server.len()
+        } else {
+            self.load.len()
+        }
+    }
+
     /// Whether the generator and the servers have CPUs of their own.
     pub fn apart(&self) -> bool {
         !self.server.is_empty()

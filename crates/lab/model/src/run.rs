@@ -125,9 +125,76 @@ pub struct ServerRunInfo {
     /// The containerd the lab ran, if a variant needed one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub containerd: Option<Containerd>,
+    /// The rates each workload was measured at equal load, and where they came from.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub equal_load: Vec<EqualLoadRates>,
+}
+
+/// The rates variants were offered on a workload at equal load, and where they came from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EqualLoadRates {
+    pub workload: String,
+    /// Every rate offered, ascending, req/s.
+    pub rates: Vec<f64>,
+    /// The rates each variant was offered, when not all of them (rates from the capacities).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub offered: Vec<(String, Vec<f64>)>,
+    /// The variant with the least capacity and that capacity (req/s); None when the suite named
+    /// the rates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slowest: Option<(String, f64)>,
+    /// Each variant's capacity for the workload as its probe measured it, req/s.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub probed: Vec<(String, f64)>,
+}
+
+impl EqualLoadRates {
+    /// The rates `variant` is offered: all of them unless the record says otherwise.
+    pub fn offered_to(&self, variant: &str) -> Vec<f64> {
+        if self.offered.is_empty() {
+            return self.rates.clone();
+        }
+        self.offered
+            .iter()
+            .find(|(v, _)| v == variant)
+            .map(|(_, r)| r.clone())
+            .unwrap_or_default()
+    }
+
+    /// The rates of the workload in words: `2800, 9700 and 34000 req/s (from the variants'
+    /// capacities; the least, 5794 req/s, wasmtime-naive's)`.
+    pub fn describe(&self) -> String {
+        let list = |items: Vec<String>| match items.len() {
+            0 | 1 => items.concat(),
+            n => format!("{} and {}", items[..n - 1].join(", "), items[n - 1]),
+        };
+        let rates = list(
+            self.rates
+                .iter()
+                .map(|r| crate::sample::rate_label(*r))
+                .collect(),
+        );
+        match &self.slowest {
+            Some((v, cap)) => format!(
+                "{rates} req/s, shares of the variants' capacities (the least {} req/s, {v}'s)",
+                crate::sample::rate_label(*cap)
+            ),
+            None => format!("{rates} req/s (the suite's)"),
+        }
+    }
 }
 
 impl ServerRunInfo {
+    /// The rates `variant` is offered on `workload` at equal load (none when it is not measured
+    /// at equal load).
+    pub fn equal_load_rates(&self, workload: &str, variant: &str) -> Vec<f64> {
+        self.equal_load
+            .iter()
+            .find(|e| e.workload == workload)
+            .map(|e| e.offered_to(variant))
+            .unwrap_or_default()
+    }
+
     /// Whether `variant` failed in this run: then it is in no table, CSV or plot.
     pub fn failed(&self, variant: &str) -> bool {
         self.variants

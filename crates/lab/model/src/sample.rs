@@ -20,14 +20,83 @@ pub enum Kind {
     Warm,
     /// Constant arrival rate at a fraction of the variant's closed-loop maximum.
     OpenLoop,
+    /// Constant arrival rate the same for every variant (`rate`): what each costs at equal load.
+    EqualLoad,
 }
 
-/// A load cell as the terminal names it: `c=50`, `warm`, `open loop 90%`.
-pub fn cell_label(kind: Kind, connections: usize, load_fraction: Option<f64>) -> String {
-    match (kind, load_fraction) {
-        (Kind::OpenLoop, Some(f)) => format!("open loop {:.0}%", f * 100.0),
-        (Kind::Warm, _) => "warm".into(),
+/// A load cell as the terminal names it: `c=50`, `warm`, `open loop 90%`, `at 2400 req/s`.
+pub fn cell_label(
+    kind: Kind,
+    connections: usize,
+    load_fraction: Option<f64>,
+    rate: Option<f64>,
+) -> String {
+    match (kind, load_fraction, rate) {
+        (Kind::OpenLoop, Some(f), _) => format!("open loop {:.0}%", f * 100.0),
+        (Kind::EqualLoad, _, Some(r)) => format!("at {} req/s", rate_label(r)),
+        (Kind::Warm, _, _) => "warm".into(),
         _ => format!("c={connections}"),
+    }
+}
+
+/// An offered rate as a label: `2400`, `75`, `0.5`.
+pub fn rate_label(rate: f64) -> String {
+    if rate < 10.0 {
+        format!("{rate}")
+    } else {
+        format!("{rate:.0}")
+    }
+}
+
+/// The share of its CPUs a server must keep busy in a closed-loop cell for the CPU it spent per
+/// response to count as its capacity. A server's CPU per request falls as it gets busier (its
+/// wake-ups are shared by more requests), so a ratio between a saturated server and one that
+/// idled would measure the idling; docs/method.md has the measurement behind 0.9.
+pub const SATURATED_UTILIZATION: f64 = 0.9;
+
+/// The share of the cell the lab's upstream must have been on a CPU for a server that was not
+/// saturated to count as waiting on it.
+pub const UPSTREAM_BUSY: f64 = 0.02;
+
+/// An open-loop run fell short of its rate when more than this share of its sends were dropped
+/// ([`Sample::over_capacity`]).
+pub const DROPPED_OVER_CAPACITY: f64 = 0.01;
+/// ... or when it answered fewer requests a second than this share of the rate.
+pub const KEPT_UP: f64 = 0.95;
+
+/// What set the pace of a closed-loop cell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Pace {
+    /// The server: it kept its CPUs (or its busiest thread) at least [`SATURATED_UTILIZATION`]
+    /// busy, so its CPU per response is its capacity.
+    Server,
+    /// The load generator, busy at least `wasmlab_load::SATURATED_SHARE` of the run: the server
+    /// idled while it waited for requests.
+    Generator,
+    /// The lab's upstream (the `proxy` workload, a component's `state`), which shares the
+    /// servers' CPUs: the server idled while it waited for its answers.
+    Upstream,
+    /// Neither: the requests' own latency did (too few connections for it, a server that sleeps
+    /// or waits on a child process).
+    Latency,
+}
+
+impl Pace {
+    /// `generator-limited`, as tables say why a cell has no capacity.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Pace::Server => "saturated",
+            Pace::Generator => "generator-limited",
+            Pace::Upstream => "upstream-limited",
+            Pace::Latency => "latency-bound",
+        }
+    }
+}
+
+impl std::fmt::Display for Pace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -63,6 +132,24 @@ pub struct Resources {
     pub processes_peak: usize,
     /// RSS samples taken.
     pub samples: u32,
+    /// Seconds between the two CPU readings (0 in results older than this figure: the load's
+    /// elapsed time stands in for it).
+    #[serde(default)]
+    pub wall_secs: f64,
+    /// The CPUs the variant may use (0 in older results: the run's CPU plan says).
+    #[serde(default)]
+    pub cpus: usize,
+    /// `cpu_secs` over (`wall_secs` × `cpus`): the share of its CPUs the variant kept busy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub utilization: Option<f64>,
+    /// The share of the cell its busiest thread was on a CPU (a single-threaded server's
+    /// utilization, whatever the CPUs it may use).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busiest_thread: Option<f64>,
+    /// CPU seconds of the lab's upstream server over the same cell (it shares the servers'
+    /// CPUs): what `proxy` and a component's `state` made it do.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream_cpu_secs: Option<f64>,
 }
 
 /// One line of samples.jsonl: one measured cell of one repetition (or one launch).
@@ -80,6 +167,9 @@ pub struct Sample {
     /// Open loop: the offered rate as a fraction of the variant's closed-loop maximum.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load_fraction: Option<f64>,
+    /// Equal load: the offered rate, req/s, the same for every variant.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start: Option<StartTimes>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -105,6 +195,7 @@ impl Sample {
             workload: None,
             connections: None,
             load_fraction: None,
+            rate: None,
             start: None,
             load: None,
             histogram: Vec::new(),
@@ -113,11 +204,84 @@ impl Sample {
         }
     }
 
-    /// Responses per CPU-second of the variant's processes (the headline's figure), where the
-    /// cell measured both.
+    /// Responses per CPU-second of the variant's processes, where the cell measured both. A
+    /// capacity only where the server set the pace ([`Sample::saturated_capacity`]).
     pub fn capacity(&self) -> Option<f64> {
         let (l, r) = (self.load.as_ref()?, self.resources.as_ref()?);
         (r.cpu_secs > 0.0).then(|| l.responses as f64 / r.cpu_secs)
+    }
+
+    /// [`Sample::capacity`] where the server was saturated: what its CPUs sustain.
+    pub fn saturated_capacity(&self, server_cpus: usize) -> Option<f64> {
+        (self.pace(server_cpus)? == Pace::Server)
+            .then(|| self.capacity())
+            .flatten()
+    }
+
+    /// Whether an open-loop run fell short of its offered rate: more than
+    /// [`DROPPED_OVER_CAPACITY`] of its sends dropped (no connection free in time), or fewer
+    /// answers a second than [`KEPT_UP`] of the rate. Its figures are then not at that load.
+    pub fn over_capacity(&self) -> bool {
+        let Some(l) = &self.load else {
+            return false;
+        };
+        let Some(o) = &l.open_loop else {
+            return false;
+        };
+        o.dropped as f64 > DROPPED_OVER_CAPACITY * o.intended.max(1) as f64
+            || l.rps < KEPT_UP * o.target_rate
+    }
+
+    /// The variant's CPU per response, µs.
+    pub fn cpu_us_per_response(&self) -> Option<f64> {
+        let (l, r) = (self.load.as_ref()?, self.resources.as_ref()?);
+        (l.responses > 0).then(|| r.cpu_secs * 1e6 / l.responses as f64)
+    }
+
+    /// The CPUs the variant could use: as the cell recorded, else `run` (the run's CPU plan's,
+    /// for results older than that figure).
+    pub fn cpus_or(&self, run: usize) -> usize {
+        self.resources
+            .as_ref()
+            .map(|r| r.cpus)
+            .filter(|c| *c > 0)
+            .unwrap_or(run)
+    }
+
+    /// The share of its CPUs the variant kept busy: as recorded, or for results older than
+    /// that figure its CPU over (the load's elapsed time × `server_cpus`, the run's CPU plan's).
+    pub fn utilization(&self, server_cpus: usize) -> Option<f64> {
+        let r = self.resources.as_ref()?;
+        if let Some(u) = r.utilization {
+            return Some(u);
+        }
+        let elapsed = self.load.as_ref()?.elapsed_secs;
+        (elapsed > 0.0 && server_cpus > 0).then(|| r.cpu_secs / (elapsed * server_cpus as f64))
+    }
+
+    /// What set the pace of a closed-loop cell (see [`Pace`]); None where the variant's
+    /// processes were not observed (a remote target).
+    pub fn pace(&self, server_cpus: usize) -> Option<Pace> {
+        let load = self.load.as_ref()?;
+        let r = self.resources.as_ref()?;
+        let busy = self.utilization(server_cpus)?;
+        if busy >= SATURATED_UTILIZATION
+            || r.busiest_thread.is_some_and(|t| t >= SATURATED_UTILIZATION)
+        {
+            return Some(Pace::Server);
+        }
+        if load.generator_saturated {
+            return Some(Pace::Generator);
+        }
+        let wall = if r.wall_secs > 0.0 {
+            r.wall_secs
+        } else {
+            load.elapsed_secs
+        };
+        if wall > 0.0 && r.upstream_cpu_secs.unwrap_or(0.0) / wall >= UPSTREAM_BUSY {
+            return Some(Pace::Upstream);
+        }
+        Some(Pace::Latency)
     }
 
     /// Attaches a load report and its histograms.
@@ -191,5 +355,96 @@ impl SampleLine for Sample {
 impl SampleLine for ProgramSample {
     fn schema(&self) -> u32 {
         self.schema
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wasmlab_load::OpenLoop;
+
+    /// A closed-loop cell of `responses` in a second, its generator `generator` busy, the server
+    /// `cpu_secs` on `cpus` CPUs and the upstream `upstream` seconds.
+    fn cell(cpu_secs: f64, generator: f64, upstream: f64, utilization_recorded: bool) -> Sample {
+        let load: LoadReport = serde_json::from_value(serde_json::json!({
+            "url": "http://127.0.0.1/", "method": "GET", "connections": 50, "threads": 1,
+            "responses": 100000, "ok": 100000,
+            "errors": {"connect": 0, "read_write": 0, "timeout": 0, "non_2xx": 0},
+            "elapsed_secs": 1.0, "rps": 100000.0,
+            "latency_ms": {"mean": 0.1, "p50": 0.1, "p90": 0.1, "p99": 0.1, "p99_9": 0.1, "max": 0.1},
+            "generator_busy": generator, "generator_saturated": generator >= 0.9,
+            "body_bytes": 0, "status_counts": {}, "first_error": null
+        }))
+        .unwrap();
+        let mut s = Sample::new(Kind::Throughput, "v", 0).with_load(load);
+        s.resources = Some(Resources {
+            cpu_secs,
+            wall_secs: if utilization_recorded { 1.0 } else { 0.0 },
+            cpus: if utilization_recorded { 1 } else { 0 },
+            utilization: utilization_recorded.then_some(cpu_secs),
+            upstream_cpu_secs: Some(upstream),
+            ..Resources::default()
+        });
+        s
+    }
+
+    #[test]
+    fn what_set_a_cells_pace() {
+        // Busy: the server; a capacity (responses per CPU-second) then.
+        let busy = cell(0.95, 0.95, 0.0, true);
+        assert_eq!(busy.pace(1), Some(Pace::Server));
+        assert!((busy.saturated_capacity(1).unwrap() - 100_000.0 / 0.95).abs() < 1e-6);
+        assert!((busy.cpu_us_per_response().unwrap() - 9.5).abs() < 1e-9);
+        // Idle while the generator was busy, or the upstream, or neither: no capacity.
+        for (s, pace) in [
+            (cell(0.6, 0.95, 0.0, true), Pace::Generator),
+            (cell(0.6, 0.5, 0.3, true), Pace::Upstream),
+            (cell(0.6, 0.5, 0.0, true), Pace::Latency),
+        ] {
+            assert_eq!(s.pace(1), Some(pace));
+            assert!(s.capacity().is_some() && s.saturated_capacity(1).is_none());
+        }
+        // A single-threaded server on two CPUs: its one busy thread is its limit.
+        let mut one_thread = cell(0.95, 0.5, 0.0, false);
+        one_thread.resources.as_mut().unwrap().busiest_thread = Some(0.93);
+        assert_eq!(one_thread.utilization(2), Some(0.475));
+        assert_eq!(one_thread.pace(2), Some(Pace::Server));
+        // Results older than the utilization: from the load's elapsed time and the run's CPUs;
+        // older than the CPU plan, not known.
+        let old = cell(0.8, 0.5, 0.0, false);
+        assert_eq!(old.utilization(1), Some(0.8));
+        assert_eq!(old.utilization(0), None);
+        assert_eq!(old.pace(0), None);
+        // A remote target's cell: nothing read.
+        let mut remote = busy.clone();
+        remote.resources = None;
+        assert_eq!(remote.pace(1), None);
+    }
+
+    #[test]
+    fn an_open_loop_run_that_fell_behind_is_over_capacity() {
+        let mut s = cell(0.5, 0.5, 0.0, true);
+        assert!(!s.over_capacity(), "a closed loop is never over capacity");
+        let open = |rps: f64, dropped: u64| OpenLoop {
+            target_rate: 100_000.0,
+            intended: 100_000,
+            sent: 100_000 - dropped,
+            dropped,
+            late: 0,
+            achieved_rate: rps,
+            send_lag_ms: Default::default(),
+            uncorrected_ms: Default::default(),
+        };
+        for (rps, dropped, over) in [
+            (100_000.0, 0, false),
+            (96_000.0, 900, false),
+            (94_000.0, 0, true),
+            (100_000.0, 1_100, true),
+        ] {
+            let l = s.load.as_mut().unwrap();
+            l.rps = rps;
+            l.open_loop = Some(open(rps, dropped));
+            assert_eq!(s.over_capacity(), over, "{rps} {dropped}");
+        }
     }
 }

@@ -36,6 +36,13 @@ const LOAD_HEADER: &[&str] = &[
     "protocol",
     "tcp_connections",
     "streams",
+    "cpu_us_per_response",
+    "wall_s",
+    "server_cpus",
+    "utilization",
+    "busiest_thread",
+    "upstream_cpu_secs",
+    "pace",
 ];
 
 const OPEN_LOOP_EXTRA: &[&str] = &[
@@ -49,6 +56,18 @@ const OPEN_LOOP_EXTRA: &[&str] = &[
     "uncorrected_p50_ms",
     "uncorrected_p99_ms",
     "uncorrected_max_ms",
+];
+
+const EQUAL_LOAD_EXTRA: &[&str] = &[
+    "rate",
+    "achieved_rps",
+    "intended",
+    "sent",
+    "dropped",
+    "late",
+    "uncorrected_p50_ms",
+    "uncorrected_p99_ms",
+    "over_capacity",
 ];
 
 const COLD_START_HEADER: &[&str] = &[
@@ -65,8 +84,9 @@ fn f(v: f64, decimals: usize) -> String {
     format!("{v:.decimals$}")
 }
 
-/// A load cell's values, in [`LOAD_HEADER`]'s order.
-fn load_values(s: &Sample) -> Vec<String> {
+/// A load cell's values, in [`LOAD_HEADER`]'s order; `server_cpus` is what the variant could
+/// use where the sample does not say (the run's CPU plan).
+fn load_values(s: &Sample, server_cpus: usize) -> Vec<String> {
     let l = s.load.as_ref().expect("load samples only");
     let lat = &l.latency_ms;
     let e = &l.errors;
@@ -84,7 +104,7 @@ fn load_values(s: &Sample) -> Vec<String> {
         ]
         .into(),
     };
-    vec![
+    let mut values = vec![
         s.variant.clone(),
         s.workload.clone().unwrap_or_default(),
         // The level: the requests in flight, over either protocol.
@@ -112,7 +132,32 @@ fn load_values(s: &Sample) -> Vec<String> {
         if l.http2 { "h2" } else { "http/1.1" }.to_owned(),
         l.connections.to_string(),
         l.streams.max(1).to_string(),
-    ]
+    ];
+    let cpus = s.cpus_or(server_cpus);
+    // Not read (a remote target's processes): said; not recorded (older results): empty.
+    let unobserved = if s.resources.is_some() {
+        String::new()
+    } else {
+        "not observable".to_owned()
+    };
+    let opt = |v: Option<f64>, d: usize| v.map_or_else(|| unobserved.clone(), |v| f(v, d));
+    let r = s.resources.as_ref();
+    values.extend([
+        opt(s.cpu_us_per_response(), 3),
+        opt(r.map(|r| r.wall_secs).filter(|w| *w > 0.0), 3),
+        r.map_or_else(|| unobserved.clone(), |_| cpus.to_string()),
+        opt(s.utilization(cpus), 4),
+        opt(r.and_then(|r| r.busiest_thread), 4),
+        opt(r.and_then(|r| r.upstream_cpu_secs), 4),
+        match s.kind {
+            // An open loop's pace is its schedule's.
+            Kind::OpenLoop | Kind::EqualLoad => "offered".to_owned(),
+            _ => s
+                .pace(cpus)
+                .map_or_else(|| unobserved.clone(), |p| p.as_str().to_owned()),
+        },
+    ]);
+    values
 }
 
 /// Writes throughput.csv, warm.csv, open_loop.csv and cold_start.csv from the samples of the
@@ -123,20 +168,46 @@ pub fn write_server_csvs(
     samples: &[Sample],
 ) -> anyhow::Result<()> {
     let samples = info.tabled(samples);
+    let cpus = info.cpus.server_count();
     let of = |k: Kind| {
         samples
             .iter()
             .copied()
             .filter(move |s| s.kind == k && s.load.is_some())
     };
-    let throughput: Vec<Vec<String>> = of(Kind::Throughput).map(load_values).collect();
+    let values = |s: &Sample| load_values(s, cpus);
+    let throughput: Vec<Vec<String>> = of(Kind::Throughput).map(values).collect();
     dir.write_csv("throughput.csv", LOAD_HEADER, &throughput)?;
-    let warm: Vec<Vec<String>> = of(Kind::Warm).map(load_values).collect();
+    let warm: Vec<Vec<String>> = of(Kind::Warm).map(values).collect();
     dir.write_csv("warm.csv", LOAD_HEADER, &warm)?;
+    let equal: Vec<Vec<String>> = of(Kind::EqualLoad)
+        .filter_map(|s| {
+            let l = s.load.as_ref()?;
+            let o = l.open_loop?;
+            let mut row = values(s);
+            row.extend([
+                f(s.rate.unwrap_or(o.target_rate), 1),
+                f(l.rps, 1),
+                o.intended.to_string(),
+                o.sent.to_string(),
+                o.dropped.to_string(),
+                o.late.to_string(),
+                f(o.uncorrected_ms.p50, 4),
+                f(o.uncorrected_ms.p99, 4),
+                s.over_capacity().to_string(),
+            ]);
+            Some(row)
+        })
+        .collect();
+    dir.write_csv(
+        "equal_load.csv",
+        &[LOAD_HEADER, EQUAL_LOAD_EXTRA].concat(),
+        &equal,
+    )?;
     let open: Vec<Vec<String>> = of(Kind::OpenLoop)
         .filter_map(|s| {
             let o = s.load.as_ref()?.open_loop?;
-            let mut row = load_values(s);
+            let mut row = values(s);
             row.extend([
                 f(s.load_fraction.unwrap_or(0.0), 3),
                 f(o.target_rate, 1),

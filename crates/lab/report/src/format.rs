@@ -52,6 +52,21 @@ pub fn fmt_rps(v: f64) -> String {
     }
 }
 
+/// A rate in few characters: `50k/s`, `2.5k/s`, `95/s`, `1.2M/s`.
+pub fn rate_short(v: f64) -> String {
+    let (v, unit) = match v {
+        v if v >= 1e6 => (v / 1e6, "M"),
+        v if v >= 1e3 => (v / 1e3, "k"),
+        v => (v, ""),
+    };
+    let digits = if v.fract().abs() < 1e-9 || v >= 100.0 {
+        0
+    } else {
+        1
+    };
+    format!("{v:.digits$}{unit}/s")
+}
+
 /// Milliseconds with about three significant digits (at least µs resolution below 10 ms).
 pub fn fmt_ms(v: f64) -> String {
     if !v.is_finite() {
@@ -67,6 +82,11 @@ pub fn fmt_ms(v: f64) -> String {
     } else {
         thousands(v)
     }
+}
+
+/// Microseconds with about three significant digits.
+pub fn fmt_us(v: f64) -> String {
+    fmt_ms(v)
 }
 
 pub fn fmt_ratio(v: f64) -> String {
@@ -135,18 +155,36 @@ pub fn saturation_note() -> String {
     )
 }
 
+/// The note that explains a capacity ratio and its absence, in every output.
+pub fn capacity_note() -> String {
+    format!(
+        "capacity × native: responses per CPU-second of the variant's processes over native's in \
+         the same cell, from the runs in which both servers kept their CPUs at least {:.0}% busy \
+         (a server's CPU per request falls as it gets busier, so only saturated servers compare \
+         fairly); where either was not, \"none\" says what set its pace instead: the load \
+         generator (generator-limited), the upstream (upstream-limited) or the requests' own \
+         latency (latency-bound). The cost at equal load holds there.",
+        wasmlab_model::sample::SATURATED_UTILIZATION * 100.0
+    )
+}
+
+/// The note that explains the cost at equal load, in every output.
+pub fn equal_load_note() -> String {
+    use wasmlab_model::sample::{DROPPED_OVER_CAPACITY, KEPT_UP};
+    format!(
+        "equal load: every variant offered the same rates (open loop, latency from each \
+         request's intended send time); CPU × native: the variant's CPU per request over \
+         native's at the same rate, paired by repetition; \"over capacity\": runs that dropped \
+         more than {:.0}% of their sends or answered less than {:.0}% of the rate, left out of \
+         the ratio.",
+        DROPPED_OVER_CAPACITY * 100.0,
+        KEPT_UP * 100.0
+    )
+}
+
 /// `0.652 [0.611–0.690] n=3` with `decimals` decimals (see [`Estimate::show`]).
 pub fn with_ci(e: &Estimate, decimals: usize) -> String {
     e.show(|v| format!("{v:.decimals$}"))
-}
-
-/// A ratio without its interval: three decimals, one from 10 up.
-pub fn fmt_ratio_plain(v: f64) -> String {
-    if v >= 10.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.3}")
-    }
 }
 
 /// CPU seconds per 1,000 requests.

@@ -3,12 +3,12 @@
 //! ([`sections`], [`programs`]), each figure formatted once ([`format`]), so every output says
 //! the same. Every figure derived from several runs shows its 95% bootstrap interval and `n`.
 
-pub mod format;
+mod format;
 mod html;
 mod markdown;
-pub mod plot;
-pub mod programs;
-pub mod sections;
+mod plot;
+mod programs;
+mod sections;
 mod table;
 pub mod terminal;
 

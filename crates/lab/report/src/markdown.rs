@@ -6,7 +6,7 @@ use wasmlab_analysis::servers::BASELINE;
 use wasmlab_analysis::{ProgramAnalysis, ServerAnalysis};
 use wasmlab_model::run::{RunState, Status};
 
-use crate::format::{grouped, saturation_note};
+use crate::format::{capacity_note, equal_load_note, grouped, saturation_note};
 use crate::programs::{iteration_counts, ms, ratio, state, study};
 use crate::sections;
 use crate::table::{self, Column, markdown_cell as cell};
@@ -48,7 +48,9 @@ fn table_or_none<R>(md: &mut String, columns: &[Column<'_, R>], rows: &[R]) {
 pub fn servers(a: &ServerAnalysis) -> String {
     let mut md = String::with_capacity(16 * 1024);
     header(&mut md, a);
+    costs(&mut md, a);
     throughput(&mut md, a);
+    equal_load(&mut md, a);
     cold_start(&mut md, a);
     warm(&mut md, a);
     open_loop(&mut md, a);
@@ -137,12 +139,54 @@ fn throughput(md: &mut String, a: &ServerAnalysis) {
         w!(md, "### {}\n", cell(wl));
         md.push_str(&table::markdown(&columns, &rows));
     }
+    w!(md, "{}\n", capacity_note());
     if any_flag {
         w!(md, "{}\n", saturation_note());
     }
     if let Some(n) = sections::other_compute_code(a) {
         w!(md, "{n}.\n");
     }
+}
+
+/// The answer, first: what a request costs each variant against native.
+fn costs(md: &mut String, a: &ServerAnalysis) {
+    w!(md, "## What a request costs against {BASELINE}\n");
+    let rows = sections::costs(a);
+    if rows.is_empty() {
+        w!(md, "{NOT_MEASURED}\n");
+        return;
+    }
+    w!(
+        md,
+        "The server's CPU per request as a multiple of {BASELINE}'s (> 1: costlier), at equal load \
+         (the highest rate offered to every variant: what a fleet that is not saturated pays) and \
+         where both servers were saturated (capacity × {BASELINE}, turned over), each with its \
+         95% interval.\n"
+    );
+    md.push_str(&table::markdown(&sections::cost_columns(), &rows));
+    for line in sections::equal_load_rates(a) {
+        w!(md, "- Equal load, {}", cell(&line));
+    }
+    md.push('\n');
+}
+
+/// Every variant at the same rates: a table per workload.
+fn equal_load(md: &mut String, a: &ServerAnalysis) {
+    let rows = sections::equal_load(a);
+    if rows.is_empty() {
+        return;
+    }
+    w!(md, "## Equal load\n");
+    let columns = sections::equal_load_columns();
+    for w in &a.workloads {
+        let mine: Vec<sections::EqualLoad> =
+            rows.iter().filter(|r| &r.workload == w).cloned().collect();
+        if !mine.is_empty() {
+            w!(md, "### {}\n", cell(w));
+            md.push_str(&table::markdown(&columns, &mine));
+        }
+    }
+    w!(md, "{}\n", equal_load_note());
 }
 
 fn cold_start(md: &mut String, a: &ServerAnalysis) {

@@ -4,13 +4,14 @@
 
 use serde::Serialize;
 use wasmlab_analysis::ServerAnalysis;
-use wasmlab_analysis::servers::{BASELINE, ThroughputCell};
+use wasmlab_analysis::servers::{BASELINE, EqualLoadPoint, PaceNote, ThroughputCell, describe};
 use wasmlab_analysis::stats::Estimate;
 use wasmlab_model::run::Status;
 use wasmlab_model::study::FigureKind;
 
 use crate::format::{
-    cpu_per_1k, fmt_errors, fmt_ms, fmt_ratio_est, fmt_rps, fmt_rss_after, mib, percent, thousands,
+    cpu_per_1k, fmt_errors, fmt_ms, fmt_ratio_est, fmt_rps, fmt_rss_after, fmt_us, mib, percent,
+    thousands,
 };
 use crate::table::{Column, Flag, Mark, Shows, Value, figure, text};
 
@@ -36,23 +37,91 @@ impl Ratio {
         }
     }
 
-    /// A ratio that needs what the lab cannot see of `variant` (a remote target's CPU).
-    pub fn needing_processes(a: &ServerAnalysis, variant: &str, e: Option<&Estimate>) -> Self {
-        match a.observable(variant) {
-            true => Self::of(variant, e),
-            false => Self {
-                text: NOT_OBSERVABLE.into(),
-                significant: false,
-            },
-        }
-    }
-
     /// The ratio alone.
     pub fn plain(e: Option<&Estimate>) -> Self {
         Self {
             text: fmt_ratio_est(e),
             significant: matches!(e, Some(r) if r.value.is_finite() && r.excludes(1.0)),
         }
+    }
+
+    /// Words in place of a ratio (why there is none).
+    fn words(text: String) -> Self {
+        Self {
+            text,
+            significant: false,
+        }
+    }
+}
+
+/// A figure that holds only where a condition did (a capacity: where the servers set the pace),
+/// as its cells show it: the figure, flagged with the runs it leaves out; or in its place why
+/// there is none, in full and in short (the narrow terminal's).
+#[derive(Debug, Clone, Serialize)]
+pub struct Conditional {
+    pub ratio: Ratio,
+    pub short: String,
+    pub flags: Vec<Flag>,
+}
+
+impl Conditional {
+    /// `e` where there is one, the notes as flags; else `none: ` and the notes.
+    fn of(e: Option<&Estimate>, notes: &[PaceNote], row_variant: &str) -> Self {
+        match e.filter(|e| e.value.is_finite()) {
+            Some(e) => Self {
+                ratio: Ratio::plain(Some(e)),
+                short: fmt_ratio_est(Some(e)),
+                flags: notes.iter().map(|n| pace_flag(n, row_variant)).collect(),
+            },
+            None if notes.is_empty() => Self::words("–".into(), "–".into()),
+            None => Self::words(
+                format!("none: {}", describe(notes).unwrap_or_default()),
+                short_why(notes),
+            ),
+        }
+    }
+
+    fn words(text: String, short: String) -> Self {
+        Self {
+            ratio: Ratio::words(text),
+            short,
+            flags: Vec::new(),
+        }
+    }
+
+    /// Not observable: a remote target's processes.
+    fn not_observable() -> Self {
+        Self::words(NOT_OBSERVABLE.into(), NOT_OBSERVABLE.into())
+    }
+
+    /// The cell in full: the ratio (bold where significant), flagged.
+    fn value(&self) -> Value {
+        Value {
+            flags: self.flags.clone(),
+            ..ratio(&self.ratio)
+        }
+    }
+}
+
+/// `native: ⚠ generator-limited in 1/3 runs` (no `whose` on the row's own runs).
+fn pace_flag(n: &PaceNote, row_variant: &str) -> Flag {
+    Flag {
+        whose: (n.variant != row_variant).then(|| n.variant.clone()),
+        what: n.pace.as_str().into(),
+        count: n.runs,
+        runs: n.of,
+    }
+}
+
+/// Why there is no figure, in a few words: `none: native generator-limited`, `none:
+/// upstream-limited` (both sides the same).
+fn short_why(notes: &[PaceNote]) -> String {
+    let mut paces: Vec<&str> = notes.iter().map(|n| n.pace.as_str()).collect();
+    paces.dedup();
+    let whose: Vec<&str> = notes.iter().map(|n| n.variant.as_str()).collect();
+    match (paces.as_slice(), whose.as_slice()) {
+        ([one], [who]) => format!("none: {who} {one}"),
+        _ => format!("none: {}", paces.join(", ")),
     }
 }
 
@@ -92,6 +161,9 @@ fn ratio(r: &Ratio) -> Value {
         false => r.text.as_str().into(),
     }
 }
+
+/// The head of a capacity ratio's column.
+pub(crate) const CAPACITY_HEAD: &str = "capacity × native [95% CI] n";
 
 /// What a figure that needs a variant's processes shows for a remote target.
 pub const NOT_OBSERVABLE: &str = "not observable";
@@ -178,8 +250,10 @@ pub struct Throughput {
     pub rps: String,
     /// The mean alone.
     pub rps_mean: String,
-    /// Responses per CPU-second of the server over native's (the headline).
-    pub capacity: Ratio,
+    /// The share of its CPUs the variant kept busy (mean over the runs).
+    pub server_busy: String,
+    /// Responses per CPU-second of the server over native's, where both were saturated.
+    pub capacity: Conditional,
     /// req/s over native's.
     pub ratio: Ratio,
     pub p50: String,
@@ -211,7 +285,8 @@ pub fn throughput(a: &ServerAnalysis) -> Vec<Throughput> {
                 connections: c.connections,
                 rps: c.rps.show(fmt_rps),
                 rps_mean: fmt_rps(c.rps.value),
-                capacity: Ratio::needing_processes(a, v, c.capacity_ratio.as_ref()),
+                server_busy: busy(a, v, c.utilization),
+                capacity: capacity(a, c),
                 ratio: Ratio::of(v, c.ratio_to_native.as_ref()),
                 p50: fmt_ms(c.latency.p50),
                 p99: fmt_ms(c.latency.p99),
@@ -224,6 +299,37 @@ pub fn throughput(a: &ServerAnalysis) -> Vec<Throughput> {
         }
     }
     rows
+}
+
+/// The share of its CPUs a variant kept busy: `98%`; not observable for a remote target.
+fn busy(a: &ServerAnalysis, variant: &str, utilization: Option<f64>) -> String {
+    match (a.observable(variant), utilization) {
+        (false, _) => NOT_OBSERVABLE.into(),
+        (true, Some(u)) => percent(u),
+        (true, None) => "–".into(),
+    }
+}
+
+/// A closed-loop cell's capacity over native's, where both servers were saturated.
+pub(crate) fn capacity(a: &ServerAnalysis, c: &ThroughputCell) -> Conditional {
+    if !a.observable(&c.variant) {
+        return Conditional::not_observable();
+    }
+    if c.variant == BASELINE && c.saturated_runs() > 0 {
+        // Native's own runs: the baseline where it was saturated, flagged where it was not.
+        let mut baseline = Conditional::words("1 (baseline)".into(), "1 (baseline)".into());
+        baseline.flags = c
+            .capacity_notes
+            .iter()
+            .map(|n| pace_flag(n, &c.variant))
+            .collect();
+        return baseline;
+    }
+    if c.paces.is_empty() {
+        // Results older than the CPU plan: how busy the server was is not known.
+        return Conditional::words("not recorded".into(), "not recorded".into());
+    }
+    Conditional::of(c.capacity_ratio.as_ref(), &c.capacity_notes, &c.variant)
 }
 
 /// The closed-loop cells' columns. The terminal shows every cell, summary.md each workload's
@@ -254,11 +360,15 @@ pub(crate) fn throughput_columns<'a>() -> Vec<Column<'a, Throughput>> {
             }
             .into()
         }),
-        figure(
-            "× native per CPU [95% CI] n",
-            Shows::ALL,
-            |r: &Throughput| ratio(&r.capacity),
-        ),
+        figure("Server busy", Shows::ALL, |r: &Throughput| {
+            r.server_busy.as_str().into()
+        }),
+        figure(CAPACITY_HEAD, Shows::DETAILED, |r: &Throughput| {
+            r.capacity.value()
+        }),
+        figure(CAPACITY_HEAD, Shows::NARROW, |r: &Throughput| {
+            r.capacity.short.as_str().into()
+        }),
         figure(
             "× native req/s [95% CI] n",
             Shows::DETAILED,
@@ -370,6 +480,7 @@ pub struct Warm {
     pub mean_p50: String,
     pub ratio: Ratio,
     pub errors: String,
+    pub server_busy: String,
 }
 
 pub fn warm(a: &ServerAnalysis) -> Vec<Warm> {
@@ -388,6 +499,7 @@ pub fn warm(a: &ServerAnalysis) -> Vec<Warm> {
             mean_p50: r.p50.show(fmt_ms),
             ratio: Ratio::of(&r.variant, r.ratio_to_native.as_ref()),
             errors: fmt_errors(&r.errors),
+            server_busy: busy(a, &r.variant, r.utilization),
         })
         .collect()
 }
@@ -443,6 +555,7 @@ pub struct OpenLoop {
     pub dropped: String,
     pub late: String,
     pub errors: String,
+    pub server_busy: String,
 }
 
 pub fn open_loop(a: &ServerAnalysis) -> Vec<OpenLoop> {
@@ -456,16 +569,17 @@ pub fn open_loop(a: &ServerAnalysis) -> Vec<OpenLoop> {
             connections: o.connections,
             offered: fmt_rps(o.offered_rps),
             achieved: fmt_rps(o.achieved_rps),
-            p50: fmt_ms(o.corrected.p50),
-            p99: fmt_ms(o.corrected.p99),
-            max: fmt_ms(o.corrected.max),
-            uncorrected_p50: fmt_ms(o.uncorrected.p50),
-            uncorrected_p99: fmt_ms(o.uncorrected.p99),
-            intended: thousands(o.intended as f64),
-            sent: thousands(o.sent as f64),
-            dropped: thousands(o.dropped as f64),
-            late: thousands(o.late as f64),
-            errors: fmt_errors(&o.errors),
+            p50: fmt_ms(o.runs.corrected.p50),
+            p99: fmt_ms(o.runs.corrected.p99),
+            max: fmt_ms(o.runs.corrected.max),
+            uncorrected_p50: fmt_ms(o.runs.uncorrected.p50),
+            uncorrected_p99: fmt_ms(o.runs.uncorrected.p99),
+            intended: thousands(o.runs.intended as f64),
+            sent: thousands(o.runs.sent as f64),
+            dropped: thousands(o.runs.dropped as f64),
+            late: thousands(o.runs.late as f64),
+            errors: fmt_errors(&o.runs.errors),
+            server_busy: busy(a, &o.variant, o.utilization),
         })
         .collect()
 }
@@ -493,6 +607,7 @@ pub(crate) fn open_loop_columns<'a>() -> Vec<Column<'a, OpenLoop>> {
         }),
         cell("Offered req/s", Shows::ALL, |r| &r.offered),
         cell("Achieved req/s", detail, |r| &r.achieved),
+        cell("Server busy", Shows::WIDE.and(html), |r| &r.server_busy),
         // Corrected: from each request's intended send time.
         cell("p50 ms", Shows::ALL, |r| &r.p50),
         cell("p99 ms", Shows::ALL, |r| &r.p99),
@@ -504,6 +619,221 @@ pub(crate) fn open_loop_columns<'a>() -> Vec<Column<'a, OpenLoop>> {
         cell("Dropped", Shows::ALL, |r| &r.dropped),
         cell(&late, Shows::TERMINAL.and(html), |r| &r.late),
         cell("Errors", detail, |r| &r.errors),
+    ]
+}
+
+/// A variant on a workload at an equal-load rate: what a request cost it there, against native.
+#[derive(Debug, Clone, Serialize)]
+pub struct EqualLoad {
+    pub variant: String,
+    pub workload: String,
+    pub rate: f64,
+    pub n: usize,
+    pub offered: String,
+    /// Responses a second (mean over the runs).
+    pub achieved: String,
+    pub server_busy: String,
+    /// CPU µs per request of the variant's processes [95% CI] n.
+    pub cpu_us: String,
+    /// Its ratio to native's at the same rate, or why there is none.
+    pub ratio: Conditional,
+    /// Corrected latency (from the intended send time), and uncorrected, ms.
+    pub p50: String,
+    pub p99: String,
+    pub uncorrected_p99: String,
+    pub dropped: String,
+    pub errors: String,
+    /// The runs that fell short of the rate.
+    pub over_capacity: Option<Flag>,
+}
+
+/// Every equal-load point: by workload, then rate, then variant.
+pub fn equal_load(a: &ServerAnalysis) -> Vec<EqualLoad> {
+    let mut rows = Vec::new();
+    for w in &a.workloads {
+        for rate in a.equal_load_rates(w) {
+            for p in a.equal_load_at(w, rate) {
+                rows.push(equal_load_row(a, p));
+            }
+        }
+    }
+    rows
+}
+
+fn equal_load_row(a: &ServerAnalysis, p: &EqualLoadPoint) -> EqualLoad {
+    let observable = a.observable(&p.variant);
+    let ratio = if !observable {
+        Conditional::not_observable()
+    } else if p.variant == BASELINE {
+        match p.over_capacity_runs {
+            0 => Conditional::words("1 (baseline)".into(), "1 (baseline)".into()),
+            _ => Conditional::words("none: over capacity".into(), "none: over capacity".into()),
+        }
+    } else {
+        match (&p.cost_ratio, &p.ratio_note) {
+            (Some(e), _) => Conditional {
+                ratio: Ratio::plain(Some(e)),
+                short: fmt_ratio_est(Some(e)),
+                flags: Vec::new(),
+            },
+            (None, Some(why)) => {
+                Conditional::words(format!("none: {why}"), "none: over capacity".into())
+            }
+            (None, None) => Conditional::words("–".into(), "–".into()),
+        }
+    };
+    EqualLoad {
+        variant: p.variant.clone(),
+        workload: p.workload.clone(),
+        rate: p.rate,
+        n: p.n,
+        offered: fmt_rps(p.rate),
+        achieved: fmt_rps(p.achieved_rps),
+        server_busy: busy(a, &p.variant, p.utilization),
+        cpu_us: match observable {
+            true => p.cpu_us.show(fmt_us),
+            false => NOT_OBSERVABLE.into(),
+        },
+        ratio,
+        p50: fmt_ms(p.runs.corrected.p50),
+        p99: fmt_ms(p.runs.corrected.p99),
+        uncorrected_p99: fmt_ms(p.runs.uncorrected.p99),
+        dropped: thousands(p.runs.dropped as f64),
+        errors: fmt_errors(&p.runs.errors),
+        over_capacity: (p.over_capacity_runs > 0).then(|| Flag {
+            whose: None,
+            what: "over capacity".into(),
+            count: p.over_capacity_runs,
+            runs: p.n,
+        }),
+    }
+}
+
+/// How each workload's equal-load rates were chosen: `hello: 2000 and 30000 req/s, …`.
+pub fn equal_load_rates(a: &ServerAnalysis) -> Vec<String> {
+    a.info
+        .equal_load
+        .iter()
+        .map(|e| format!("{}: {}", e.workload, e.describe()))
+        .collect()
+}
+
+/// The head of an equal-load CPU ratio's column.
+pub(crate) const EQUAL_CPU_HEAD: &str = "CPU × native [95% CI] n";
+
+/// The equal-load points' columns: every output lays out one table per workload.
+pub(crate) fn equal_load_columns<'a>() -> Vec<Column<'a, EqualLoad>> {
+    let cell = |head: &str, shows, f: fn(&EqualLoad) -> &String| {
+        figure(head, shows, move |r: &EqualLoad| f(r).as_str().into())
+    };
+    vec![
+        text("Variant", Shows::ALL, |r: &EqualLoad| {
+            Value::variant(&r.variant)
+        }),
+        cell("Offered req/s", Shows::ALL, |r| &r.offered),
+        figure("Runs n", Shows::HTML, |r: &EqualLoad| {
+            r.n.to_string().into()
+        }),
+        cell("Achieved req/s", Shows::DETAILED, |r| &r.achieved),
+        cell("Server busy", Shows::ALL, |r| &r.server_busy),
+        cell("CPU µs/request [95% CI] n", Shows::ALL, |r| &r.cpu_us),
+        figure(EQUAL_CPU_HEAD, Shows::DETAILED, |r: &EqualLoad| {
+            r.ratio.value()
+        }),
+        figure(EQUAL_CPU_HEAD, Shows::NARROW, |r: &EqualLoad| {
+            r.ratio.short.as_str().into()
+        }),
+        cell("p50 ms", Shows::ALL, |r| &r.p50),
+        cell("p99 ms", Shows::ALL, |r| &r.p99),
+        cell("p99 uncorrected ms", Shows::HTML, |r| &r.uncorrected_p99),
+        cell("Dropped", Shows::DETAILED, |r| &r.dropped),
+        cell("Errors", Shows::DETAILED, |r| &r.errors),
+        figure("Flags", Shows::DETAILED, |r: &EqualLoad| {
+            Value::flags(r.over_capacity.iter().cloned().collect())
+        }),
+    ]
+}
+
+/// The answer for one variant on one workload: what a request costs it, as a multiple of what
+/// it costs native, at equal load and where both were saturated.
+#[derive(Debug, Clone, Serialize)]
+pub struct Cost {
+    pub workload: String,
+    pub variant: String,
+    /// CPU per request × native's at the highest equal-load rate both kept up with, or why none.
+    pub equal_load: Conditional,
+    /// That rate.
+    pub at: String,
+    /// CPU per request × native's where both were saturated (capacity turned over), or why none.
+    pub saturated: Conditional,
+}
+
+/// Every workload's costs, workload by workload, each in the variants' order.
+pub fn costs(a: &ServerAnalysis) -> Vec<Cost> {
+    let mut rows = Vec::new();
+    for w in &a.workloads {
+        for c in a.costs(w) {
+            let cell = a
+                .reference_connections
+                .and_then(|conns| a.throughput_cell(&c.variant, w, conns));
+            let saturated = match (a.observable(&c.variant), cell) {
+                (false, _) => Conditional::not_observable(),
+                (true, Some(cell)) => {
+                    Conditional::of(c.saturated.as_ref(), &cell.capacity_notes, &c.variant)
+                }
+                (true, None) => Conditional::words("not measured".into(), "–".into()),
+            };
+            let equal_load = match (&c.equal_load, &c.equal_load_note) {
+                _ if !a.observable(&c.variant) => Conditional::not_observable(),
+                (Some((_, e)), _) => Conditional {
+                    ratio: Ratio::plain(Some(e)),
+                    short: fmt_ratio_est(Some(e)),
+                    flags: Vec::new(),
+                },
+                (None, Some(why)) => {
+                    let short = match why.contains("over capacity") {
+                        true => "none: over capacity".to_owned(),
+                        false => format!("none: {why}"),
+                    };
+                    Conditional::words(format!("none: {why}"), short)
+                }
+                (None, None) => Conditional::words("not measured".into(), "–".into()),
+            };
+            rows.push(Cost {
+                workload: w.clone(),
+                variant: c.variant.clone(),
+                equal_load,
+                at: c
+                    .equal_load
+                    .as_ref()
+                    .map_or_else(|| "–".into(), |(rate, _)| fmt_rps(*rate)),
+                saturated,
+            });
+        }
+    }
+    rows
+}
+
+/// The costs' columns.
+pub(crate) fn cost_columns<'a>() -> Vec<Column<'a, Cost>> {
+    let (equal, saturated) = (
+        "CPU × native, equal load [95% CI] n",
+        "CPU × native, saturated [95% CI] n",
+    );
+    vec![
+        text("Workload", Shows::ALL, |r: &Cost| {
+            r.workload.as_str().into()
+        }),
+        text("Variant", Shows::ALL, |r: &Cost| Value::variant(&r.variant)),
+        figure(equal, Shows::DETAILED, |r: &Cost| r.equal_load.value()),
+        figure(equal, Shows::NARROW, |r: &Cost| {
+            r.equal_load.short.as_str().into()
+        }),
+        figure("At req/s", Shows::ALL, |r: &Cost| r.at.as_str().into()),
+        figure(saturated, Shows::DETAILED, |r: &Cost| r.saturated.value()),
+        figure(saturated, Shows::NARROW, |r: &Cost| {
+            r.saturated.short.as_str().into()
+        }),
     ]
 }
 
@@ -521,10 +851,12 @@ pub struct Resources {
     pub cpu_secs: String,
     /// CPU seconds per 1,000 responses [95% CI] n.
     pub cpu_per_1k: String,
-    /// Responses per CPU-second: the req/s one core sustains [95% CI] n.
+    /// Responses per CPU-second where the server was saturated: the req/s one core sustains
+    /// [95% CI] n, or why there is none.
     pub per_core: String,
     pub cores_for_10k: String,
     pub runs: usize,
+    pub server_busy: String,
 }
 
 /// The resources of a cell, where they were sampled.
@@ -540,13 +872,17 @@ pub fn resources(c: &ThroughputCell) -> Option<Resources> {
         rss_mean: mib(r.rss_mean_kib),
         cpu_secs: format!("{:.2}", r.cpu_secs),
         cpu_per_1k: r.cpu_secs_per_1k.show(cpu_per_1k),
-        per_core: e.show(fmt_rps),
-        cores_for_10k: if e.value > 0.0 && e.value.is_finite() {
+        per_core: match describe(&c.unsaturated()) {
+            Some(why) if e.n == 0 => format!("none: {why}"),
+            _ => e.show(fmt_rps),
+        },
+        cores_for_10k: if e.n > 0 && e.value > 0.0 && e.value.is_finite() {
             format!("{:.2}", 10_000.0 / e.value)
         } else {
             "–".into()
         },
         runs: c.runs.len(),
+        server_busy: c.utilization.map_or_else(|| "–".into(), percent),
     })
 }
 
@@ -568,6 +904,7 @@ pub(crate) fn resources_columns<'a>() -> Vec<Column<'a, Resources>> {
             r.connections.to_string().into()
         }),
         cell("req/s [95% CI] n", html, |r| &r.rps),
+        cell("Server busy", html, |r| &r.server_busy),
         cell("RSS peak MiB", both, |r| &r.rss_peak),
         cell("RSS mean MiB", html, |r| &r.rss_mean),
         cell("CPU s per run", html, |r| &r.cpu_secs),
@@ -588,6 +925,9 @@ pub(crate) fn capacity_columns<'a>() -> Vec<Column<'a, Resources>> {
         }),
         figure("At connections", Shows::HTML, |r: &Resources| {
             r.connections.to_string().into()
+        }),
+        figure("Server busy", Shows::HTML, |r: &Resources| {
+            r.server_busy.as_str().into()
         }),
         figure("req/s per core [95% CI] n", Shows::HTML, |r: &Resources| {
             r.per_core.as_str().into()
@@ -646,7 +986,10 @@ pub fn study(a: &ServerAnalysis) -> Vec<StudyFigure> {
                             values.push(opt(r.ours_to_native, times));
                         }
                         if capacity {
-                            values.push(opt(r.capacity, thousands));
+                            values.push(match (&r.capacity, &r.capacity_note) {
+                                (None, Some(why)) => format!("none: {why}"),
+                                _ => opt(r.capacity, thousands),
+                            });
                             values.push(opt(r.capacity_ratio, times));
                             if native {
                                 values.push(opt(r.capacity_to_native, times));
@@ -712,18 +1055,26 @@ pub fn capacity_plan(a: &ServerAnalysis) -> Option<CapacityPlan> {
         .collect();
     rows.extend(p.ours.iter().map(|r| {
         // The interval, where it says more than the value rounded as shown.
-        let needed = match r.cores_interval {
-            Some(i) if range(i, cores) != cores(r.cores_for_target) => {
-                format!("{} [{}]", cores(r.cores_for_target), range(i, cores))
+        let needed = match (r.cores_for_target, r.cores_interval) {
+            (Some(c), Some(i)) if range(i, cores) != cores(c) => {
+                format!("{} [{}]", cores(c), range(i, cores))
             }
-            _ => cores(r.cores_for_target),
+            (Some(c), _) => cores(c),
+            (None, _) => "–".into(),
+        };
+        let per_core = match (&r.per_core, &r.note) {
+            (Some(e), Some(why)) => format!("{} (left out: {why})", e.show(fmt_rps)),
+            (Some(e), None) => e.show(fmt_rps),
+            (None, Some(why)) => format!("none: {why}"),
+            (None, None) => "–".into(),
         };
         (
             false,
             vec![
                 r.variant.clone(),
-                "responses per CPU-second of the server's processes, this run".to_owned(),
-                r.per_core.show(fmt_rps),
+                "responses per CPU-second of the server's processes where it was saturated, this run"
+                    .to_owned(),
+                per_core,
                 needed,
             ],
         )

@@ -4,9 +4,10 @@
 
 use comfy_table::{ContentArrangement, Table};
 use wasmlab_analysis::compare::{Change, Verdict};
+use wasmlab_analysis::servers::BASELINE;
 use wasmlab_analysis::{ProgramAnalysis, ServerAnalysis, stats};
 
-use crate::format::{saturation_note, with_ci};
+use crate::format::{capacity_note, equal_load_note, saturation_note, with_ci};
 use crate::programs::{measured, ms, ratio, short_state, state, study};
 use crate::sections;
 use crate::table;
@@ -41,9 +42,11 @@ pub fn servers(a: &ServerAnalysis, wide: bool) -> String {
     if let Some(n) = sections::other_compute_code(a) {
         out += &format!("{n}\n");
     }
+    equal_load(&mut out, a, wide);
     cold_start(&mut out, a, wide);
     warm(&mut out, a, wide);
     open_loop(&mut out, a, wide);
+    costs(&mut out, a, wide);
     not_measured(&mut out, a);
     out
 }
@@ -54,10 +57,40 @@ fn throughput(out: &mut String, a: &ServerAnalysis, wide: bool) {
         return;
     }
     let t = table::terminal(&sections::throughput_columns(), &rows, wide);
-    *out += &format!("throughput (closed loop)\n{t}\n");
+    *out += &format!("throughput (closed loop)\n{t}\n{}\n", capacity_note());
     if rows.iter().any(|r| r.saturation.is_some()) {
         *out += &format!("{}\n", saturation_note());
     }
+}
+
+/// A table per workload: every variant at each rate.
+fn equal_load(out: &mut String, a: &ServerAnalysis, wide: bool) {
+    let rows = sections::equal_load(a);
+    if rows.is_empty() {
+        return;
+    }
+    let columns = sections::equal_load_columns();
+    for w in &a.workloads {
+        let mine: Vec<sections::EqualLoad> =
+            rows.iter().filter(|r| &r.workload == w).cloned().collect();
+        if !mine.is_empty() {
+            let t = table::terminal(&columns, &mine, wide);
+            *out += &format!("equal load: {w}\n{t}\n");
+        }
+    }
+    *out += &format!("{}\n", equal_load_note());
+}
+
+/// The answer: what a request costs each variant against native, at equal load and saturated.
+fn costs(out: &mut String, a: &ServerAnalysis, wide: bool) {
+    let rows = sections::costs(a);
+    if rows.is_empty() {
+        return;
+    }
+    let t = table::terminal(&sections::cost_columns(), &rows, wide);
+    *out += &format!(
+        "what a request costs against {BASELINE}: the server's CPU per request × {BASELINE}'s, at equal load (the highest rate offered to every variant) and where both servers were saturated\n{t}\n"
+    );
 }
 
 fn cold_start(out: &mut String, a: &ServerAnalysis, wide: bool) {
@@ -194,7 +227,8 @@ pub fn programs(a: &ProgramAnalysis, wide: bool) -> String {
 /// `wasmlab compare`'s table: each figure's change B/A with its interval, and a count of the
 /// significant ones.
 pub fn compare(changes: &[Change]) -> String {
-    let mut t = table(&[
+    let notes = changes.iter().any(|c| !c.figure.note.is_empty());
+    let head = [
         "figure",
         "A mean",
         "n",
@@ -202,36 +236,46 @@ pub fn compare(changes: &[Change]) -> String {
         "n",
         "B / A [95% CI]",
         "significant",
-    ]);
+        "runs left out",
+    ];
+    let mut t = table(&head[..if notes { 8 } else { 7 }]);
     let count = |v: Verdict| changes.iter().filter(|c| c.verdict == v).count();
     for c in changes {
         let f = &c.figure;
         let mean =
             |v: &[f64]| stats::mean(v).map_or("–".into(), |m| format!("{m:.3} {}", f.unit));
-        t.add_row([
-            f.what.clone(),
-            mean(&f.a),
-            f.a.len().to_string(),
-            mean(&f.b),
-            f.b.len().to_string(),
-            c.ratio
-                .as_ref()
-                .map_or_else(|| "–".into(), |e| with_ci(e, 3)),
-            match c.verdict {
-                Verdict::Better => "yes: better",
-                Verdict::Worse => "yes: worse",
-                Verdict::NotSignificant => "no",
-                Verdict::TooFewRuns => "n < 2: cannot tell",
-                Verdict::OnlyInOne => "only in one run",
-            }
-            .to_owned(),
-        ]);
+        t.add_row(
+            [
+                f.what.clone(),
+                mean(&f.a),
+                f.a.len().to_string(),
+                mean(&f.b),
+                f.b.len().to_string(),
+                c.ratio
+                    .as_ref()
+                    .map_or_else(|| "–".into(), |e| with_ci(e, 3)),
+                match c.verdict {
+                    Verdict::Better => "yes: better",
+                    Verdict::Worse => "yes: worse",
+                    Verdict::NotSignificant => "no",
+                    Verdict::TooFewRuns => "n < 2: cannot tell",
+                    Verdict::OnlyInOne => "only in one run",
+                    Verdict::NotSaturated => "cannot tell: no saturated run",
+                }
+                .to_owned(),
+                f.note.clone(),
+            ]
+            .into_iter()
+            .take(head.len() - usize::from(!notes))
+            .collect::<Vec<_>>(),
+        );
     }
     format!(
-        "{t}\n{} figures compared: {} significantly better in B, {} significantly worse, {} in one run only\n",
+        "{t}\n{} figures compared: {} significantly better in B, {} significantly worse, {} in one run only, {} capacities with no saturated run on a side (a capacity counts only where the server set the pace: docs/method.md)\n",
         changes.len(),
         count(Verdict::Better),
         count(Verdict::Worse),
-        count(Verdict::OnlyInOne)
+        count(Verdict::OnlyInOne),
+        count(Verdict::NotSaturated)
     )
 }

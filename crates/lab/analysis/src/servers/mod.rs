@@ -1,6 +1,7 @@
 //! A server suite's run analysed: each cell's throughput, capacity and latency over its
-//! repetitions with every ratio to native, cold starts, warm and open-loop latency, and the
-//! latency spectra, from the samples of the variants that did not fail.
+//! repetitions with every ratio to native, the cost of a request at equal load, cold starts,
+//! warm and open-loop latency, and the latency spectra, from the samples of the variants that
+//! did not fail.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -11,14 +12,15 @@ use wasmlab_model::run::ServerRunInfo;
 use wasmlab_model::sample::{Kind, Sample, StartTimes};
 use wasmlab_model::study::Study;
 
+mod equal_load;
 mod throughput;
 
-pub use throughput::{CellResources, ThroughputCell};
+pub use equal_load::EqualLoadPoint;
+pub use throughput::{CellResources, PaceNote, ThroughputCell, describe};
 
 use crate::stats::{self, Estimate, mean_ci, paired_ratio};
 
-/// The variant every ratio is taken against.
-pub const BASELINE: &str = "native";
+pub use wasmlab_model::variant::BASELINE;
 
 /// Cold start of one variant over its launches.
 #[derive(Debug, Clone, Serialize)]
@@ -81,6 +83,8 @@ pub struct WarmRow {
     /// Mean of run p50s over the baseline's, paired by repetition.
     pub ratio_to_native: Option<Estimate>,
     pub errors: ErrorCounts,
+    /// Mean share of its CPUs the variant kept busy.
+    pub utilization: Option<f64>,
 }
 
 /// Open-loop latency of one (variant, workload) at one offered load.
@@ -96,6 +100,16 @@ pub struct OpenLoopPoint {
     pub offered_rps: f64,
     /// Mean achieved send rate, req/s.
     pub achieved_rps: f64,
+    /// Latency, sends and errors of all runs together.
+    #[serde(flatten)]
+    pub runs: OpenLoopRuns,
+    /// Mean share of its CPUs the variant kept busy.
+    pub utilization: Option<f64>,
+}
+
+/// What the runs of an open-loop cell saw together.
+#[derive(Debug, Clone, Serialize)]
+pub struct OpenLoopRuns {
     /// From the intended send time (corrected), all runs merged.
     pub corrected: LatencyMs,
     /// From the actual send time (uncorrected), all runs merged.
@@ -105,6 +119,42 @@ pub struct OpenLoopPoint {
     pub dropped: u64,
     pub late: u64,
     pub errors: ErrorCounts,
+}
+
+impl OpenLoopRuns {
+    pub(super) fn of(ss: &[&Sample]) -> Self {
+        let ol: Vec<wasmlab_load::OpenLoop> = ss
+            .iter()
+            .filter_map(|s| s.load.as_ref()?.open_loop)
+            .collect();
+        let sum = |f: fn(&wasmlab_load::OpenLoop) -> u64| ol.iter().map(f).sum();
+        Self {
+            corrected: LatencyMs::from_histogram(&merged(ss, false)),
+            uncorrected: LatencyMs::from_histogram(&merged(ss, true)),
+            intended: sum(|o| o.intended),
+            sent: sum(|o| o.sent),
+            dropped: sum(|o| o.dropped),
+            late: sum(|o| o.late),
+            errors: errors(ss),
+        }
+    }
+}
+
+/// What a request of a workload costs a variant, as a multiple of its CPU per request over
+/// native's: at equal load, and where both were saturated.
+#[derive(Debug, Clone, Serialize)]
+pub struct Cost {
+    pub variant: String,
+    pub workload: String,
+    /// At the highest equal-load rate at which both kept up: (the rate, the ratio).
+    pub equal_load: Option<(f64, Estimate)>,
+    /// Why there is none at equal load, when the run measured equal load.
+    pub equal_load_note: Option<String>,
+    /// Where both servers were saturated, at the reference level: native's capacity over the
+    /// variant's.
+    pub saturated: Option<Estimate>,
+    /// Why there is none at saturation (what set the pace instead), or why it leaves runs out.
+    pub saturated_note: Option<String>,
 }
 
 /// A latency percentile spectrum: (percentile as a fraction, latency ms) points.
@@ -126,6 +176,8 @@ pub struct ServerAnalysis {
     pub variants: Vec<String>,
     pub workloads: Vec<String>,
     pub throughput: Vec<ThroughputCell>,
+    /// Each (variant, workload, rate) offered the same rate as every other variant.
+    pub equal_load: Vec<EqualLoadPoint>,
     pub cold_start: Vec<ColdStartRow>,
     pub warm: Vec<WarmRow>,
     pub open_loop: Vec<OpenLoopPoint>,
@@ -187,6 +239,81 @@ impl ServerAnalysis {
             .find(|c| c.variant == variant && c.workload == workload && c.connections == conns)
     }
 
+    /// The equal-load points of a workload at a rate, in the variants' order.
+    pub fn equal_load_at(&self, workload: &str, rate: f64) -> Vec<&EqualLoadPoint> {
+        self.equal_load
+            .iter()
+            .filter(|p| p.workload == workload && p.rate == rate)
+            .collect()
+    }
+
+    /// The rates a workload was measured at equal load, ascending.
+    pub fn equal_load_rates(&self, workload: &str) -> Vec<f64> {
+        let mut rates: Vec<f64> = self
+            .equal_load
+            .iter()
+            .filter(|p| p.workload == workload)
+            .map(|p| p.rate)
+            .collect();
+        rates.sort_by(f64::total_cmp);
+        rates.dedup();
+        rates
+    }
+
+    /// What a request of `workload` costs each variant but native, against native: the
+    /// headline, in the variants' order; empty without a native baseline.
+    pub fn costs(&self, workload: &str) -> Vec<Cost> {
+        if !self.variants.iter().any(|v| v == BASELINE) {
+            return Vec::new();
+        }
+        let measured_equal = self.equal_load.iter().any(|p| p.workload == workload);
+        self.variants
+            .iter()
+            .filter(|v| *v != BASELINE)
+            .filter_map(|v| {
+                let mut points: Vec<&EqualLoadPoint> = self
+                    .equal_load
+                    .iter()
+                    .filter(|p| &p.variant == v && p.workload == workload)
+                    .collect();
+                points.sort_by(|a, b| a.rate.total_cmp(&b.rate));
+                let cell = self
+                    .reference_connections
+                    .and_then(|c| self.throughput_cell(v, workload, c));
+                if points.is_empty() && cell.is_none() {
+                    return None;
+                }
+                let top = points
+                    .iter()
+                    .rev()
+                    .find_map(|p| Some((p.rate, p.cost_ratio?)));
+                let equal_load_note = match (top, measured_equal) {
+                    (None, true) if !self.observable(v) => Some("not observable".to_owned()),
+                    (None, true) => Some(
+                        points
+                            .iter()
+                            .rev()
+                            .find_map(|p| p.ratio_note.clone())
+                            .unwrap_or_else(|| "not measured".to_owned()),
+                    ),
+                    _ => None,
+                };
+                Some(Cost {
+                    variant: v.clone(),
+                    workload: workload.to_owned(),
+                    equal_load: top,
+                    equal_load_note,
+                    saturated: cell.and_then(|c| c.capacity_ratio?.inverse()),
+                    saturated_note: match cell {
+                        Some(_) if !self.observable(v) => Some("not observable".to_owned()),
+                        Some(c) => describe(&c.capacity_notes),
+                        None => Some("not measured".to_owned()),
+                    },
+                })
+            })
+            .collect()
+    }
+
     /// The cell where the variant served the most for a workload (its closed-loop maximum).
     pub fn best_cell(&self, variant: &str, workload: &str) -> Option<&ThroughputCell> {
         self.throughput
@@ -231,10 +358,12 @@ pub(super) fn merged(samples: &[&Sample], uncorrected: bool) -> Histogram<u64> {
 pub fn analyse(info: &ServerRunInfo, samples: &[Sample]) -> ServerAnalysis {
     let samples = info.tabled(samples);
     let (variants, workloads) = order(info, &samples);
-    let throughput = throughput::throughput(&variants, &workloads, &samples);
+    let cpus = info.cpus.server_count();
+    let throughput = throughput::throughput(&variants, &workloads, &samples, cpus);
+    let equal_load = equal_load::equal_load(&variants, &workloads, &samples, cpus);
     let cold_start = cold_starts(&variants, &samples);
-    let warm = warm(&variants, &workloads, &samples);
-    let open_loop = open_loop(&variants, &workloads, &samples);
+    let warm = warm(&variants, &workloads, &samples, cpus);
+    let open_loop = open_loop(&variants, &workloads, &samples, cpus);
     let levels: BTreeSet<usize> = throughput.iter().map(|c| c.connections).collect();
     let reference_connections = levels.iter().copied().min_by_key(|c| (c.abs_diff(100), *c));
     let spectra = spectra(&variants, &workloads, &samples, reference_connections);
@@ -243,6 +372,7 @@ pub fn analyse(info: &ServerRunInfo, samples: &[Sample]) -> ServerAnalysis {
         variants,
         workloads,
         throughput,
+        equal_load,
         cold_start,
         warm,
         open_loop,
@@ -284,6 +414,36 @@ fn order(info: &ServerRunInfo, samples: &[&Sample]) -> (Vec<String>, Vec<String>
         }
     }
     (variants, workloads)
+}
+
+/// The samples of `kind` that carry a load report, by (variant, workload, `key`): the variant and
+/// workload as their places in the analysis' lists.
+pub(super) fn grouped<'a, K: Ord>(
+    samples: &'a [&'a Sample],
+    kind: Kind,
+    variants: &[String],
+    workloads: &[String],
+    key: impl Fn(&Sample) -> K,
+) -> BTreeMap<(usize, usize, K), Vec<&'a Sample>> {
+    let mut groups: BTreeMap<(usize, usize, K), Vec<&Sample>> = BTreeMap::new();
+    for s in of_kind(samples, kind) {
+        let v = variants.iter().position(|x| *x == s.variant).unwrap_or(0);
+        let w = workloads
+            .iter()
+            .position(|x| Some(x) == s.workload.as_ref())
+            .unwrap_or(0);
+        groups.entry((v, w, key(s))).or_default().push(s);
+    }
+    groups
+}
+
+/// The errors of a group's runs together.
+pub(super) fn errors(ss: &[&Sample]) -> ErrorCounts {
+    let mut errors = ErrorCounts::default();
+    for l in ss.iter().filter_map(|s| s.load.as_ref()) {
+        errors.add(&l.errors);
+    }
+    errors
 }
 
 /// The samples of `kind` that carry a load report.
@@ -344,8 +504,22 @@ fn cold_starts(variants: &[String], samples: &[&Sample]) -> Vec<ColdStartRow> {
     rows
 }
 
+/// The mean share of their CPUs the samples' variant kept busy.
+pub(super) fn utilization(ss: &[&Sample], server_cpus: usize) -> Option<f64> {
+    let values: Vec<f64> = ss
+        .iter()
+        .filter_map(|s| s.utilization(s.cpus_or(server_cpus)))
+        .collect();
+    stats::mean(&values)
+}
+
 /// Warm latency per (variant, workload), with its p50's ratio to native's.
-fn warm(variants: &[String], workloads: &[String], samples: &[&Sample]) -> Vec<WarmRow> {
+fn warm(
+    variants: &[String],
+    workloads: &[String],
+    samples: &[&Sample],
+    server_cpus: usize,
+) -> Vec<WarmRow> {
     let mut rows: Vec<WarmRow> = Vec::new();
     for v in variants {
         for w in workloads {
@@ -364,10 +538,6 @@ fn warm(variants: &[String], workloads: &[String], samples: &[&Sample]) -> Vec<W
                     )
                 })
                 .collect();
-            let mut errors = ErrorCounts::default();
-            for s in &ss {
-                errors.add(&s.load.as_ref().expect("filtered").errors);
-            }
             rows.push(WarmRow {
                 variant: v.clone(),
                 workload: w.clone(),
@@ -380,7 +550,8 @@ fn warm(variants: &[String], workloads: &[String], samples: &[&Sample]) -> Vec<W
                 p50: mean_ci(&runs.iter().map(|r| r.1).collect::<Vec<_>>()),
                 ratio_to_native: warm_runs(samples, BASELINE, w)
                     .and_then(|base| paired_ratio(&runs, &base)),
-                errors,
+                errors: errors(&ss),
+                utilization: utilization(&ss, server_cpus),
             });
         }
     }
@@ -388,49 +559,37 @@ fn warm(variants: &[String], workloads: &[String], samples: &[&Sample]) -> Vec<W
 }
 
 /// One point per (variant, workload, offered load).
-fn open_loop(variants: &[String], workloads: &[String], samples: &[&Sample]) -> Vec<OpenLoopPoint> {
-    let mut groups: BTreeMap<(usize, usize, u64), Vec<&Sample>> = BTreeMap::new();
-    for s in of_kind(samples, Kind::OpenLoop) {
-        let v = variants.iter().position(|x| *x == s.variant).unwrap_or(0);
-        let w = workloads
+fn open_loop(
+    variants: &[String],
+    workloads: &[String],
+    samples: &[&Sample],
+    server_cpus: usize,
+) -> Vec<OpenLoopPoint> {
+    grouped(samples, Kind::OpenLoop, variants, workloads, |s| {
+        (s.load_fraction.unwrap_or(0.0) * 1e6).round() as u64
+    })
+    .iter()
+    .map(|(&(v, w, f), ss)| {
+        let ol: Vec<_> = ss
             .iter()
-            .position(|x| Some(x) == s.workload.as_ref())
-            .unwrap_or(0);
-        let f = (s.load_fraction.unwrap_or(0.0) * 1e6).round() as u64;
-        groups.entry((v, w, f)).or_default().push(s);
-    }
-    groups
-        .iter()
-        .map(|(&(v, w, f), ss)| {
-            let ol: Vec<_> = ss
-                .iter()
-                .filter_map(|s| s.load.as_ref()?.open_loop)
-                .collect();
-            let mut errors = ErrorCounts::default();
-            for s in ss {
-                errors.add(&s.load.as_ref().expect("filtered").errors);
-            }
-            let mean_of = |f: fn(&wasmlab_load::OpenLoop) -> f64| {
-                stats::mean(&ol.iter().map(f).collect::<Vec<_>>()).unwrap_or(0.0)
-            };
-            OpenLoopPoint {
-                variant: variants[v].clone(),
-                workload: workloads[w].clone(),
-                fraction: f as f64 / 1e6,
-                n: ss.len(),
-                connections: ss[0].connections.unwrap_or(0),
-                offered_rps: mean_of(|o| o.target_rate),
-                achieved_rps: mean_of(|o| o.achieved_rate),
-                corrected: LatencyMs::from_histogram(&merged(ss, false)),
-                uncorrected: LatencyMs::from_histogram(&merged(ss, true)),
-                intended: ol.iter().map(|o| o.intended).sum(),
-                sent: ol.iter().map(|o| o.sent).sum(),
-                dropped: ol.iter().map(|o| o.dropped).sum(),
-                late: ol.iter().map(|o| o.late).sum(),
-                errors,
-            }
-        })
-        .collect()
+            .filter_map(|s| s.load.as_ref()?.open_loop)
+            .collect();
+        let mean_of = |f: fn(&wasmlab_load::OpenLoop) -> f64| {
+            stats::mean(&ol.iter().map(f).collect::<Vec<_>>()).unwrap_or(0.0)
+        };
+        OpenLoopPoint {
+            variant: variants[v].clone(),
+            workload: workloads[w].clone(),
+            fraction: f as f64 / 1e6,
+            n: ss.len(),
+            connections: ss[0].connections.unwrap_or(0),
+            offered_rps: mean_of(|o| o.target_rate),
+            achieved_rps: mean_of(|o| o.achieved_rate),
+            runs: OpenLoopRuns::of(ss),
+            utilization: utilization(ss, server_cpus),
+        }
+    })
+    .collect()
 }
 
 /// Latency spectra: the warm cells, and the throughput cells at the reference concurrency.
@@ -506,5 +665,118 @@ mod tests {
         assert_eq!(pts.last().unwrap().0, 1.0);
         assert!((pts.last().unwrap().1 - 1.0).abs() < 0.01);
         assert!(pts.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1));
+    }
+
+    /// A cell of `variant` in repetition `r`: `rps` for a second on one CPU at `busy`, the
+    /// generator at `generator`; open loop at `rate` when given.
+    fn cell(
+        variant: &str,
+        r: u32,
+        rps: f64,
+        busy: f64,
+        generator: f64,
+        rate: Option<f64>,
+    ) -> Sample {
+        let load: wasmlab_load::LoadReport = serde_json::from_value(serde_json::json!({
+            "url": "http://127.0.0.1/", "method": "GET", "connections": 50, "threads": 1,
+            "responses": rps as u64, "ok": rps as u64,
+            "errors": {"connect": 0, "read_write": 0, "timeout": 0, "non_2xx": 0},
+            "elapsed_secs": 1.0, "rps": rps,
+            "latency_ms": {"mean": 0.1, "p50": 0.1, "p90": 0.1, "p99": 0.1, "p99_9": 0.1, "max": 0.1},
+            "generator_busy": generator, "generator_saturated": generator >= 0.9 && rate.is_none(),
+            "body_bytes": 0, "status_counts": {}, "first_error": null,
+            "open_loop": rate.map(|t| serde_json::json!({
+                "target_rate": t, "intended": t as u64, "sent": t as u64, "dropped": 0, "late": 0,
+                "achieved_rate": t, "send_lag_ms": {"mean": 0.0, "p50": 0.0, "p90": 0.0, "p99": 0.0, "p99_9": 0.0, "max": 0.0},
+                "uncorrected_ms": {"mean": 0.1, "p50": 0.1, "p90": 0.1, "p99": 0.1, "p99_9": 0.1, "max": 0.1}
+            })),
+        }))
+        .unwrap();
+        let kind = if rate.is_some() {
+            Kind::EqualLoad
+        } else {
+            Kind::Throughput
+        };
+        let mut s = Sample::new(kind, variant, r).with_load(load);
+        s.workload = Some("hello".into());
+        s.rate = rate;
+        s.resources = Some(wasmlab_model::sample::Resources {
+            cpu_secs: busy,
+            wall_secs: 1.0,
+            cpus: 1,
+            utilization: Some(busy),
+            ..Default::default()
+        });
+        s
+    }
+
+    #[test]
+    fn capacity_only_where_both_servers_set_the_pace_and_equal_load_at_the_highest_rate() {
+        let suite = wasmlab_model::suite::ServerSuite::parse(
+            "name = \"t\"\nvariants = [\"native\", \"x\"]\nworkloads = [\"hello\"]\nconnections = [50]\nduration_secs = 1.0\n",
+        )
+        .unwrap();
+        let info: ServerRunInfo = serde_json::from_value(serde_json::json!({
+            "run_id": "r", "command": [], "started_utc": "", "finished_utc": null,
+            "state": "complete", "git_sha": null, "seed": 1,
+            "machine": {
+                "cpu_model": "", "cores": 2, "memory_kib": null, "kernel": "",
+                "cpu_sha_extensions": false, "compute_sha256": "",
+                "tools": {"wasmlab": "", "rustc": null, "wasmtime": null, "hyper": null, "tokio": null}
+            },
+            "core_guest": null, "suite": serde_json::to_value(&suite).unwrap(), "variants": []
+        }))
+        .unwrap();
+        let mut samples = Vec::new();
+        for r in 0..3 {
+            // Native costs 10 µs a request saturated, x 15; in run 2 the generator set
+            // native's pace (native idled at 60%), so that run gives no capacity ratio.
+            let native_busy = if r == 2 { 0.6 } else { 0.99 };
+            samples.push(cell(
+                "native",
+                r,
+                native_busy / 10e-6,
+                native_busy,
+                0.95,
+                None,
+            ));
+            samples.push(cell("x", r, 0.98 / 15e-6, 0.98, 0.7, None));
+            // At equal load: 20 µs against 26 at 10,000 req/s, 14 against 21 at 30,000.
+            samples.push(cell("native", r, 10_000.0, 0.2, 0.1, Some(10_000.0)));
+            samples.push(cell("x", r, 10_000.0, 0.26, 0.1, Some(10_000.0)));
+            samples.push(cell("native", r, 30_000.0, 0.42, 0.3, Some(30_000.0)));
+            samples.push(cell("x", r, 30_000.0, 0.63, 0.3, Some(30_000.0)));
+        }
+        let a = analyse(&info, &samples);
+        let x = a.throughput_cell("x", "hello", 50).unwrap();
+        let ratio = x.capacity_ratio.unwrap();
+        assert_eq!(ratio.n, 2, "the runs both were saturated in");
+        assert!((ratio.value - 10.0 / 15.0).abs() < 1e-4, "{ratio:?}");
+        assert_eq!(
+            describe(&x.capacity_notes).as_deref(),
+            Some("native generator-limited in 1/3 runs")
+        );
+        let costs = a.costs("hello");
+        let (rate, e) = costs[0].equal_load.unwrap();
+        assert_eq!(rate, 30_000.0, "the highest rate both kept up with");
+        assert!((e.value - 1.5).abs() < 1e-4 && e.n == 3, "{e:?}");
+        let saturated = costs[0].saturated.unwrap();
+        assert!((saturated.value - 1.5).abs() < 1e-4, "{saturated:?}");
+        // Native always saturated but for the generator: x's ratio leaves that run out; where
+        // native never was, there is none, and it says why.
+        for s in samples
+            .iter_mut()
+            .filter(|s| s.variant == "native" && s.kind == Kind::Throughput)
+        {
+            s.resources.as_mut().unwrap().utilization = Some(0.6);
+        }
+        let a = analyse(&info, &samples);
+        let c = &a.costs("hello")[0];
+        assert!(c.saturated.is_none(), "{c:?}");
+        assert_eq!(
+            c.saturated_note.as_deref(),
+            Some("native generator-limited in 3/3 runs")
+        );
+        assert!(c.equal_load.is_some());
     }
 }

@@ -510,6 +510,11 @@ impl Running {
         format!("{scheme}://{}", self.authority)
     }
 
+    /// The process the lab started (None for a remote target).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(std::process::Child::id)
+    }
+
     /// `None` while running; the exit status once it has died.
     pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
         self.child.as_mut()?.try_wait().ok().flatten()

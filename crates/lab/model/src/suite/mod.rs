@@ -10,7 +10,7 @@ mod servers;
 use std::path::Path;
 
 pub use programs::ProgramSuite;
-pub use servers::{ColdStart, OpenLoop, ServerSuite, Warm};
+pub use servers::{ColdStart, EqualLoad, OpenLoop, Rates, ServerSuite, Warm};
 
 const BUILTIN: &[(&str, &str)] = &[
     ("quick", include_str!("../../../../../suites/quick.toml")),

@@ -58,6 +58,10 @@ pub struct ServerSuite {
     /// Open loop at fractions of each variant's closed-loop maximum (absent: none).
     #[serde(default)]
     pub open_loop: Option<OpenLoop>,
+    /// Equal load: every variant offered the same rates, to compare what a request costs each
+    /// at the same load (absent: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub equal_load: Option<EqualLoad>,
     /// The published study whose figures the report sets beside this run's: a built-in one
     /// (`gateway-study`, the default, `net-limits` or `wasi-test`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -166,6 +170,91 @@ pub struct OpenLoop {
     /// Default: the suite's workloads.
     #[serde(default)]
     pub workloads: Vec<String>,
+}
+
+/// The `[equal_load]` table: the rates variants are offered (open loop, corrected for
+/// coordinated omission), so that each one's CPU per request is set against native's at the same
+/// load. By default a workload's rates come from the variants' capacities for it, which a short
+/// closed-loop probe of every variant measures when it is verified: each variant is offered
+/// `fractions` of the lower of its own capacity and native's, rounded down to 1, 2, 3 or 5 times
+/// a power of ten, and native every rate any variant is offered, so that each is compared with native at the same load, near its own; and
+/// (`common_rate`) every variant the lowest of them, which all can serve. `rates` names absolute
+/// rates instead, offered to every variant.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EqualLoad {
+    /// Shares of the lower of a variant's capacity and native's, each in (0, 1), before rounding
+    /// down (default 0.6: a rate between 36% and 60% of it).
+    #[serde(default = "default_equal_load_fractions")]
+    pub fractions: Vec<f64>,
+    /// Every variant also offered the workload's lowest rate (a share of the slowest variant's
+    /// capacity), where all of them compare with each other.
+    #[serde(default = "default_true")]
+    pub common_rate: bool,
+    /// Absolute rates, req/s, offered to every variant: the same for every workload (`rates =
+    /// [1000, 5000]`) or by workload (`rates = { hello = [20000, 50000], compute = [100] }`; a
+    /// workload not named gets rates from the capacities).
+    #[serde(default, skip_serializing_if = "Rates::is_empty")]
+    pub rates: Rates,
+    pub duration_secs: f64,
+    /// Warm-up at the same rate before each cell.
+    #[serde(default = "default_equal_load_warmup")]
+    pub warmup_secs: f64,
+    /// Connections available to the schedule: enough to keep the rate when responses are slow.
+    #[serde(default = "default_equal_load_connections")]
+    pub connections: usize,
+    /// Default: the suite's workloads.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub workloads: Vec<String>,
+}
+
+/// A suite's absolute equal-load rates.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Rates {
+    /// None: every workload's rates are fractions of its slowest variant's capacity.
+    #[default]
+    #[serde(skip)]
+    Fractions,
+    /// The same rates for every workload.
+    Every(Vec<f64>),
+    /// Rates by workload.
+    ByWorkload(std::collections::BTreeMap<String, Vec<f64>>),
+}
+
+impl Rates {
+    fn is_empty(&self) -> bool {
+        matches!(self, Rates::Fractions)
+    }
+
+    /// The absolute rates the suite names for `workload`, if it names any.
+    pub fn of(&self, workload: &str) -> Option<&[f64]> {
+        match self {
+            Rates::Fractions => None,
+            Rates::Every(r) => Some(r),
+            Rates::ByWorkload(m) => m.get(workload).map(Vec::as_slice),
+        }
+    }
+}
+
+impl EqualLoad {
+    /// Whether any of `workloads`' rates come from the variants' capacities (and so a probe).
+    pub fn probes(&self, workloads: &[String]) -> bool {
+        workloads.iter().any(|w| self.rates.of(w).is_none())
+    }
+}
+
+fn default_equal_load_fractions() -> Vec<f64> {
+    vec![0.6]
+}
+fn default_true() -> bool {
+    true
+}
+fn default_equal_load_warmup() -> f64 {
+    0.1
+}
+fn default_equal_load_connections() -> usize {
+    50
 }
 
 fn default_load_threads() -> usize {
@@ -335,6 +424,20 @@ impl ServerSuite {
         }
     }
 
+    /// The workloads measured at equal load, in the suite's order.
+    pub fn equal_load_workloads(&self) -> Vec<String> {
+        match &self.equal_load {
+            Some(e) if !e.workloads.is_empty() => self
+                .workloads
+                .iter()
+                .filter(|w| e.workloads.contains(w))
+                .cloned()
+                .collect(),
+            Some(_) => self.workloads.clone(),
+            None => Vec::new(),
+        }
+    }
+
     /// The variants this suite can name: the built-in ones, the user's files, and its own
     /// `[[variant]]` tables.
     pub fn catalog(&self, files: &[std::path::PathBuf]) -> anyhow::Result<Catalog> {
@@ -365,7 +468,8 @@ impl ServerSuite {
             let levels = self
                 .connections
                 .iter()
-                .chain(self.open_loop.as_ref().map(|o| &o.connections));
+                .chain(self.open_loop.as_ref().map(|o| &o.connections))
+                .chain(self.equal_load.as_ref().map(|e| &e.connections));
             for &level in levels {
                 anyhow::ensure!(
                     level % streams.min(level) == 0,
@@ -531,6 +635,9 @@ impl ServerSuite {
                 );
             }
         }
+        if let Some(e) = &self.equal_load {
+            self.validate_equal_load(e)?;
+        }
         if let Some(o) = &self.open_loop {
             anyhow::ensure!(!o.fractions.is_empty(), "`open_loop.fractions` is empty");
             anyhow::ensure!(
@@ -546,6 +653,65 @@ impl ServerSuite {
                 "`open_loop.connections` must be in 1..=100000"
             );
         }
+        Ok(())
+    }
+}
+
+impl ServerSuite {
+    fn validate_equal_load(&self, e: &EqualLoad) -> anyhow::Result<()> {
+        let positive = |v: f64| v.is_finite() && v > 0.0;
+        anyhow::ensure!(
+            positive(e.duration_secs),
+            "`equal_load.duration_secs` must be > 0"
+        );
+        anyhow::ensure!(
+            e.warmup_secs.is_finite() && e.warmup_secs >= 0.0,
+            "`equal_load.warmup_secs` must be >= 0"
+        );
+        anyhow::ensure!(
+            (1..=100_000).contains(&e.connections),
+            "`equal_load.connections` must be in 1..=100000"
+        );
+        anyhow::ensure!(
+            e.fractions.iter().all(|f| *f > 0.0 && *f < 1.0),
+            "every `equal_load.fractions` entry must be in (0, 1): a share of the lower of a \
+             variant's capacity and native's (absolute rates go in `equal_load.rates`)"
+        );
+        for w in &e.workloads {
+            anyhow::ensure!(
+                self.workloads.contains(w),
+                "`equal_load.workloads`: {w:?} is not one of the suite's `workloads` (equal load \
+                 follows each workload's closed-loop cells)"
+            );
+        }
+        let measured = self.equal_load_workloads();
+        let lists: Vec<(String, &Vec<f64>)> = match &e.rates {
+            Rates::Fractions => Vec::new(),
+            Rates::Every(r) => vec![("`equal_load.rates`".to_owned(), r)],
+            Rates::ByWorkload(m) => {
+                for w in m.keys() {
+                    anyhow::ensure!(
+                        measured.contains(w),
+                        "`equal_load.rates`: {w:?} is not a workload measured at equal load ({})",
+                        measured.join(", ")
+                    );
+                }
+                m.iter()
+                    .map(|(w, r)| (format!("`equal_load.rates.{w}`"), r))
+                    .collect()
+            }
+        };
+        for (at, rates) in lists {
+            anyhow::ensure!(!rates.is_empty(), "{at} is empty");
+            anyhow::ensure!(
+                rates.iter().all(|r| positive(*r) && *r <= 10_000_000.0),
+                "{at}: every rate must be a number of requests per second in (0, 10000000]"
+            );
+        }
+        anyhow::ensure!(
+            !e.probes(&measured) || !e.fractions.is_empty(),
+            "`equal_load.fractions` is empty and `equal_load.rates` does not name every workload"
+        );
         Ok(())
     }
 }
@@ -663,6 +829,74 @@ variants = ["native-h2"]
             .replace("\"native-close\"", "\"native-h2\"")
             .replace("[1, 10, 50]", "[15]");
         assert!(refused(named).contains("15 connections"));
+    }
+
+    #[test]
+    fn equal_load_rates_are_shares_or_the_suites_own() {
+        let base = r#"name = "t"
+variants = ["native"]
+workloads = ["hello", "compute"]
+connections = [10]
+duration_secs = 1.0
+"#;
+        let suite = |table: &str| ServerSuite::parse(&format!("{base}[equal_load]\n{table}"));
+        let shares = suite("duration_secs = 0.5\n").unwrap();
+        let e = shares.equal_load.as_ref().unwrap();
+        assert_eq!((e.fractions.as_slice(), e.common_rate), (&[0.6][..], true));
+        assert!(e.rates.of("hello").is_none() && e.probes(&shares.equal_load_workloads()));
+        assert_eq!(shares.equal_load_workloads(), ["hello", "compute"]);
+        let every = suite("duration_secs = 0.5\nrates = [1000, 5000]\n").unwrap();
+        let e = every.equal_load.as_ref().unwrap();
+        assert_eq!(e.rates.of("compute"), Some(&[1000.0, 5000.0][..]));
+        assert!(!e.probes(&every.equal_load_workloads()));
+        let by = suite(
+            "duration_secs = 0.5\nrates = { hello = [20000] }\nworkloads = [\"hello\", \"compute\"]\n",
+        )
+        .unwrap();
+        let e = by.equal_load.as_ref().unwrap();
+        assert_eq!(e.rates.of("hello"), Some(&[20000.0][..]));
+        assert!(e.rates.of("compute").is_none() && e.probes(&by.equal_load_workloads()));
+        // Written back as read (run.json).
+        let again = ServerSuite::parse(&toml::to_string(&by).unwrap()).unwrap();
+        assert_eq!(
+            again.equal_load.unwrap().rates.of("hello"),
+            Some(&[20000.0][..])
+        );
+
+        let refused = |table: &str| format!("{:#}", suite(table).unwrap_err());
+        for (table, says) in [
+            ("duration_secs = 0.5\nfractions = [1.5]\n", "in (0, 1)"),
+            ("duration_secs = 0.5\nfractions = [0]\n", "in (0, 1)"),
+            (
+                "duration_secs = 0\n",
+                "`equal_load.duration_secs` must be > 0",
+            ),
+            (
+                "duration_secs = 0.5\nconnections = 0\n",
+                "`equal_load.connections`",
+            ),
+            (
+                "duration_secs = 0.5\nrates = []\n",
+                "`equal_load.rates` is empty",
+            ),
+            ("duration_secs = 0.5\nrates = [-5]\n", "requests per second"),
+            (
+                "duration_secs = 0.5\nrates = { echo = [100] }\n",
+                "\"echo\" is not a workload measured at equal load",
+            ),
+            (
+                "duration_secs = 0.5\nworkloads = [\"echo\"]\n",
+                "is not one of the suite's `workloads`",
+            ),
+            (
+                "duration_secs = 0.5\nfractions = []\n",
+                "`equal_load.fractions` is empty",
+            ),
+            ("duration_secs = 0.5\nrate = [5]\n", "unknown field `rate`"),
+        ] {
+            let err = refused(table);
+            assert!(err.contains(says), "{table}: {err}");
+        }
     }
 
     #[test]

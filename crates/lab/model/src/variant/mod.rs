@@ -88,6 +88,9 @@ impl Protocol {
 /// What a variant measured over HTTP/2 is named: its own name with this after it.
 pub const HTTP2_SUFFIX: &str = "-h2";
 
+/// The variant every ratio is taken against.
+pub const BASELINE: &str = "native";
+
 /// A remote target's address: where to connect and what to send as `Host`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RemoteTarget {

@@ -10,7 +10,9 @@ use wasmlab_analysis::{ProgramAnalysis, ServerAnalysis};
 use wasmlab_load::{ErrorCounts, LatencyMs, LoadReport, OpenLoop};
 use wasmlab_model::cpus::CpuPlan;
 use wasmlab_model::machine::{Machine, Tools};
-use wasmlab_model::run::{Artifact, RunHeader, RunState, ServerRunInfo, Status, VariantOutcome};
+use wasmlab_model::run::{
+    Artifact, EqualLoadRates, RunHeader, RunState, ServerRunInfo, Status, VariantOutcome,
+};
 use wasmlab_model::sample::{Kind, Resources, SAMPLES_SCHEMA, Sample, StartTimes};
 use wasmlab_model::study::Study;
 use wasmlab_model::suite::ServerSuite;
@@ -19,11 +21,12 @@ use crate::format::{fmt_bytes, fmt_errors, fmt_ms, fmt_ratio_est, thousands};
 use crate::html::servers as render_html;
 use crate::markdown::servers as render_summary_md;
 
-pub(crate) const SECTION_IDS: [&str; 11] = [
+pub(crate) const SECTION_IDS: [&str; 12] = [
     "answer",
     "summary",
     "ratios",
     "throughput",
+    "equal-load",
     "latency",
     "cold-start",
     "open-loop",
@@ -48,6 +51,10 @@ runs = 3
 
 [warm]
 duration_secs = 1.0
+
+[equal_load]
+duration_secs = 1.0
+workloads = ["hello"]
 
 [open_loop]
 fractions = [0.5, 0.9]
@@ -99,6 +106,16 @@ pub(crate) fn info(state: RunState) -> ServerRunInfo {
         variant_tools: Vec::new(),
         container_engine: None,
         containerd: None,
+        equal_load: vec![EqualLoadRates {
+            workload: "hello".into(),
+            rates: vec![1_000.0, 2_000.0],
+            offered: Vec::new(),
+            slowest: Some(("wasmtime-pooled".into(), 4_000.0)),
+            probed: vec![
+                ("native".into(), 9_000.0),
+                ("wasmtime-pooled".into(), 4_000.0),
+            ],
+        }],
     }
 }
 
@@ -216,13 +233,12 @@ pub(crate) fn samples() -> Vec<Sample> {
                         None,
                     ));
                     s.workload = Some(w.into());
-                    s.resources = Some(Resources {
-                        rss_peak_kib: 20_000 + 30_000 * vi as u64,
-                        rss_mean_kib: 18_000.0 + 30_000.0 * vi as f64,
-                        cpu_secs: 0.8 + 0.1 * f64::from(rep),
-                        processes_peak: 1,
-                        samples: 10,
-                    });
+                    // Saturated, but where the generator set the pace (native hello at 100,
+                    // second run) and in wasmtime-pooled's compute at 10 connections, where
+                    // its requests' latency did.
+                    let idle = saturated || (vi == 1 && w == "compute" && conns == 10);
+                    let cpu_secs = if idle { 0.6 } else { 0.95 } + 0.02 * f64::from(rep);
+                    s.resources = Some(resources(vi, cpu_secs));
                     out.push(s);
                 }
                 let mut s = Sample::new(Kind::Warm, v, rep).with_load(load(
@@ -233,6 +249,24 @@ pub(crate) fn samples() -> Vec<Sample> {
                     None,
                 ));
                 s.workload = Some(w.into());
+                out.push(s);
+            }
+            // Equal load: hello at 1,000 and 2,000 req/s; native spends 20 µs a request,
+            // wasmtime-pooled 26, and falls behind 2,000 in its second run.
+            for rate in [1_000.0, 2_000.0] {
+                let behind = vi == 1 && rate == 2_000.0 && rep == 1;
+                let answered = if behind { rate * 0.8 } else { rate };
+                let mut s = Sample::new(Kind::EqualLoad, v, rep).with_load(load(
+                    50,
+                    answered,
+                    0.1 * slow,
+                    false,
+                    Some(rate),
+                ));
+                s.workload = Some("hello".into());
+                s.rate = Some(rate);
+                let per_request = (20.0 + 6.0 * vi as f64) * 1e-6 * (1.0 + 0.01 * f64::from(rep));
+                s.resources = Some(resources(vi, answered * per_request));
                 out.push(s);
             }
             for f in [0.5, 0.9] {
@@ -250,6 +284,22 @@ pub(crate) fn samples() -> Vec<Sample> {
         }
     }
     out
+}
+
+/// A cell's resources: `cpu_secs` over a second on one CPU.
+fn resources(vi: usize, cpu_secs: f64) -> Resources {
+    Resources {
+        rss_peak_kib: 20_000 + 30_000 * vi as u64,
+        rss_mean_kib: 18_000.0 + 30_000.0 * vi as f64,
+        cpu_secs,
+        processes_peak: 1,
+        samples: 10,
+        wall_secs: 1.0,
+        cpus: 1,
+        utilization: Some(cpu_secs),
+        busiest_thread: Some(cpu_secs * 0.9),
+        upstream_cpu_secs: Some(0.0),
+    }
 }
 
 pub(crate) fn assert_offline(html: &str) {

@@ -44,7 +44,8 @@ fn report_full_run() {
     assert!(!html.contains("<linker>") && !html.contains("<test>"));
     // The saturated cell is flagged and the flag explained.
     assert!(html.contains("⚠ generator saturated in 1/2 runs"));
-    assert!(html.contains("generator saturated in k/n runs:"));
+    // The note, from the same sentence every output uses (the page escapes its slash).
+    assert!(html.contains("generator saturated in k&#x2f;n runs:"));
     assert!(html.len() < 400_000, "{} bytes", html.len());
 
     // Every ratio appears with its CI in both outputs.
@@ -146,8 +147,8 @@ fn report_survives_degenerate_figures() {
     a.cold_start[0].values_ms = vec![f64::NAN, 0.0];
     for o in &mut a.open_loop {
         o.offered_rps = 0.0;
-        o.corrected.p99 = 0.0;
-        o.uncorrected.p99 = f64::INFINITY;
+        o.runs.corrected.p99 = 0.0;
+        o.runs.uncorrected.p99 = f64::INFINITY;
     }
     a.open_loop.truncate(1);
     for wr in &mut a.warm {
@@ -193,6 +194,10 @@ fn report_number_formats() {
         non_2xx: 0,
     };
     assert_eq!(fmt_errors(&errs), "1,002 (connect 2, timeout 1,000)");
+    assert_eq!(crate::format::rate_short(50_000.0), "50k/s");
+    assert_eq!(crate::format::rate_short(2_500.0), "2.5k/s");
+    assert_eq!(crate::format::rate_short(95.0), "95/s");
+    assert_eq!(crate::format::rate_short(1_200_000.0), "1.2M/s");
     assert_eq!(fmt_bytes(3 * 1024 * 1024), "3.00 MiB");
     assert_eq!(fmt_bytes(2048), "2.0 KiB");
 }
@@ -246,17 +251,30 @@ fn a_studys_sizing_rule_is_set_beside_every_measured_servers_capacity() {
         .expect("a plan: the run sampled CPU");
     // The study's cell is hello at 150; this run measured 10 and 100.
     assert_eq!(plan.ours_at.as_deref(), Some("ours at 100 connections"));
-    let native = plan.ours.iter().find(|r| r.variant == "native").unwrap();
+    // wasmtime-pooled was saturated in both runs; native in one (the generator set the pace of
+    // the other), so its figure is from that one, with no interval, and says so.
+    let pooled = plan
+        .ours
+        .iter()
+        .find(|r| r.variant == "wasmtime-pooled")
+        .unwrap();
     let per_core = a
-        .throughput_cell("native", "hello", 100)
+        .throughput_cell("wasmtime-pooled", "hello", 100)
         .unwrap()
         .resources
         .unwrap()
         .rps_per_core;
-    assert_eq!(native.per_core.value, per_core.value);
-    assert!((native.cores_for_target - 100_000.0 / per_core.value).abs() < 1e-9);
-    let (lo, hi) = native.cores_interval.expect("two runs: an interval");
-    assert!(lo <= native.cores_for_target && native.cores_for_target <= hi);
+    assert_eq!(pooled.per_core.unwrap().value, per_core.value);
+    let needed = pooled.cores_for_target.unwrap();
+    assert!((needed - 100_000.0 / per_core.value).abs() < 1e-9);
+    let (lo, hi) = pooled.cores_interval.expect("two runs: an interval");
+    assert!(lo <= needed && needed <= hi);
+    let native = plan.ours.iter().find(|r| r.variant == "native").unwrap();
+    assert_eq!(native.per_core.unwrap().n, 1);
+    assert_eq!(
+        native.note.as_deref(),
+        Some("native generator-limited in 1/2 runs")
+    );
     // 17,500 req/s per node of 8 to 16 cores: 1,094 to 2,188 req/s per core.
     let md = crate::markdown::servers(&a);
     assert!(
@@ -268,8 +286,13 @@ fn a_studys_sizing_rule_is_set_beside_every_measured_servers_capacity() {
     ));
     assert!(md.contains("| 1,094–2,188 | 45.7–91.4 |"), "{md}");
     assert!(
-        md.contains(&format!("{:.1} [", native.cores_for_target)),
+        md.contains(&format!("| {} [", crate::format::thousands(per_core.value)))
+            && md.contains(&format!("| {needed:.1} |")),
         "{md}"
+    );
+    assert!(
+        md.contains("| 21,053 n=1 (left out: native generator-limited in 1/2 runs) | 4.8 |"),
+        "native from its one saturated run: {md}"
     );
     let html = crate::html::servers(&a).unwrap();
     assert!(html.contains("Capacity planning: hello at 150 connections"));

@@ -1,61 +1,83 @@
-//! The section report.html leads with: what Wasm costs here. One plot of every variant's
-//! capacity × native (responses per server CPU-second) on every workload with its interval, a
-//! few sentences written from the data (each workload's cost per request against native's, the
-//! cold start), and what was not measured and why.
+//! The section report.html leads with: what Wasm costs here. For every workload, each variant's
+//! CPU per request as a multiple of native's at equal load and, where both servers were
+//! saturated, at capacity, each with its interval, in a few sentences written from the data and
+//! in two plots; the cold start; and what was not measured and why.
 
 use serde::Serialize;
 use wasmlab_analysis::ServerAnalysis;
-use wasmlab_analysis::servers::BASELINE;
+use wasmlab_analysis::servers::{BASELINE, Cost, describe};
 use wasmlab_analysis::stats::Estimate;
 use wasmlab_model::run::Status;
 
 use super::plots;
-use crate::format::fmt_ms;
-use crate::html::Figure;
+use crate::format::{fmt_ms, fmt_rps};
+use crate::html::{Cell, Figure, Table};
 use crate::sections;
 
 #[derive(Serialize)]
 pub(in crate::html) struct Answer {
-    /// The concurrency level the figures are at.
+    /// The concurrency level the saturated figures are at.
     connections: Option<usize>,
     /// The native baseline was measured: without it there is no ratio to give.
     baseline: bool,
-    /// One line a workload: each variant's CPU per request as a multiple of native's.
-    per_request: Vec<String>,
+    /// One sentence a workload.
+    workloads: Vec<WorkloadAnswer>,
+    /// Every variant's costs: a row a variant, two columns a workload (equal load, saturated).
+    costs: Option<Table>,
+    /// How the equal-load rates were chosen, a line a workload.
+    rates: Vec<String>,
     /// The cold start, in a sentence.
     cold_start: Option<String>,
-    figure: Option<Figure>,
+    figures: Vec<Figure>,
     /// What each variant shown is: (name, its variant file's `about`).
     about: Vec<(String, String)>,
     /// The variants left out, each with why: skipped (cannot run here) or failed.
     left_out: Vec<String>,
 }
 
+/// A workload's costs in a sentence: the cheapest and the dearest variant at equal load and
+/// saturated (the table beside has every variant), and why a variant has no saturated figure.
+#[derive(Serialize)]
+struct WorkloadAnswer {
+    name: String,
+    sentence: String,
+    unsaturated: Vec<String>,
+}
+
 pub(super) fn answer(a: &ServerAnalysis) -> Answer {
     let baseline = a.variants.iter().any(|v| v == BASELINE);
-    let conns = a.reference_connections;
-    let per_request: Vec<String> = match (baseline, conns) {
-        (true, Some(c)) => a
-            .workloads
-            .iter()
-            .filter_map(|w| per_request(a, w, c))
-            .collect(),
-        _ => Vec::new(),
-    };
-    let figure = conns.filter(|_| !per_request.is_empty()).map(|c| {
-        Figure::new(
-            format!(
-                "Capacity × native at {c} connections: responses per CPU-second of each variant's processes over native's (> 1: cheaper than native; whiskers: 95% CI)"
+    let workloads: Vec<WorkloadAnswer> = a
+        .workloads
+        .iter()
+        .filter_map(|w| workload(a, w, &a.costs(w)))
+        .collect();
+    let figures = if workloads.is_empty() {
+        Vec::new()
+    } else {
+        vec![
+            Figure::new(
+                "CPU per request × native at equal load: the variant's over native's at the highest rate both kept up with (> 1: costlier than native; whiskers: 95% CI)".into(),
+                &plots::costs(a, |c| c.equal_load.map(|(_, e)| e)),
             ),
-            &plots::capacity_ratios(a, c),
-        )
-    });
+            Figure::new(
+                format!(
+                    "CPU per request × native where both servers were saturated{}: native's capacity over the variant's (whiskers: 95% CI; a workload without a dot had no saturated pair)",
+                    a.reference_connections
+                        .map(|c| format!(" at {c} connections"))
+                        .unwrap_or_default()
+                ),
+                &plots::costs(a, |c| c.saturated),
+            ),
+        ]
+    };
     Answer {
-        connections: conns,
+        connections: a.reference_connections,
         baseline,
-        per_request,
+        costs: (!workloads.is_empty()).then(|| costs_table(a)).flatten(),
+        workloads,
+        rates: crate::sections::equal_load_rates(a),
         cold_start: cold_start(a),
-        figure,
+        figures,
         about: a
             .variants
             .iter()
@@ -79,39 +101,160 @@ pub(super) fn answer(a: &ServerAnalysis) -> Answer {
     }
 }
 
-/// What a request of workload `w` costs each variant at `conns` connections, as a multiple of
-/// native's CPU per request (the inverse of its capacity ratio), cheapest first.
-fn per_request(a: &ServerAnalysis, w: &str, conns: usize) -> Option<String> {
-    let mut costs: Vec<(&str, Estimate)> = a
-        .variants
-        .iter()
-        .filter(|v| *v != BASELINE)
-        .filter_map(|v| {
-            let e = a.throughput_cell(v, w, conns)?.capacity_ratio?;
-            Some((v.as_str(), inverse(&e)?))
-        })
-        .collect();
+/// A workload's costs in sentences, cheapest first; None without any figure.
+fn workload(a: &ServerAnalysis, w: &str, costs: &[Cost]) -> Option<WorkloadAnswer> {
     if costs.is_empty() {
         return None;
     }
-    costs.sort_by(|x, y| x.1.value.total_cmp(&y.1.value));
-    let listed: Vec<String> = costs
+    let equal: Vec<(&str, Estimate, f64)> = costs
         .iter()
-        .map(|(v, e)| format!("{v} {}", times(e)))
+        .filter_map(|c| Some((c.variant.as_str(), c.equal_load?.1, c.equal_load?.0)))
         .collect();
-    Some(format!(
-        "Per {w} request, the server's CPU against native's: {}.",
-        listed.join(", ")
-    ))
+    let saturated: Vec<(&str, Estimate, f64)> = costs
+        .iter()
+        .filter_map(|c| Some((c.variant.as_str(), c.saturated?, 0.0)))
+        .collect();
+    let mut parts = Vec::new();
+    if let Some(range) = span(&equal) {
+        let (lo, hi) = rates(&equal);
+        let at = if lo == hi {
+            format!("{} req/s", fmt_rps(lo))
+        } else {
+            format!(
+                "{}–{} req/s, each variant near its own capacity",
+                fmt_rps(lo),
+                fmt_rps(hi)
+            )
+        };
+        parts.push(format!("at equal load ({at}) {range}"));
+    }
+    if let Some(range) = span(&saturated) {
+        parts.push(format!("saturated {range}"));
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    Some(WorkloadAnswer {
+        name: w.to_owned(),
+        sentence: format!("{} native's CPU per request.", parts.join("; ")),
+        unsaturated: unsaturated(a, w, costs),
+    })
 }
 
-/// CPU per request × native from capacity × native: its inverse, the interval turned over.
-fn inverse(e: &Estimate) -> Option<Estimate> {
-    (e.value > 0.0 && e.value.is_finite()).then(|| Estimate {
-        value: 1.0 / e.value,
-        lo: 1.0 / e.hi,
-        hi: 1.0 / e.lo,
-        n: e.n,
+/// The costs of every variant on every workload: at equal load (the ratio, its interval and
+/// rate in small type) and saturated (or why not), a row a variant.
+fn costs_table(a: &ServerAnalysis) -> Option<Table> {
+    let costs: Vec<(&String, Vec<Cost>)> = a
+        .workloads
+        .iter()
+        .map(|w| (w, a.costs(w)))
+        .filter(|(_, cs)| {
+            cs.iter()
+                .any(|c| c.equal_load.is_some() || c.saturated.is_some())
+        })
+        .collect();
+    let mut rows = Vec::new();
+    for v in a.variants.iter().filter(|v| *v != BASELINE) {
+        let mine: Vec<Option<&Cost>> = costs
+            .iter()
+            .map(|(_, cs)| cs.iter().find(|c| &c.variant == v))
+            .collect();
+        if mine.iter().all(Option::is_none) {
+            continue;
+        }
+        let mut row = vec![super::variant(a, v)];
+        for c in mine {
+            let Some(c) = c else {
+                row.extend([Cell::from("–"), Cell::from("–")]);
+                continue;
+            };
+            row.push(match &c.equal_load {
+                Some((rate, e)) => {
+                    let mut cell = Cell::compact_ratio(Some(e));
+                    cell.note = Some(
+                        [
+                            cell.note.take(),
+                            Some(format!("at {}", crate::format::rate_short(*rate))),
+                        ]
+                        .into_iter()
+                        .flatten()
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                    );
+                    cell
+                }
+                None => "–".into(),
+            });
+            row.push(match &c.saturated {
+                Some(e) => Cell::compact_ratio(Some(e)),
+                None => {
+                    let cell = a
+                        .reference_connections
+                        .and_then(|conns| a.throughput_cell(v, &c.workload, conns));
+                    match cell {
+                        Some(t) => crate::sections::capacity(a, t).short.into(),
+                        None => "–".into(),
+                    }
+                }
+            });
+        }
+        rows.push(row);
+    }
+    let head: Vec<String> = std::iter::once("Variant".to_owned())
+        .chain(
+            costs
+                .iter()
+                .flat_map(|(w, _)| [format!("{w}: equal load"), format!("{w}: saturated")]),
+        )
+        .collect();
+    let head: Vec<&str> = head.iter().map(String::as_str).collect();
+    Table::some(&head, 1, rows)
+}
+
+/// Why variants have no cost at saturation: once for all when native's server never set the
+/// pace, else each variant's own reason.
+fn unsaturated(a: &ServerAnalysis, w: &str, costs: &[Cost]) -> Vec<String> {
+    let native = a
+        .reference_connections
+        .and_then(|c| a.throughput_cell(BASELINE, w, c));
+    if let Some(n) = native.filter(|n| n.saturated_runs() == 0 && !n.paces.is_empty()) {
+        let why = describe(&n.unsaturated()).unwrap_or_default();
+        return vec![format!(
+            "No capacity on {w}: {why}, so no variant is set against it saturated."
+        )];
+    }
+    costs
+        .iter()
+        .filter(|c| c.saturated.is_none())
+        .filter_map(|c| {
+            Some(format!(
+                "{}: no capacity ({}).",
+                c.variant,
+                c.saturated_note.as_deref()?
+            ))
+        })
+        .collect()
+}
+
+/// `from a 1.05× [1.01–1.09] to b 1.88× [1.85–1.92]`, or `a 1.05× [1.01–1.09]` alone.
+fn span(costs: &[(&str, Estimate, f64)]) -> Option<String> {
+    let cheapest = costs
+        .iter()
+        .min_by(|x, y| x.1.value.total_cmp(&y.1.value))?;
+    let dearest = costs
+        .iter()
+        .max_by(|x, y| x.1.value.total_cmp(&y.1.value))?;
+    let one = |(v, e, _): &(&str, Estimate, f64)| format!("{v} {}", times(e));
+    Some(match costs.len() {
+        1 => one(cheapest),
+        _ => format!("from {} to {}", one(cheapest), one(dearest)),
+    })
+}
+
+/// The lowest and highest rate of `costs`.
+fn rates(costs: &[(&str, Estimate, f64)]) -> (f64, f64) {
+    costs.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), c| {
+        (lo.min(c.2), hi.max(c.2))
     })
 }
 
@@ -177,11 +320,11 @@ mod tests {
             hi: 0.625,
             n: 3,
         };
-        let c = inverse(&e).unwrap();
+        let c = e.inverse().unwrap();
         assert_eq!(times(&c), "2.00× [1.60–2.50]");
         let one = Estimate { n: 1, ..e };
-        assert_eq!(times(&inverse(&one).unwrap()), "2.00×");
-        assert!(inverse(&Estimate { value: 0.0, ..e }).is_none());
+        assert_eq!(times(&one.inverse().unwrap()), "2.00×");
+        assert!(Estimate { value: 0.0, ..e }.inverse().is_none());
     }
 
     #[test]
@@ -189,25 +332,25 @@ mod tests {
         let a = crate::tests::analysis();
         let ans = answer(&a);
         assert!(ans.baseline);
-        assert_eq!(
-            ans.per_request.len(),
-            a.workloads.len(),
-            "{:?}",
-            ans.per_request
-        );
+        assert_eq!(ans.workloads.len(), a.workloads.len());
+        let hello = &ans.workloads[0];
+        assert_eq!(hello.name, "hello");
         assert!(
-            ans.per_request[0].starts_with("Per hello request")
-                && ans.per_request[0].contains("wasmtime-pooled"),
-            "{:?}",
-            ans.per_request
+            hello
+                .sentence
+                .starts_with("at equal load (2,000 req/s) wasmtime-pooled 1.30×")
+                && hello.sentence.contains("saturated wasmtime-pooled 1."),
+            "{}",
+            hello.sentence
         );
+        assert!(ans.costs.is_some());
         assert!(
             ans.cold_start
                 .as_deref()
                 .unwrap()
                 .contains("wasmtime-pooled")
         );
-        assert!(ans.figure.is_some());
+        assert_eq!(ans.figures.len(), 2);
         assert!(
             ans.left_out
                 .iter()

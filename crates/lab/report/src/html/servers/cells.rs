@@ -61,6 +61,59 @@ pub(super) fn throughput(a: &ServerAnalysis) -> Option<Throughput> {
     })
 }
 
+// --- Equal load ------------------------------------------------------------------------------
+
+#[derive(Serialize)]
+pub(super) struct EqualLoad {
+    duration_secs: String,
+    connections: usize,
+    /// How each workload's rates were chosen.
+    rates: Vec<String>,
+    workloads: Vec<Workload>,
+}
+
+pub(super) fn equal_load(a: &ServerAnalysis) -> Option<EqualLoad> {
+    let rows = sections::equal_load(a);
+    if rows.is_empty() {
+        return None;
+    }
+    let columns = sections::equal_load_columns();
+    let swatch = |v: &str| swatch_of(a, v);
+    let workloads = a
+        .workloads
+        .iter()
+        .filter_map(|w| {
+            let mine: Vec<sections::EqualLoad> =
+                rows.iter().filter(|r| &r.workload == w).cloned().collect();
+            if mine.is_empty() {
+                return None;
+            }
+            // None where no variant's CPU was read (remote targets): the figure says so.
+            let plot = plots::equal_load(a, w).unwrap_or_else(|| {
+                crate::plot::Plot::new(
+                    crate::plot::Axis::new("", crate::plot::Scale::Linear),
+                    crate::plot::Axis::new("", crate::plot::Scale::Linear),
+                )
+            });
+            Some(Workload {
+                name: w.clone(),
+                figure: Figure::new(
+                    format!("{w}: CPU µs per request against the offered rate (whiskers: 95% CI)"),
+                    &plot,
+                ),
+                table: Table::laid(&columns, &mine, &swatch),
+            })
+        })
+        .collect();
+    let e = a.info.suite.equal_load.as_ref();
+    Some(EqualLoad {
+        duration_secs: e.map_or_else(String::new, |e| e.duration_secs.to_string()),
+        connections: e.map_or(0, |e| e.connections),
+        rates: crate::sections::equal_load_rates(a),
+        workloads,
+    })
+}
+
 // --- Latency ---------------------------------------------------------------------------------
 
 #[derive(Serialize)]

@@ -13,7 +13,7 @@ mod plots;
 mod resources;
 
 use answer::Answer;
-use cells::{ColdStart, Latency, OpenLoop, Throughput};
+use cells::{ColdStart, EqualLoad, Latency, OpenLoop, Throughput};
 use environment::Environment;
 use plots::swatch_of;
 use resources::{Capacity, Resources};
@@ -31,6 +31,7 @@ pub(super) struct Report {
     ratios: Option<Ratios>,
     study: Study,
     throughput: Option<Throughput>,
+    equal_load: Option<EqualLoad>,
     latency: Option<Latency>,
     cold_start: Option<ColdStart>,
     open_loop: Option<OpenLoop>,
@@ -41,8 +42,11 @@ pub(super) struct Report {
     not_observable: Option<String>,
     /// Which variants' compute runs a library's SHA-256 (their compute cells are marked).
     other_compute_code: Option<String>,
-    /// The share of a run (in %) the generator must be busy for its saturation flag.
-    saturated_share: String,
+    /// The sentences every output shares: what the generator's saturation flag, a capacity
+    /// ratio (and its absence) and the cost at equal load mean.
+    saturation_note: String,
+    capacity_note: String,
+    equal_load_note: String,
 }
 
 impl Report {
@@ -55,6 +59,7 @@ impl Report {
             ratios: ratios(a),
             study: study(a),
             throughput: cells::throughput(a),
+            equal_load: cells::equal_load(a),
             latency: cells::latency(a),
             cold_start: cells::cold_start(a),
             open_loop: cells::open_loop(a),
@@ -63,7 +68,9 @@ impl Report {
             environment: environment::environment(a),
             not_observable: crate::sections::not_observable(a),
             other_compute_code: crate::sections::other_compute_code(a),
-            saturated_share: format!("{:.0}", wasmlab_load::SATURATED_SHARE * 100.0),
+            saturation_note: crate::format::saturation_note(),
+            capacity_note: crate::format::capacity_note(),
+            equal_load_note: crate::format::equal_load_note(),
         }
     }
 }
@@ -294,11 +301,19 @@ fn matrix(a: &ServerAnalysis, of: MatrixOf) -> Option<Table> {
                 Some(_) if matches!(of, MatrixOf::Capacity) && !a.observable(v) => {
                     crate::sections::NOT_OBSERVABLE.into()
                 }
+                // Not where either server was not saturated: why, instead.
+                Some(c) if matches!(of, MatrixOf::Capacity) && c.capacity_ratio.is_none() => {
+                    sections::capacity(a, c).short.into()
+                }
                 Some(c) => {
                     let mut cell = Cell::compact_ratio(match of {
                         MatrixOf::Capacity => c.capacity_ratio.as_ref(),
                         MatrixOf::Throughput => c.ratio_to_native.as_ref(),
                     });
+                    if matches!(of, MatrixOf::Capacity) {
+                        // The runs it leaves out, and what set their pace.
+                        cell.flags = sections::capacity(a, c).flags;
+                    }
                     if matches!(of, MatrixOf::Throughput) {
                         cell.flags.extend(Saturation::of(c, None).map(|s| s.flag()));
                         // A saturated baseline understates native, so the ratio too.

@@ -3,7 +3,7 @@
 //! and the lead section's capacity × native. Every variant keeps its colour in every plot.
 
 use wasmlab_analysis::ServerAnalysis;
-use wasmlab_analysis::servers::{BASELINE, Spectrum, ThroughputCell};
+use wasmlab_analysis::servers::{BASELINE, Cost, Spectrum, ThroughputCell};
 use wasmlab_analysis::stats::Estimate;
 use wasmlab_model::sample::Kind;
 
@@ -246,7 +246,7 @@ pub(super) fn open_loop(a: &ServerAnalysis, w: &str) -> Option<Plot> {
             colour,
             points: mine
                 .iter()
-                .map(|o| (o.offered_rps, o.corrected.p99))
+                .map(|o| (o.offered_rps, o.runs.corrected.p99))
                 .collect(),
             stroke: Stroke::Solid,
             markers: true,
@@ -255,7 +255,7 @@ pub(super) fn open_loop(a: &ServerAnalysis, w: &str) -> Option<Plot> {
             colour,
             points: mine
                 .iter()
-                .map(|o| (o.offered_rps, o.uncorrected.p99))
+                .map(|o| (o.offered_rps, o.runs.uncorrected.p99))
                 .collect(),
             stroke: Stroke::Dashed,
             markers: false,
@@ -386,43 +386,37 @@ pub(super) fn grouped_bars(
     p
 }
 
-/// Capacity × native at `conns` for every variant and workload: a dot per variant over each
-/// workload, its 95% interval as a whisker, on a log axis where the dashed line at 1 is native.
-pub(super) fn capacity_ratios(a: &ServerAnalysis, conns: usize) -> Plot {
-    let workloads: Vec<&String> = a
+/// A cost × native for every variant and workload, as `pick` takes it from the analysis' costs:
+/// a dot per variant over each workload, its 95% interval as a whisker, on a log axis where the
+/// dashed line at 1 is native.
+pub(super) fn costs(a: &ServerAnalysis, pick: fn(&Cost) -> Option<Estimate>) -> Plot {
+    let per_workload: Vec<(&String, Vec<Cost>)> = a
         .workloads
         .iter()
-        .filter(|w| {
-            a.throughput
-                .iter()
-                .any(|c| &&c.workload == w && c.connections == conns && c.capacity_ratio.is_some())
-        })
+        .map(|w| (w, a.costs(w)))
+        .filter(|(_, c)| c.iter().any(|c| pick(c).is_some()))
         .collect();
     let vs = variants_with(a, |v| {
-        v != BASELINE
-            && a.throughput
-                .iter()
-                .any(|c| c.variant == v && c.connections == conns && c.capacity_ratio.is_some())
+        per_workload
+            .iter()
+            .any(|(_, cs)| cs.iter().any(|c| c.variant == v && pick(c).is_some()))
     });
     let mut p = Plot::new(
         Axis::new("", Scale::Linear).ticks(
-            workloads
+            per_workload
                 .iter()
                 .enumerate()
-                .map(|(i, w)| (i as f64, (*w).clone()))
+                .map(|(i, (w, _))| (i as f64, (*w).clone()))
                 .collect(),
         ),
-        Axis::new("× native per CPU (log)", Scale::Log),
+        Axis::new("CPU per request × native (log)", Scale::Log),
     );
     let width = 0.8 / vs.len().max(1) as f64;
     for (vi, v) in vs.iter().enumerate() {
         let colour = Some(colour_of(a, v));
         let offset = (vi as f64 - (vs.len() as f64 - 1.0) / 2.0) * width;
-        for (wi, w) in workloads.iter().enumerate() {
-            let Some(e) = a
-                .throughput_cell(v, w, conns)
-                .and_then(|c| c.capacity_ratio)
-            else {
+        for (wi, (_, cs)) in per_workload.iter().enumerate() {
+            let Some(e) = cs.iter().find(|c| c.variant == *v).and_then(pick) else {
                 continue;
             };
             let x = wi as f64 + offset;
@@ -444,7 +438,7 @@ pub(super) fn capacity_ratios(a: &ServerAnalysis, conns: usize) -> Plot {
         }
     }
     // Native's line, and room for the dots at either end of the workloads.
-    let ends = (-0.5, workloads.len() as f64 - 0.5);
+    let ends = (-0.5, per_workload.len() as f64 - 0.5);
     p.lines.push(Line {
         colour: None,
         points: vec![(ends.0, 1.0), (ends.1, 1.0)],
@@ -458,4 +452,43 @@ pub(super) fn capacity_ratios(a: &ServerAnalysis, conns: usize) -> Plot {
         stroke: Stroke::Dashed,
     });
     p
+}
+
+/// CPU per request against the offered rate on workload `w`, a line per variant (log axes):
+/// how what a request costs falls as a server gets busier.
+pub(super) fn equal_load(a: &ServerAnalysis, w: &str) -> Option<Plot> {
+    let pts: Vec<_> = a
+        .equal_load
+        .iter()
+        .filter(|p| p.workload == w && p.cpu_us.n > 0)
+        .collect();
+    if pts.is_empty() {
+        return None;
+    }
+    let mut p = Plot::new(
+        Axis::new("offered req/s (log)", Scale::Log),
+        Axis::new("CPU µs per request (log)", Scale::Log),
+    );
+    let vs = variants_with(a, |v| pts.iter().any(|o| o.variant == v));
+    for v in &vs {
+        let mut mine: Vec<_> = pts.iter().filter(|o| o.variant == *v).collect();
+        mine.sort_by(|x, y| x.rate.total_cmp(&y.rate));
+        let colour = Some(colour_of(a, v));
+        p.lines.push(Line {
+            colour,
+            points: mine.iter().map(|o| (o.rate, o.cpu_us.value)).collect(),
+            stroke: Stroke::Solid,
+            markers: true,
+        });
+        p.whiskers
+            .extend(mine.iter().filter(|o| o.cpu_us.n > 1).map(|o| Whisker {
+                colour,
+                vertical: true,
+                at: o.rate,
+                lo: o.cpu_us.lo,
+                hi: o.cpu_us.hi,
+            }));
+    }
+    p.legend = legend_for(a, &vs, Stroke::Solid);
+    Some(p)
 }
