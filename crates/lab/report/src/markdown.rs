@@ -124,7 +124,7 @@ fn throughput(md: &mut String, a: &ServerAnalysis) {
     };
     w!(md, "## Throughput at {conns} connections\n");
     let rows = sections::throughput(a);
-    let columns = sections::throughput_columns();
+    let columns = sections::throughput_columns(a);
     let mut any_flag = false;
     for wl in &a.workloads {
         let rows: Vec<sections::Throughput> = rows
@@ -159,7 +159,8 @@ fn costs(md: &mut String, a: &ServerAnalysis) {
     w!(
         md,
         "The server's CPU per request as a multiple of {BASELINE}'s (> 1: costlier), at equal load \
-         (the highest rate offered to every variant: what a fleet that is not saturated pays) and \
+         (the variant and native at the same rate, the highest both kept up with: what a fleet that \
+         is not saturated pays) and \
          where both servers were saturated (capacity × {BASELINE}, turned over), each with its \
          95% interval.\n"
     );

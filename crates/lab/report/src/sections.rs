@@ -113,16 +113,19 @@ fn pace_flag(n: &PaceNote, row_variant: &str) -> Flag {
     }
 }
 
-/// Why there is no figure, in a few words: `none: native generator-limited`, `none:
-/// upstream-limited` (both sides the same).
+/// Why there is no figure, in a few words (the narrow terminal's): `none: native
+/// generator-limited` when it was native's runs alone, else what set the pace (`none:
+/// upstream-limited`).
 fn short_why(notes: &[PaceNote]) -> String {
     let mut paces: Vec<&str> = notes.iter().map(|n| n.pace.as_str()).collect();
+    paces.sort_unstable();
     paces.dedup();
-    let whose: Vec<&str> = notes.iter().map(|n| n.variant.as_str()).collect();
-    match (paces.as_slice(), whose.as_slice()) {
-        ([one], [who]) => format!("none: {who} {one}"),
-        _ => format!("none: {}", paces.join(", ")),
-    }
+    let native_alone = notes.iter().all(|n| n.variant == BASELINE);
+    format!(
+        "none: {}{}",
+        if native_alone { "native " } else { "" },
+        paces.join(", ")
+    )
 }
 
 /// A cell whose load generator saturated in some of its runs.
@@ -333,8 +336,13 @@ pub(crate) fn capacity(a: &ServerAnalysis, c: &ThroughputCell) -> Conditional {
 }
 
 /// The closed-loop cells' columns. The terminal shows every cell, summary.md each workload's
-/// at the reference level, report.html each workload's.
-pub(crate) fn throughput_columns<'a>() -> Vec<Column<'a, Throughput>> {
+/// at the reference level, report.html each workload's; the narrow terminal their level only
+/// when the run measured several.
+pub(crate) fn throughput_columns<'a>(a: &ServerAnalysis) -> Vec<Column<'a, Throughput>> {
+    let levels = match connection_levels(a).len() {
+        1 => Shows::WIDE.and(Shows::HTML),
+        _ => Shows::TERMINAL.and(Shows::HTML),
+    };
     vec![
         text("Variant", Shows::ALL, |r: &Throughput| {
             Value::variant(&r.variant)
@@ -342,11 +350,9 @@ pub(crate) fn throughput_columns<'a>() -> Vec<Column<'a, Throughput>> {
         text("Workload", Shows::TERMINAL, |r: &Throughput| {
             r.workload.as_str().into()
         }),
-        figure(
-            "Connections",
-            Shows::TERMINAL.and(Shows::HTML),
-            |r: &Throughput| r.connections.to_string().into(),
-        ),
+        figure("Conns", levels, |r: &Throughput| {
+            r.connections.to_string().into()
+        }),
         figure(
             "req/s mean [95% CI] n",
             Shows::DETAILED,
@@ -374,7 +380,9 @@ pub(crate) fn throughput_columns<'a>() -> Vec<Column<'a, Throughput>> {
             Shows::DETAILED,
             |r: &Throughput| ratio(&r.ratio),
         ),
-        figure("p50 ms", Shows::ALL, |r: &Throughput| r.p50.as_str().into()),
+        figure("p50 ms", Shows::DETAILED, |r: &Throughput| {
+            r.p50.as_str().into()
+        }),
         figure("p99 ms", Shows::ALL, |r: &Throughput| r.p99.as_str().into()),
         figure("Responses (all runs)", Shows::HTML, |r: &Throughput| {
             r.responses.as_str().into()
@@ -743,7 +751,7 @@ pub(crate) fn equal_load_columns<'a>() -> Vec<Column<'a, EqualLoad>> {
         figure(EQUAL_CPU_HEAD, Shows::NARROW, |r: &EqualLoad| {
             r.ratio.short.as_str().into()
         }),
-        cell("p50 ms", Shows::ALL, |r| &r.p50),
+        cell("p50 ms", Shows::DETAILED, |r| &r.p50),
         cell("p99 ms", Shows::ALL, |r| &r.p99),
         cell("p99 uncorrected ms", Shows::HTML, |r| &r.uncorrected_p99),
         cell("Dropped", Shows::DETAILED, |r| &r.dropped),

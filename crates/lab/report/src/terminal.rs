@@ -56,7 +56,7 @@ fn throughput(out: &mut String, a: &ServerAnalysis, wide: bool) {
     if rows.is_empty() {
         return;
     }
-    let t = table::terminal(&sections::throughput_columns(), &rows, wide);
+    let t = table::terminal(&sections::throughput_columns(a), &rows, wide);
     *out += &format!("throughput (closed loop)\n{t}\n{}\n", capacity_note());
     if rows.iter().any(|r| r.saturation.is_some()) {
         *out += &format!("{}\n", saturation_note());
@@ -89,7 +89,7 @@ fn costs(out: &mut String, a: &ServerAnalysis, wide: bool) {
     }
     let t = table::terminal(&sections::cost_columns(), &rows, wide);
     *out += &format!(
-        "what a request costs against {BASELINE}: the server's CPU per request × {BASELINE}'s, at equal load (the highest rate offered to every variant) and where both servers were saturated\n{t}\n"
+        "what a request costs against {BASELINE}: the server's CPU per request × {BASELINE}'s, at equal load (the variant and native at the same rate, the highest both kept up with) and where both servers were saturated\n{t}\n"
     );
 }
 

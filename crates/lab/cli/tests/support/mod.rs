@@ -23,6 +23,7 @@ pub const REPORT_SECTIONS: &[&str] = &[
     "ratios",
     "study",
     "throughput",
+    "equal-load",
     "latency",
     "cold-start",
     "open-loop",

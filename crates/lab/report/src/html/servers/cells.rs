@@ -31,7 +31,7 @@ pub(super) fn throughput(a: &ServerAnalysis) -> Option<Throughput> {
         return None;
     }
     let rows = sections::throughput(a);
-    let columns = sections::throughput_columns();
+    let columns = sections::throughput_columns(a);
     let swatch = |v: &str| swatch_of(a, v);
     let mut workloads = Vec::new();
     for w in &a.workloads {
