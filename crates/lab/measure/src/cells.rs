@@ -268,8 +268,8 @@ fn load_config(
 }
 
 /// How long a probe's closed loop runs, after its warm-up.
-const PROBE: Duration = Duration::from_millis(200);
-const PROBE_WARMUP: Duration = Duration::from_millis(50);
+const PROBE: Duration = Duration::from_millis(300);
+const PROBE_WARMUP: Duration = Duration::from_millis(100);
 
 /// A running variant's capacity for each workload whose equal-load rates are shares of the
 /// slowest variant's: req/s of a short closed loop at the equal-load connections. Empty when
