@@ -16,8 +16,11 @@ need_tool awk "apt-get install gawk"
 for bin in wasmlab wasmlab-gateway-wasm wasmlab-gateway-native; do
   [ -x "$T/$bin" ] || { echo "fault-report.sh: $T/$bin not found: run 'cargo build --release' first" >&2; exit 2; }
 done
-HOSTILE=target/guests/wasm32-unknown-unknown/guest/wasmlab_guest_hostile.wasm
-[ -f "$HOSTILE" ] || { echo "fault-report.sh: $HOSTILE not found: run 'cargo build --release' first" >&2; exit 2; }
+HOSTILE=target/guests/hostile/wasm32-unknown-unknown/guest/wasmlab_guest_hostile.wasm
+HOSTILE_HTTP=target/guests/hostile/wasm32-wasip2/guest/wasmlab_guest_hostile.wasm
+for guest in "$HOSTILE" "$HOSTILE_HTTP"; do
+  [ -f "$guest" ] || { echo "fault-report.sh: $guest not found: run 'cargo build --release' first" >&2; exit 2; }
+done
 
 OUT=$(mktemp -d)
 trap 'kill $PID 2>/dev/null || true; rm -rf "$OUT"' EXIT
@@ -36,7 +39,7 @@ summary() { # load report JSON on stdin -> one line
 import json, sys
 r = json.load(sys.stdin)
 e = r["errors"]
-print(r["responses"], "responses", dict(r["status_counts"]), "conn/rw/timeout errors", e["connect"], e["read_write"], e["timeout"])
+print(r["responses"], "responses", "{:.0f} req/s p99 {:.3f} ms".format(r["rps"], r["latency_ms"]["p99"]), dict(r["status_counts"]), "conn/rw/timeout errors", e["connect"], e["read_write"], e["timeout"])
 '
 }
 fault() { # name, fault command (uses $URL)
@@ -59,6 +62,16 @@ fault "guest content-length 1000" "clients framing --name content-length --value
 fault "guest content-length 3" "clients framing --name content-length --value 3"
 fault "guest transfer-encoding" "clients framing --name transfer-encoding --value chunked"
 fault "guest status 101" "$T/wasmlab load '$URL/status?code=101' -c 2 -d ${SECS}s --json | summary"
+stop
+
+# A component that fails without answering, at a steady rate beside healthy traffic: each such
+# request is answered 500 at once and its instance freed, not held to the 5 s deadline.
+start $T/wasmlab-gateway-wasm --executor component --wasm "$HOSTILE_HTTP" --deadline-ms 5000
+echo "wasm gateway (component) with the hostile component: $(grep limits "$OUT/gw.err")"
+fault "nothing beside (healthy alone)" "true"
+for f in no-response drop-response unfinished; do
+  fault "component /$f, 200 req/s" "$T/wasmlab load $URL/$f -R 200 -c 300 -d ${SECS}s --json | summary"
+done
 stop
 
 start $T/wasmlab-gateway-wasm --wasm "$HOSTILE" --max-instances 2 --max-queue 4 --queue-timeout-ms 50 --deadline-ms 300

@@ -1,6 +1,6 @@
-// Builds handler.js into a wasi:http/proxy component with componentize-js, as installed by
-// `wasmlab setup js-component` into TOOLS/npm:
-//   node build.mjs --tools TOOLS --out FILE.wasm
+// Builds handler.js (or `--source FILE`, a handler beside it) into a wasi:http/proxy component with
+// componentize-js, as installed by `wasmlab setup js-component` into TOOLS/npm:
+//   node build.mjs --tools TOOLS --out FILE.wasm [--source hostile.js]
 // An output newer than its inputs (handler.js, world.wit, this script, componentize-js) is kept.
 // componentize-js splices the world's bindings into StarlingMonkey (SpiderMonkey compiled to
 // Wasm), then runs Wizer: the engine starts, parses and compiles handler.js and runs its top level
@@ -25,9 +25,12 @@ function options(args) {
     // Absolute: the build changes directory (see below).
     if (k === "--tools") o.tools = resolve(v);
     else if (k === "--out") o.out = resolve(v);
-    else throw new Error(`unknown option ${k} (give --tools DIR --out FILE)`);
+    else if (k === "--source") o.source = resolve(here, v);
+    else throw new Error(`unknown option ${k} (give --tools DIR --out FILE [--source FILE])`);
   }
   if (!o.tools || !o.out) throw new Error("give --tools DIR --out FILE");
+  o.source ??= join(here, "handler.js");
+  if (dirname(o.source) !== here) throw new Error(`--source ${o.source}: a handler beside build.mjs (Wizer sees ${dirname(here)} as /)`);
   return o;
 }
 
@@ -47,7 +50,7 @@ async function main() {
   const o = options(process.argv.slice(2));
   const modules = join(o.tools, "npm", "node_modules", "@bytecodealliance");
   const cjs = join(modules, "componentize-js");
-  const inputs = ["handler.js", "world.wit", "build.mjs", "../js/routes.mjs"].map((f) => join(here, f));
+  const inputs = [o.source, ...["world.wit", "build.mjs", "../js/routes.mjs"].map((f) => join(here, f))];
   inputs.push(join(cjs, "package.json"));
   if (await upToDate(o.out, inputs)) {
     console.log(`${o.out} is up to date`);
@@ -84,7 +87,7 @@ async function main() {
     process.chdir(join(here, ".."));
     const started = Date.now();
     const { component } = await componentize({
-      sourcePath: join(here, "handler.js"),
+      sourcePath: o.source,
       witPath: wit,
       worldName: "handler",
     });

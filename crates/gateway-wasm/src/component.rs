@@ -34,6 +34,7 @@ use wasmtime::{
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::p2::bindings::ProxyPre;
 use wasmtime_wasi_http::p2::bindings::http::types::{ErrorCode, Scheme};
+use wasmtime_wasi_http::p2::body::{HostOutgoingBody, StreamContext};
 use wasmtime_wasi_http::{
     RequestOptions, WasiBody, WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks, WasiHttpView,
 };
@@ -249,44 +250,70 @@ impl ComponentExecutor {
         };
         // The call and the reading of its response run together: a guest writing a body larger
         // than the host's buffer waits for it to be read.
-        let call = proxy
-            .wasi_http_incoming_handler()
-            .call_handle(&mut store, request, out);
         let answer = read_response(receiver, self.limits.max_memory_bytes);
         // The epoch interrupts guest code at the deadline; this cuts a wait in the host (an
         // outgoing request, a pollable) at the same time.
         let timer = tokio::time::sleep_until(deadline.into());
-        let (mut call, mut answer, mut timer) = (pin!(call), pin!(answer), pin!(timer));
-        let (mut called, mut answered) = (None, None);
-        std::future::poll_fn(|cx| {
-            if called.is_none()
-                && let Poll::Ready(r) = call.as_mut().poll(cx)
-            {
-                called = Some(r);
-            }
-            if answered.is_none()
-                && let Poll::Ready(a) = answer.as_mut().poll(cx)
-            {
-                answered = Some(a);
-            }
-            let done = match (&called, &answered) {
-                // The whole exchange: answered, and the guest's call over (work it does after
-                // its response is finished runs to its end, within the deadline).
-                (Some(_), Some(_)) => true,
-                // It failed before its response was whole, or returned without one.
-                (Some(Err(_)), None) => true,
-                (Some(Ok(())), None) => !response_set.load(Ordering::Acquire),
-                // Its response cannot be sent (too large, aborted): no need to wait for it.
-                (None, Some(Err(_))) => true,
-                _ => false,
-            };
-            if done || timer.as_mut().poll(cx).is_ready() {
-                Poll::Ready(())
-            } else {
-                Poll::Pending
-            }
-        })
-        .await;
+        let (mut answer, mut timer) = (pin!(answer), pin!(timer));
+        let mut answered = None;
+        let called = {
+            let call = proxy
+                .wasi_http_incoming_handler()
+                .call_handle(&mut store, request, out);
+            let mut call = pin!(call);
+            let mut called = None;
+            std::future::poll_fn(|cx| {
+                if called.is_none()
+                    && let Poll::Ready(r) = call.as_mut().poll(cx)
+                {
+                    called = Some(r);
+                }
+                if answered.is_none()
+                    && let Poll::Ready(a) = answer.as_mut().poll(cx)
+                {
+                    answered = Some(a);
+                }
+                let done = match (&called, &answered) {
+                    // The whole exchange: answered, and the guest's call over (work it does
+                    // after its response is finished runs to its end, within the deadline).
+                    (Some(_), Some(_)) => true,
+                    // The call is over before its response was whole: the guest can add nothing
+                    // to it any more (below).
+                    (Some(_), None) => true,
+                    // Its response cannot be sent (too large, aborted): no need to wait for it.
+                    (None, Some(Err(_))) => true,
+                    _ => false,
+                };
+                if done || timer.as_mut().poll(cx).is_ready() {
+                    Poll::Ready(())
+                } else {
+                    Poll::Pending
+                }
+            })
+            .await;
+            called
+        };
+        // The guest can add nothing to its response once its call is over. A body it left
+        // unfinished is a corrupted one (wasi:http's `outgoing-body.finish`), which Wasmtime says
+        // when the guest drops it but not when its instance goes; say it. Dropping the store then
+        // drops whatever else the guest held (an outparam it never set) and frees its instance:
+        // such a response (as a JavaScript handler that throws leaves one) ends now, not at the
+        // deadline.
+        if called.is_some() && answered.is_none() {
+            abort_unfinished_bodies(&mut store.data_mut().table);
+        }
+        drop(store);
+        if answered.is_none()
+            && matches!(called, Some(Ok(())))
+            && response_set.load(Ordering::Acquire)
+        {
+            answered = std::future::poll_fn(|cx| match answer.as_mut().poll(cx) {
+                Poll::Ready(a) => Poll::Ready(Some(a)),
+                Poll::Pending if timer.as_mut().poll(cx).is_ready() => Poll::Ready(None),
+                Poll::Pending => Poll::Pending,
+            })
+            .await;
+        }
         match (called, answered) {
             // A whole response counts, even if the guest then trapped or ran out of time.
             (_, Some(Ok(reply))) => Ok(reply),
@@ -313,6 +340,19 @@ impl Executor for ComponentExecutor {
 
     async fn execute(&self, req: ExecRequest) -> Result<Reply, Failure> {
         self.admission.admit(|| self.run(req)).await
+    }
+}
+
+/// Aborts every outgoing body (a response's or a request's) still in the table: what is still
+/// there was never finished (finishing one removes it). Its reader then sees an error rather than
+/// an end, as it does when a guest drops a body unfinished.
+fn abort_unfinished_bodies(table: &mut ResourceTable) {
+    for entry in table.iter_mut() {
+        if let Some(body) = entry.downcast_mut::<HostOutgoingBody>() {
+            // `abort` takes the body: leave an unused one in its place.
+            let (spare, _) = HostOutgoingBody::new(StreamContext::Response, None, 1, 1);
+            std::mem::replace(body, spare).abort();
+        }
     }
 }
 

@@ -277,3 +277,132 @@ fn every_request_of_a_long_task_gets_its_response() {
         }
     });
 }
+
+/// A deadline long enough that an answer at a tenth of it cannot be the deadline's.
+const LONG_DEADLINE: Duration = Duration::from_secs(5);
+
+/// `target` answered 500 within a tenth of the deadline, a failure (the server logs its detail
+/// and sends none of it), and the executor's one instance slot free for the next request.
+async fn answered_at_once(ex: &ComponentExecutor, target: &str, diagnosis: &str) {
+    let t = Instant::now();
+    let r = get(ex, target).await;
+    let took = t.elapsed();
+    assert_eq!(r.status, 500, "{target}: {}", r.text);
+    assert!(
+        r.failed,
+        "{target}: a failure, not the guest's reply: {}",
+        r.text
+    );
+    assert!(r.text.contains(diagnosis), "{target}: {}", r.text);
+    assert!(
+        took < LONG_DEADLINE / 10,
+        "{target}: answered after {took:?}"
+    );
+    let t = Instant::now();
+    let next = get(ex, "/").await;
+    assert_eq!(
+        (next.status, next.text.as_str()),
+        (200, "ok"),
+        "after {target}"
+    );
+    assert!(
+        t.elapsed() < LONG_DEADLINE / 10,
+        "after {target}: the slot was held"
+    );
+}
+
+#[test]
+fn a_component_that_fails_without_answering_is_answered_at_once() {
+    runtime().block_on(async {
+        let up = upstream().await;
+        let limits = GuestLimits {
+            deadline: LONG_DEADLINE,
+            ..hostile_limits()
+        };
+        let ex = executor(wasmlab_guest_artifacts::HOSTILE_HTTP, Some(&up), limits).await;
+        // Returns with its outparam unset (kept, or dropped), or sets a response and never
+        // finishes its body: the call is over, so nothing more will come.
+        answered_at_once(&ex, "/no-response", "returned without setting a response").await;
+        answered_at_once(&ex, "/drop-response", "dropped its response").await;
+        answered_at_once(&ex, "/unfinished", "did not end well").await;
+        // An outgoing request refused: the guest answers (502) at once too.
+        let t = Instant::now();
+        let r = get(&ex, "/fetch?authority=example.com").await;
+        assert_eq!(r.status, 502, "{}", r.text);
+        assert!(t.elapsed() < LONG_DEADLINE / 10, "{:?}", t.elapsed());
+    });
+}
+
+/// The JavaScript component of peers/js-component/hostile.js, built with the componentize-js
+/// that `wasmlab setup js-component` installs into tools/ (kept in target/ while its inputs are
+/// older), or why it cannot be.
+fn hostile_js() -> Result<Vec<u8>, String> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let tools = root.join("tools");
+    if !tools
+        .join("npm/node_modules/@bytecodealliance/componentize-js")
+        .is_dir()
+    {
+        return Err(
+            "componentize-js is not set up (`wasmlab setup js-component` installs it)".into(),
+        );
+    }
+    let out = root.join("target/js-hostile/hostile.wasm");
+    let built = std::process::Command::new("node")
+        .arg(root.join("peers/js-component/build.mjs"))
+        .args(["--tools".as_ref(), tools.as_os_str()])
+        .args(["--out".as_ref(), out.as_os_str()])
+        .args(["--source", "hostile.js"])
+        .output()
+        .map_err(|e| format!("node: {e}"))?;
+    if !built.status.success() {
+        return Err(format!(
+            "build.mjs failed: {}",
+            String::from_utf8_lossy(&built.stderr)
+        ));
+    }
+    std::fs::read(&out).map_err(|e| format!("{}: {e}", out.display()))
+}
+
+#[test]
+fn a_javascript_handler_that_throws_is_answered_at_once() {
+    let wasm = match hostile_js() {
+        Ok(w) => w,
+        Err(why) => {
+            eprintln!("SKIPPED a_javascript_handler_that_throws_is_answered_at_once: {why}");
+            return;
+        }
+    };
+    runtime().block_on(async {
+        let up = upstream().await;
+        let limits = GuestLimits {
+            deadline: LONG_DEADLINE,
+            max_memory_bytes: 64 << 20,
+            ..hostile_limits()
+        };
+        let ex = executor(&wasm, Some(&up), limits).await;
+        assert_eq!(get(&ex, "/").await.text, "ok");
+        // The handler throws; its fetch is refused and the rejection escapes it.
+        for target in ["/throw", "/fetch?authority=example.com"] {
+            let t = Instant::now();
+            let r = get(&ex, target).await;
+            assert_eq!(r.status, 500, "{target}: {}", r.text);
+            assert!(
+                !r.text.contains("Error"),
+                "{target}: no internals: {}",
+                r.text
+            );
+            assert!(
+                t.elapsed() < LONG_DEADLINE / 10,
+                "{target}: answered after {:?}",
+                t.elapsed()
+            );
+            let next = get(&ex, "/").await;
+            assert_eq!(
+                (next.status, next.text.as_str()),
+                (200, "ok"),
+                "after {target}"
+            );
+        }
+    });
+}

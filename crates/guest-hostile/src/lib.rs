@@ -14,6 +14,9 @@
 //! | `/status?code=N` | answers status N (even one HTTP cannot end an exchange with) |
 //! | `/block` | (component only) waits on a clock an hour away: a wait in the host, not in guest code |
 //! | `/fetch?authority=A` | (component only) `GET http://A/`: the body, or 502 with why it failed |
+//! | `/no-response` | (component only) returns without setting its response, keeping the outparam |
+//! | `/drop-response` | (component only) drops its outparam unset |
+//! | `/unfinished` | (component only) sets a 200 and writes part of its body, never finishing it |
 //! | anything else | 200 `ok` |
 
 use core::hint::black_box;
@@ -96,8 +99,40 @@ fn recurse(depth: u64) -> u64 {
 #[cfg(not(feature = "component"))]
 wasmlab_guest_core::export_handler!(hostile);
 
-#[cfg(feature = "component")]
-wasmlab_guest_http::export_http_handler!(component::hostile);
+#[cfg(all(feature = "component", target_arch = "wasm32"))]
+const _: () = {
+    use wasip2::http::types::{
+        Fields, IncomingRequest, OutgoingBody, OutgoingResponse, ResponseOutparam,
+    };
+    use wasmlab_guest_http::wasip2;
+
+    struct Hostile;
+
+    /// Every route of `component::hostile`, and those that fail to answer, which need the
+    /// request's outparam itself.
+    impl wasip2::exports::http::incoming_handler::Guest for Hostile {
+        fn handle(request: IncomingRequest, out: ResponseOutparam) {
+            match request.path_with_query().as_deref() {
+                // Returns with the outparam still held: the host is never told.
+                Some("/no-response") => core::mem::forget(out),
+                Some("/drop-response") => drop(out),
+                Some("/unfinished") => {
+                    let response = OutgoingResponse::new(Fields::new());
+                    let body = response.body().expect("a new response's body");
+                    ResponseOutparam::set(out, Ok(response));
+                    let stream = body.write().expect("a new body's stream");
+                    let _ = stream.blocking_write_and_flush(b"the first part, and no more");
+                    // Neither finished nor dropped: held until the instance goes.
+                    core::mem::forget(stream);
+                    core::mem::forget(body);
+                }
+                _ => wasmlab_guest_http::serve(request, out, component::hostile),
+            }
+        }
+    }
+
+    wasip2::http::proxy::export!(Hostile);
+};
 
 #[cfg(feature = "component")]
 mod component {
