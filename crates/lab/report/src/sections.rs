@@ -76,7 +76,7 @@ impl Conditional {
             None if notes.is_empty() => Self::words("–".into(), "–".into()),
             None => Self::words(
                 format!("none: {}", describe(notes).unwrap_or_default()),
-                short_why(notes),
+                short_why(notes, row_variant),
             ),
         }
     }
@@ -113,19 +113,27 @@ fn pace_flag(n: &PaceNote, row_variant: &str) -> Flag {
     }
 }
 
-/// Why there is no figure, in a few words (the narrow terminal's): `none: native
-/// generator-limited` when it was native's runs alone, else what set the pace (`none:
-/// upstream-limited`).
-fn short_why(notes: &[PaceNote]) -> String {
-    let mut paces: Vec<&str> = notes.iter().map(|n| n.pace.as_str()).collect();
-    paces.sort_unstable();
-    paces.dedup();
-    let native_alone = notes.iter().all(|n| n.variant == BASELINE);
-    format!(
-        "none: {}{}",
-        if native_alone { "native " } else { "" },
-        paces.join(", ")
-    )
+/// Why there is no figure, in a few words (the narrow terminal's): what set the row's own pace,
+/// then another's with its name (`none: latency-bound, native generator-limited`; `none: native
+/// generator-limited` when it was native's alone).
+fn short_why(notes: &[PaceNote], row_variant: &str) -> String {
+    // The row's own paces bare (native's row names native), then native's under a variant's row.
+    let said = |own: bool| {
+        let mut paces: Vec<&str> = notes
+            .iter()
+            .filter(|n| (n.variant == row_variant) == own)
+            .map(|n| n.pace.as_str())
+            .collect();
+        paces.sort_unstable();
+        paces.dedup();
+        let named = !own || row_variant == BASELINE;
+        (!paces.is_empty()).then(|| match named {
+            true => format!("{BASELINE} {}", paces.join(", ")),
+            false => paces.join(", "),
+        })
+    };
+    let parts: Vec<String> = [said(true), said(false)].into_iter().flatten().collect();
+    format!("none: {}", parts.join(", "))
 }
 
 /// A cell whose load generator saturated in some of its runs.
