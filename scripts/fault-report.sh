@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # For each fault: healthy traffic (GET /) and the fault injected side by side for a few seconds,
 # both measured with `wasmlab load`; prints requests served, counts by status and the gateway's RSS
-# before and after. Misbehaving raw clients come from scripts/fault_clients.py (Python's standard
+# before, at its highest (sampled every 0.2 s) and after. Last, the HTTP/2 and TLS abuses against
+# each gateway and executor over HTTPS with HTTP/2 (needs openssl for a throwaway certificate). Misbehaving raw clients come from scripts/fault_clients.py (Python's standard
 # library only). Loopback only, bounded in time. Run after `cargo build --release`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-T=target/release
+T=${T:-target/release}  # T=DIR: the binaries of another build (a before/after)
 SECS=${SECS:-3}
 
 need_tool() { # tool, how to get it
@@ -24,7 +25,8 @@ done
 
 OUT=$(mktemp -d)
 trap 'kill $PID 2>/dev/null || true; rm -rf "$OUT"' EXIT
-clients() { python3 scripts/fault_clients.py --port "${URL##*:}" "$@"; }
+# shellcheck disable=SC2086
+clients() { python3 scripts/fault_clients.py --port "${URL##*:}" ${CLIENT_TLS:-} "$@"; }
 rss() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
 start() { # binary args... ; sets PID and URL
   "$@" --port 0 > "$OUT/gw.out" 2> "$OUT/gw.err" &
@@ -42,16 +44,28 @@ e = r["errors"]
 print(r["responses"], "responses", "{:.0f} req/s p99 {:.3f} ms".format(r["rps"], r["latency_ms"]["p99"]), dict(r["status_counts"]), "conn/rw/timeout errors", e["connect"], e["read_write"], e["timeout"])
 '
 }
-fault() { # name, fault command (uses $URL)
+peak_rss() { # pid, file: writes the highest RSS seen until the file's sampler is killed
+  local max=0 r
+  while r=$(rss "$1" 2>/dev/null); do
+    [ "${r:-0}" -gt "$max" ] && { max=$r; echo "$max" > "$2"; }
+    sleep 0.2
+  done
+}
+fault() { # name, fault command (uses $URL); $HEALTHY: extra flags for the healthy load (e.g. --h2 -k)
   local name=$1; shift
   local before; before=$(rss "$PID")
-  $T/wasmlab load "$URL/" -c 10 -d "${SECS}s" --json > "$OUT/healthy.json" &
+  echo "$before" > "$OUT/peak"
+  peak_rss "$PID" "$OUT/peak" & local sampler=$!
+  # shellcheck disable=SC2086
+  $T/wasmlab load "$URL/" -c 10 -d "${SECS}s" ${HEALTHY:-} --json > "$OUT/healthy.json" &
   local healthy=$!
   local injected; injected=$(eval "$@" 2>&1 || true)
   wait $healthy
-  printf '%-30s healthy: %s\n%-30s fault:   %s\n%-30s RSS KiB: %s -> %s\n' "$name" "$(summary < "$OUT/healthy.json")" "" "$injected" "" "$before" "$(rss "$PID")"
+  kill $sampler 2>/dev/null; wait $sampler 2>/dev/null || true
+  printf '%-30s healthy: %s\n%-30s fault:   %s\n%-30s RSS KiB: %s before, %s at most, %s after\n' "$name" "$(summary < "$OUT/healthy.json")" "" "$injected" "" "$before" "$(cat "$OUT/peak")" "$(rss "$PID")"
 }
 
+if [ "${ONLY:-}" != h2 ]; then
 start $T/wasmlab-gateway-wasm --wasm "$HOSTILE" --deadline-ms 200 --max-memory-mib 16
 echo "wasm gateway (pooled) with the hostile guest: $(grep limits "$OUT/gw.err")"
 for f in trap loop grow stack; do
@@ -93,3 +107,35 @@ stop
 start $T/wasmlab-gateway-wasm
 fault "10,000 idle connections" "clients storm -n 10000 --pid $PID"
 stop
+fi
+
+# HTTP/2 and TLS, the abuses of recent CVEs, against every gateway and executor; healthy traffic
+# is HTTP/2 over TLS beside each (GATEWAYS="native pooled" narrows the list; H2_SECS the waits;
+# ONLY=h2 runs this part alone).
+H2_SECS=${H2_SECS:-14}
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=localhost \
+  -addext subjectAltName=DNS:localhost -keyout "$OUT/key.pem" -out "$OUT/cert.pem" 2> /dev/null \
+  || { echo "fault-report.sh: needs openssl to make a certificate (apt-get install openssl)" >&2; exit 2; }
+TLS=(--http2 --tls-cert "$OUT/cert.pem" --tls-key "$OUT/key.pem")
+for gw in ${GATEWAYS:-native pooled recycled shared component}; do
+  case $gw in
+    native) start $T/wasmlab-gateway-native "${TLS[@]}" ;;
+    component) start $T/wasmlab-gateway-wasm --executor component "${TLS[@]}" ;;
+    *) start $T/wasmlab-gateway-wasm --executor "$gw" "${TLS[@]}" ;;
+  esac
+  echo "$gw gateway, HTTP/2 over TLS: $(grep -o 'protocols=.*' "$OUT/gw.err" | head -1)"
+  HEALTHY="--h2 -k" CLIENT_TLS=--tls
+  fault "h2 100 idle connections" "clients h2-idle -n 100 --secs $H2_SECS"
+  fault "h2 rapid reset (20,000)" "clients h2-rapid-reset -n 20000"
+  fault "h2 CONTINUATION flood" "clients h2-continuation"
+  fault "h2 PING flood (100,000)" "clients h2-ping-flood"
+  fault "h2 SETTINGS flood (100,000)" "clients h2-settings-flood"
+  fault "h2 HPACK bomb" "clients h2-hpack-bomb"
+  fault "h2 1,000 streams at once" "clients h2-streams -n 1000"
+  fault "h2 zero window (10 x 100 streams)" "clients h2-zero-window -c 10 --streams 100 --bytes 131072 --secs $H2_SECS"
+  for f in tls-idle tls-slow tls-unfinished tls-garbage; do
+    fault "$f (50 clients)" "clients $f -n 50 --secs $H2_SECS"
+  done
+  HEALTHY="" CLIENT_TLS=""
+  stop
+done

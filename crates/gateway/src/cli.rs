@@ -62,6 +62,23 @@ pub struct ServerArgs {
     /// connection, each request run as a task of its own.
     #[arg(long, conflicts_with = "connection_close")]
     pub http2: bool,
+    /// Seconds an HTTP/2 connection may stay open with no stream under way; then it is sent
+    /// GOAWAY and closed (an idle HTTP/1.1 connection is closed at --header-timeout-secs).
+    #[arg(long, default_value_t = 10.0, value_parser = positive_secs)]
+    pub http2_idle_timeout_secs: f64,
+    /// Seconds a connection may wait on a client that takes none of its response bytes (or,
+    /// over HTTP/2, with none of its responses moving); then it is closed and what it held is
+    /// given back.
+    #[arg(long, default_value_t = 10.0, value_parser = positive_secs)]
+    pub send_timeout_secs: f64,
+    /// Response bytes all connections together may hold for clients that have not taken them,
+    /// beyond 16 KiB each; past it new responses are answered 503 (Retry-After: 1).
+    #[arg(long, default_value_t = 64 << 20, value_parser = clap::value_parser!(u64).range(64 << 10..))]
+    pub max_unsent_bytes: u64,
+    /// Response bytes one connection may hold (over HTTP/2, all its streams'); past it its new
+    /// responses are answered 503. A connection holding nothing may always start one response.
+    #[arg(long, default_value_t = 4 << 20, value_parser = clap::value_parser!(u64).range(16 << 10..))]
+    pub max_unsent_bytes_per_connection: u64,
     /// Serve HTTPS with this certificate chain (PEM; the server's certificate first).
     #[arg(long, value_name = "PEM", requires = "tls_key")]
     pub tls_cert: Option<std::path::PathBuf>,
@@ -97,8 +114,14 @@ impl ServerArgs {
             .max(1)
     }
 
-    /// The server's settings; fails only on unreadable TLS files.
+    /// The server's settings; fails on unreadable TLS files and limits that contradict each other.
     pub fn server_config(&self) -> anyhow::Result<ServerConfig> {
+        anyhow::ensure!(
+            self.max_unsent_bytes_per_connection <= self.max_unsent_bytes,
+            "--max-unsent-bytes-per-connection {} is more than --max-unsent-bytes {}: no connection could use it (give at most the total)",
+            self.max_unsent_bytes_per_connection,
+            self.max_unsent_bytes
+        );
         let tls = match (&self.tls_cert, &self.tls_key) {
             (Some(cert), Some(key)) => Some(crate::tls::server_config(cert, key, self.http2)?),
             _ => None,
@@ -119,6 +142,10 @@ impl ServerArgs {
             },
             http2: self.http2,
             tls,
+            http2_idle_timeout: Duration::from_secs_f64(self.http2_idle_timeout_secs),
+            send_timeout: Duration::from_secs_f64(self.send_timeout_secs),
+            max_unsent_bytes: self.max_unsent_bytes as usize,
+            max_unsent_bytes_per_connection: self.max_unsent_bytes_per_connection as usize,
         })
     }
 
@@ -152,7 +179,7 @@ impl ServerArgs {
             let listener = bind(addr)?;
             let local = listener.local_addr()?;
             eprintln!(
-                "executor={} threads={threads} runtime={} protocols={} keep_alive={} max_connections={} max_body_bytes={} max_header_bytes={} header_timeout={:?} body_timeout={:?} error_details={}",
+                "executor={} threads={threads} runtime={} protocols={} keep_alive={} max_connections={} max_body_bytes={} max_header_bytes={} header_timeout={:?} body_timeout={:?} http2_idle_timeout={:?} send_timeout={:?} max_unsent_bytes={} max_unsent_bytes_per_connection={} error_details={}",
                 executor.name(),
                 match tokio::runtime::Handle::current().runtime_flavor() {
                     tokio::runtime::RuntimeFlavor::CurrentThread => "current-thread",
@@ -170,6 +197,10 @@ impl ServerArgs {
                 config.max_header_bytes,
                 config.header_timeout,
                 config.body_timeout,
+                config.http2_idle_timeout,
+                config.send_timeout,
+                config.max_unsent_bytes,
+                config.max_unsent_bytes_per_connection,
                 if config.error_details { "to clients" } else { "log only" },
             );
             // The lab and the tests read this line to learn the port.

@@ -13,6 +13,7 @@ pub mod log;
 mod memory;
 pub mod process;
 mod protocol;
+pub mod send;
 pub mod server;
 pub mod tls;
 

@@ -22,13 +22,19 @@ pub enum Incident {
     FramingHeader,
     /// A request body did not arrive within the body timeout; answered 408 and closed.
     BodyTimeout,
+    /// A response not sent because clients that do not read held the send budget; answered 503.
+    SendBudget,
+    /// A connection closed because its client took no bytes for the send timeout.
+    SendTimeout,
 }
 
 impl Incident {
-    const ALL: [Incident; 3] = [
+    const ALL: [Incident; 5] = [
         Incident::GuestFailure,
         Incident::FramingHeader,
         Incident::BodyTimeout,
+        Incident::SendBudget,
+        Incident::SendTimeout,
     ];
 
     fn label(self) -> &'static str {
@@ -36,11 +42,14 @@ impl Incident {
             Incident::GuestFailure => "guest failures",
             Incident::FramingHeader => "framing headers dropped",
             Incident::BodyTimeout => "body timeouts",
+            Incident::SendBudget => "responses refused over the send budget",
+            Incident::SendTimeout => "connections closed at the send timeout",
         }
     }
 }
 
-static COUNTS: [AtomicU64; 3] = [const { AtomicU64::new(0) }; 3];
+static COUNTS: [AtomicU64; Incident::ALL.len()] =
+    [const { AtomicU64::new(0) }; Incident::ALL.len()];
 
 struct Window {
     started: Instant,
@@ -66,6 +75,15 @@ impl fmt::Display for RequestId {
 
 /// Counts an incident and writes its line, unless this second's lines are used up.
 pub fn incident(kind: Incident, request: RequestId, what: fmt::Arguments<'_>) {
+    write(kind, format_args!("request {request}: {what}"));
+}
+
+/// [`incident`] for one that concerns a whole connection (numbered as in request ids).
+pub fn connection_incident(kind: Incident, connection: u64, what: fmt::Arguments<'_>) {
+    write(kind, format_args!("connection {connection}: {what}"));
+}
+
+fn write(kind: Incident, what: fmt::Arguments<'_>) {
     COUNTS[kind as usize].fetch_add(1, Ordering::Relaxed);
     let mut window = WINDOW.lock().unwrap_or_else(|p| p.into_inner());
     let now = Instant::now();
@@ -89,7 +107,7 @@ pub fn incident(kind: Incident, request: RequestId, what: fmt::Arguments<'_>) {
     }
     if w.written < LINES_PER_SECOND {
         w.written += 1;
-        eprintln!("wasmlab-gateway: request {request}: {what}");
+        eprintln!("wasmlab-gateway: {what}");
     } else {
         w.left_out += 1;
     }

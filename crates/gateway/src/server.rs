@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Limited};
 use hyper::body::Body as _;
 use hyper::body::Incoming;
 use hyper::header::{HeaderName, HeaderValue};
@@ -22,6 +22,7 @@ use crate::connections::{ConnectionGauge, ConnectionSlot};
 use crate::executor::{ExecRequest, Executor, Failure, Reply};
 use crate::log::{self, Incident, RequestId};
 use crate::protocol::{self, Http};
+use crate::send::{ConnectionSend, ResponseBody, SendBudget, SendDeadline, StreamGuard, Watched};
 
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
@@ -53,6 +54,18 @@ pub struct ServerConfig {
     pub http2: bool,
     /// HTTPS with these settings (certificate, ALPN); None: cleartext.
     pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// An HTTP/2 connection with no stream open for this long is sent GOAWAY and closed (an
+    /// HTTP/1.1 one is closed by the header timeout).
+    pub http2_idle_timeout: Duration,
+    /// A connection whose writes wait on the client, or (HTTP/2) whose responses all stand
+    /// still, for this long is closed, and what it held given back (see `send.rs`).
+    pub send_timeout: Duration,
+    /// Response bytes all connections together may hold for clients that have not taken them,
+    /// beyond each connection's small allowance; past it new responses are answered 503.
+    pub max_unsent_bytes: usize,
+    /// Response bytes one connection may hold (HTTP/2: over all its streams); past it its new
+    /// responses are answered 503.
+    pub max_unsent_bytes_per_connection: usize,
 }
 
 impl Default for ServerConfig {
@@ -69,7 +82,18 @@ impl Default for ServerConfig {
             defer_replies: None,
             http2: false,
             tls: None,
+            http2_idle_timeout: Duration::from_secs(10),
+            send_timeout: Duration::from_secs(10),
+            max_unsent_bytes: 64 << 20,
+            max_unsent_bytes_per_connection: 4 << 20,
         }
+    }
+}
+
+impl ServerConfig {
+    /// A budget for unsent response bytes with these limits.
+    pub(crate) fn send_budget(&self) -> SendBudget {
+        SendBudget::new(self.max_unsent_bytes, self.max_unsent_bytes_per_connection)
     }
 }
 
@@ -87,6 +111,7 @@ pub async fn serve<E: Executor>(
         config.accept_loops.max(1)
     };
     let gauge = Arc::new(ConnectionGauge::new(config.max_connections));
+    let budget = Arc::new(config.send_budget());
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..loops {
         tasks.spawn(accept_loop(
@@ -94,9 +119,10 @@ pub async fn serve<E: Executor>(
             executor.clone(),
             config.clone(),
             gauge.clone(),
+            budget.clone(),
         ));
     }
-    let trimmer = tokio::spawn(crate::memory::return_memory_after_storms(gauge));
+    let trimmer = tokio::spawn(crate::memory::return_memory_after_storms(gauge, budget));
     let res = async {
         while let Some(res) = tasks.join_next().await {
             res.expect("accept loop panicked")?;
@@ -113,6 +139,7 @@ async fn accept_loop<E: Executor>(
     executor: Arc<E>,
     config: Arc<ServerConfig>,
     gauge: Arc<ConnectionGauge>,
+    budget: Arc<SendBudget>,
 ) -> std::io::Result<()> {
     loop {
         // At the connection limit, wait for a slot before accepting: the next clients wait in
@@ -130,7 +157,7 @@ async fn accept_loop<E: Executor>(
         // Responses are written whole; Nagle would only delay them (the wasi-test study's 41 ms).
         let _ = stream.set_nodelay(true);
         if config.keep_alive {
-            let (executor, config) = (executor.clone(), config.clone());
+            let (executor, config, budget) = (executor.clone(), config.clone(), budget.clone());
             tokio::spawn(async move {
                 // hyper allocates a connection's buffers (16 KiB) when it starts: a connection
                 // that has sent nothing yet costs only this task until it does, and is closed if
@@ -140,12 +167,12 @@ async fn accept_loop<E: Executor>(
                 let first_byte =
                     tokio::time::timeout(config.header_timeout, stream.peek(&mut first));
                 if let Ok(Ok(1..)) = first_byte.await {
-                    serve_connection(stream, executor, config).await;
+                    serve_counted(stream, executor, config, budget).await;
                 }
                 drop(slot);
             });
         } else {
-            serve_connection(stream, executor.clone(), config.clone()).await;
+            serve_counted(stream, executor.clone(), config.clone(), budget.clone()).await;
             drop(slot);
         }
     }
@@ -164,19 +191,35 @@ static CONNECTIONS: AtomicU64 = AtomicU64::new(0);
 
 /// Serves one connection (any byte stream: a TCP socket, or an in-memory pipe in the fuzz target)
 /// until the client or the server closes it: the TLS handshake first with HTTPS, then HTTP/1.1,
-/// or HTTP/2 where the configuration serves it and the client chose it.
+/// or HTTP/2 where the configuration serves it and the client chose it. Its unsent responses are
+/// counted against a budget of its own (`serve` shares one among all its connections).
 pub async fn serve_connection<E, S>(stream: S, executor: Arc<E>, config: Arc<ServerConfig>)
 where
     E: Executor,
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
+    let budget = Arc::new(config.send_budget());
+    serve_counted(stream, executor, config, budget).await
+}
+
+async fn serve_counted<E, S>(
+    stream: S,
+    executor: Arc<E>,
+    config: Arc<ServerConfig>,
+    budget: Arc<SendBudget>,
+) where
+    E: Executor,
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    // Under TLS too: a client that takes no bytes stalls the handshake's and records' writes.
+    let stream = SendDeadline::new(stream, config.send_timeout);
     // The TLS and HTTP/2 paths are boxed: an idle connection's task is as small as the plain
     // HTTP/1.1 path alone makes it (tokio allocates a task's whole future when it is spawned).
     match config.tls.clone() {
-        Some(tls) => Box::pin(serve_tls(tls, stream, executor, config)).await,
-        None if config.http2 => Box::pin(serve_sniffed(stream, executor, config)).await,
+        Some(tls) => Box::pin(serve_tls(tls, stream, executor, config, budget)).await,
+        None if config.http2 => Box::pin(serve_sniffed(stream, executor, config, budget)).await,
         // The tuned path: the bytes go to hyper's HTTP/1.1 parser untouched.
-        None => serve_http(Http::One, stream, executor, config).await,
+        None => serve_http(Http::One, stream, executor, config, budget).await,
     }
 }
 
@@ -186,6 +229,7 @@ async fn serve_tls<E, S>(
     stream: S,
     executor: Arc<E>,
     config: Arc<ServerConfig>,
+    budget: Arc<SendBudget>,
 ) where
     E: Executor,
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
@@ -200,23 +244,32 @@ async fn serve_tls<E, S>(
         Some(crate::tls::ALPN_H2) => Http::Two,
         _ => Http::One,
     };
-    serve_http(http, stream, executor, config).await;
+    serve_http(http, stream, executor, config, budget).await;
 }
 
 /// Cleartext with HTTP/2 on: the first bytes say which protocol (within the header timeout).
-async fn serve_sniffed<E, S>(stream: S, executor: Arc<E>, config: Arc<ServerConfig>)
-where
+async fn serve_sniffed<E, S>(
+    stream: S,
+    executor: Arc<E>,
+    config: Arc<ServerConfig>,
+    budget: Arc<SendBudget>,
+) where
     E: Executor,
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let sniffed = tokio::time::timeout(config.header_timeout, protocol::sniff(stream)).await;
     if let Ok(Ok((http, stream))) = sniffed {
-        serve_http(http, stream, executor, config).await;
+        serve_http(http, stream, executor, config, budget).await;
     }
 }
 
-async fn serve_http<E, S>(http: Http, stream: S, executor: Arc<E>, config: Arc<ServerConfig>)
-where
+async fn serve_http<E, S>(
+    http: Http,
+    stream: S,
+    executor: Arc<E>,
+    config: Arc<ServerConfig>,
+    budget: Arc<SendBudget>,
+) where
     E: Executor,
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
@@ -224,6 +277,8 @@ where
     let requests = Cell::new(0);
     // Copied into each request's future: no shared counter touched per request.
     let rules = RequestRules::from(config.as_ref());
+    let sending = ConnectionSend::new(budget, http == Http::Two);
+    let counted = sending.clone();
     let service = service_fn(move |req: Request<Incoming>| {
         let executor = executor.clone();
         requests.set(requests.get() + 1);
@@ -231,7 +286,13 @@ where
             connection,
             sequence: requests.get(),
         };
-        async move { Ok::<_, Infallible>(handle(req, executor.as_ref(), rules, id).await) }
+        let sending = counted.clone();
+        // HTTP/2: the stream is open from its request until its response is sent.
+        let stream = (http == Http::Two).then(|| sending.stream_opened());
+        async move {
+            let reply = handle(req, executor.as_ref(), rules, id).await;
+            Ok::<_, Infallible>(respond(reply, &sending, stream, id))
+        }
     });
     let io = TokioIo::new(stream);
     // Errors here are the client's (reset, malformed request answered by hyper with 400, timeout,
@@ -247,7 +308,9 @@ where
                 .max_header_size(config.max_header_bytes)
                 // The read buffer's cap (hyper needs at least 8 KiB).
                 .max_buf_size(config.max_header_bytes.max(8192));
-            let _ = builder.serve_connection(io, service).await;
+            if let Err(e) = builder.serve_connection(io, service).await {
+                note_send_timeout(&e, connection, &config);
+            }
         }
         Http::Two => {
             // Each stream's request runs as a task of its own, so one connection's requests run
@@ -258,7 +321,103 @@ where
                 // hyper's own default; said here because it bounds one connection's work.
                 .max_concurrent_streams(200)
                 .max_header_list_size(config.max_header_bytes as u32);
-            let _ = Box::pin(builder.serve_connection(io, service)).await;
+            let mut served = Box::pin(builder.serve_connection(io, service));
+            tokio::select! {
+                done = served.as_mut() => {
+                    if let Err(e) = done {
+                        note_send_timeout(&e, connection, &config);
+                    }
+                }
+                watched = sending.watch(config.http2_idle_timeout, config.send_timeout) => match watched {
+                    // GOAWAY, then the close; streams that open meanwhile are answered first,
+                    // within the send timeout.
+                    Watched::Idle => {
+                        served.as_mut().graceful_shutdown();
+                        // h2 closes once the client has acknowledged GOAWAY's PING and its streams
+                        // are done; one that never answers is closed a moment later, once no
+                        // stream is open (or its responses stall).
+                        tokio::select! {
+                            _ = served.as_mut() => {}
+                            _ = async {
+                                tokio::time::sleep(GOAWAY_GRACE).await;
+                                sending.watch(Duration::ZERO, config.send_timeout).await
+                            } => {}
+                        }
+                    }
+                    // Dropping the connection closes it and frees every stream's response.
+                    Watched::Stalled => log::connection_incident(
+                        Incident::SendTimeout,
+                        connection,
+                        format_args!(
+                            "HTTP/2: {} response bytes held and none taken for {:?}; connection closed",
+                            sending.held(),
+                            config.send_timeout
+                        ),
+                    ),
+                },
+            }
+        }
+    }
+}
+
+/// How long an HTTP/2 connection closed for idleness has to take in its GOAWAY (a round trip
+/// answers it) before it is closed anyway once it has no stream open.
+const GOAWAY_GRACE: Duration = Duration::from_secs(1);
+
+/// Logs a connection closed because its client took no bytes for the send timeout.
+fn note_send_timeout(e: &hyper::Error, connection: u64, config: &ServerConfig) {
+    use std::error::Error as _;
+    let timed_out = e
+        .source()
+        .and_then(|s| s.downcast_ref::<std::io::Error>())
+        .is_some_and(|io| io.kind() == std::io::ErrorKind::TimedOut);
+    if timed_out {
+        log::connection_incident(
+            Incident::SendTimeout,
+            connection,
+            format_args!(
+                "the client took no bytes for {:?}; connection closed",
+                config.send_timeout
+            ),
+        );
+    }
+}
+
+/// The reply as a response whose body is counted against the connection's budget; past the
+/// budget, a 503 in its place (HTTP/2's REFUSED_STREAM would say the same; a status is what every
+/// client shows).
+fn respond(
+    reply: Reply,
+    sending: &Arc<ConnectionSend>,
+    stream: Option<StreamGuard>,
+    id: RequestId,
+) -> Response<ResponseBody> {
+    let Reply {
+        status,
+        headers,
+        body,
+    } = reply;
+    match ResponseBody::admitted(body, sending, stream) {
+        Ok(body) => response(status, headers, body),
+        Err((body, stream)) => {
+            log::incident(
+                Incident::SendBudget,
+                id,
+                format_args!(
+                    "a {}-byte response not sent: its connection holds {} unsent bytes, the gateway {} past the connections' allowances; answered 503",
+                    body.len(),
+                    sending.held(),
+                    sending.budget_drawn()
+                ),
+            );
+            let mut busy = Reply::text(
+                503,
+                "the gateway holds too many response bytes that clients have not taken; try again\n",
+            );
+            busy.headers
+                .insert(hyper::header::RETRY_AFTER, HeaderValue::from_static("1"));
+            let body = ResponseBody::admitted_anyway(busy.body, sending, stream);
+            response(busy.status, busy.headers, body)
         }
     }
 }
@@ -288,7 +447,7 @@ async fn handle<E: Executor>(
     executor: &E,
     config: RequestRules,
     id: RequestId,
-) -> Response<Full<Bytes>> {
+) -> Reply {
     let (mut parts, body) = req.into_parts();
     let max_body = config.max_body_bytes;
     let target = parts
@@ -336,11 +495,11 @@ async fn handle<E: Executor>(
                 reply
                     .headers
                     .insert(hyper::header::CONNECTION, HeaderValue::from_static("close"));
-                return into_response(reply);
+                return reply;
             }
         }
     };
-    let reply = match body {
+    match body {
         Ok(body) => {
             let mut headers = std::mem::take(&mut parts.headers);
             if let Some(authority) = parts.uri.authority()
@@ -379,8 +538,7 @@ async fn handle<E: Executor>(
             }
         }
         Err(refused) => refused,
-    };
-    into_response(reply)
+    }
 }
 
 /// A reply is deferred (see `handle`) only when its request ran for less than this.
@@ -496,10 +654,9 @@ fn loggable(uri: &hyper::Uri) -> String {
     }
 }
 
-fn into_response(reply: Reply) -> Response<Full<Bytes>> {
-    let mut resp = Response::new(Full::new(reply.body));
-    *resp.status_mut() =
-        StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    *resp.headers_mut() = reply.headers;
+fn response(status: u16, headers: hyper::HeaderMap, body: ResponseBody) -> Response<ResponseBody> {
+    let mut resp = Response::new(body);
+    *resp.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    *resp.headers_mut() = headers;
     resp
 }
