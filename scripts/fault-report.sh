@@ -14,7 +14,7 @@ need_tool() { # tool, how to get it
 }
 need_tool python3 "apt-get install python3"
 need_tool awk "apt-get install gawk"
-for bin in wasmlab wasmlab-gateway-wasm wasmlab-gateway-native; do
+for bin in wasmlab wasmlab-gateway-wasm wasmlab-gateway-native wasmlab-socket-server; do
   [ -x "$T/$bin" ] || { echo "fault-report.sh: $T/$bin not found: run 'cargo build --release' first" >&2; exit 2; }
 done
 HOSTILE=target/guests/hostile/wasm32-unknown-unknown/guest/wasmlab_guest_hostile.wasm
@@ -65,7 +65,10 @@ fault() { # name, fault command (uses $URL); $HEALTHY: extra flags for the healt
   printf '%-30s healthy: %s\n%-30s fault:   %s\n%-30s RSS KiB: %s before, %s at most, %s after\n' "$name" "$(summary < "$OUT/healthy.json")" "" "$injected" "" "$before" "$(cat "$OUT/peak")" "$(rss "$PID")"
 }
 
-if [ "${ONLY:-}" != h2 ]; then
+# ONLY=guests, ONLY=socket or ONLY=h2 runs one part alone.
+part() { [ -z "${ONLY:-}" ] || [ "$ONLY" = "$1" ]; }
+
+if part guests; then
 start $T/wasmlab-gateway-wasm --wasm "$HOSTILE" --deadline-ms 200 --max-memory-mib 16
 echo "wasm gateway (pooled) with the hostile guest: $(grep limits "$OUT/gw.err")"
 for f in trap loop grow stack; do
@@ -109,9 +112,22 @@ fault "10,000 idle connections" "clients storm -n 10000 --pid $PID"
 stop
 fi
 
+# The socket server (crates/socket-server, what users deploy under containerd) with its HTTP/1.1 limits.
+if part socket; then
+start $T/wasmlab-socket-server --header-timeout-secs 0.5 --body-timeout-secs 1 --max-body-bytes 65536 --max-header-bytes 16384
+echo "socket server: $(head -1 "$OUT/gw.err")"
+fault "malformed request line" "clients malformed -n 20"
+fault "one 100 KB header line" "clients big-header --bytes 100000"
+fault "byte-at-a-time heads (50)" "clients slow-heads -n 50 --secs $SECS"
+fault "byte-at-a-time bodies (200)" "clients slow-bodies -n 200 --secs $SECS"
+fault "5,000 idle connections" "clients storm -n 5000 --pid $PID"
+stop
+fi
+
 # HTTP/2 and TLS, the abuses of recent CVEs, against every gateway and executor; healthy traffic
 # is HTTP/2 over TLS beside each (GATEWAYS="native pooled" narrows the list; H2_SECS the waits;
 # ONLY=h2 runs this part alone).
+if part h2; then
 H2_SECS=${H2_SECS:-14}
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=localhost \
   -addext subjectAltName=DNS:localhost -keyout "$OUT/key.pem" -out "$OUT/cert.pem" 2> /dev/null \
@@ -139,3 +155,4 @@ for gw in ${GATEWAYS:-native pooled recycled shared component}; do
   HEALTHY="" CLIENT_TLS=""
   stop
 done
+fi
