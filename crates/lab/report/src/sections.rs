@@ -113,12 +113,11 @@ fn pace_flag(n: &PaceNote, row_variant: &str) -> Flag {
     }
 }
 
-/// Why there is no figure, in a few words (the narrow terminal's): what set the row's own pace,
-/// then another's with its name (`none: latency-bound, native generator-limited`; `none: native
-/// generator-limited` when it was native's alone).
+/// Why there is no figure, in a few words (the narrow terminal's; the full reason is in the wide
+/// one and the files): what set the row's own pace (`none: latency-bound`), else native's
+/// (`none: native generator-limited`).
 fn short_why(notes: &[PaceNote], row_variant: &str) -> String {
-    // The row's own paces bare (native's row names native), then native's under a variant's row.
-    let said = |own: bool| {
+    let paces = |own: bool| {
         let mut paces: Vec<&str> = notes
             .iter()
             .filter(|n| (n.variant == row_variant) == own)
@@ -126,14 +125,13 @@ fn short_why(notes: &[PaceNote], row_variant: &str) -> String {
             .collect();
         paces.sort_unstable();
         paces.dedup();
-        let named = !own || row_variant == BASELINE;
-        (!paces.is_empty()).then(|| match named {
-            true => format!("{BASELINE} {}", paces.join(", ")),
-            false => paces.join(", "),
-        })
+        paces.join(", ")
     };
-    let parts: Vec<String> = [said(true), said(false)].into_iter().flatten().collect();
-    format!("none: {}", parts.join(", "))
+    match paces(true) {
+        own if own.is_empty() => format!("none: {BASELINE} {}", paces(false)),
+        own if row_variant == BASELINE => format!("none: {BASELINE} {own}"),
+        own => format!("none: {own}"),
+    }
 }
 
 /// A cell whose load generator saturated in some of its runs.
@@ -1128,4 +1126,39 @@ pub fn connection_levels(a: &ServerAnalysis) -> Vec<usize> {
     v.sort_unstable();
     v.dedup();
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wasmlab_model::sample::Pace;
+
+    fn note(variant: &str, pace: Pace) -> PaceNote {
+        PaceNote {
+            variant: variant.into(),
+            pace,
+            runs: 3,
+            of: 3,
+        }
+    }
+
+    #[test]
+    fn the_short_why_says_the_rows_own_pace_else_natives_within_a_narrow_column() {
+        let both = [
+            note("sleepy", Pace::Latency),
+            note(BASELINE, Pace::Generator),
+        ];
+        let natives = [note(BASELINE, Pace::Upstream)];
+        let cases = [
+            (&both[..], "sleepy", "none: latency-bound"),
+            (&natives[..], "sleepy", "none: native upstream-limited"),
+            (&natives[..], BASELINE, "none: native upstream-limited"),
+            (&both[1..], BASELINE, "none: native generator-limited"),
+        ];
+        for (notes, row, want) in cases {
+            let short = short_why(notes, row);
+            assert_eq!(short, want);
+            assert!(short.chars().count() <= 30, "{short}");
+        }
+    }
 }
