@@ -97,6 +97,23 @@ impl ServerConfig {
     }
 }
 
+/// What every connection of a server shares: its executor, its settings and its send budget.
+struct Serving<E> {
+    executor: Arc<E>,
+    config: Arc<ServerConfig>,
+    budget: Arc<SendBudget>,
+}
+
+impl<E> Clone for Serving<E> {
+    fn clone(&self) -> Self {
+        Self {
+            executor: self.executor.clone(),
+            config: self.config.clone(),
+            budget: self.budget.clone(),
+        }
+    }
+}
+
 /// Serves connections from `listener` until the task is dropped.
 pub async fn serve<E: Executor>(
     listener: TcpListener,
@@ -111,18 +128,23 @@ pub async fn serve<E: Executor>(
         config.accept_loops.max(1)
     };
     let gauge = Arc::new(ConnectionGauge::new(config.max_connections));
-    let budget = Arc::new(config.send_budget());
+    let serving = Serving {
+        executor,
+        budget: Arc::new(config.send_budget()),
+        config,
+    };
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..loops {
         tasks.spawn(accept_loop(
             listener.clone(),
-            executor.clone(),
-            config.clone(),
+            serving.clone(),
             gauge.clone(),
-            budget.clone(),
         ));
     }
-    let trimmer = tokio::spawn(crate::memory::return_memory_after_storms(gauge, budget));
+    let trimmer = tokio::spawn(crate::memory::return_memory_after_storms(
+        gauge,
+        serving.budget.clone(),
+    ));
     let res = async {
         while let Some(res) = tasks.join_next().await {
             res.expect("accept loop panicked")?;
@@ -136,11 +158,10 @@ pub async fn serve<E: Executor>(
 
 async fn accept_loop<E: Executor>(
     listener: Arc<TcpListener>,
-    executor: Arc<E>,
-    config: Arc<ServerConfig>,
+    serving: Serving<E>,
     gauge: Arc<ConnectionGauge>,
-    budget: Arc<SendBudget>,
 ) -> std::io::Result<()> {
+    let config = serving.config.clone();
     loop {
         // At the connection limit, wait for a slot before accepting: the next clients wait in
         // the kernel's accept queue rather than in the gateway's memory.
@@ -157,7 +178,7 @@ async fn accept_loop<E: Executor>(
         // Responses are written whole; Nagle would only delay them (the wasi-test study's 41 ms).
         let _ = stream.set_nodelay(true);
         if config.keep_alive {
-            let (executor, config, budget) = (executor.clone(), config.clone(), budget.clone());
+            let serving = serving.clone();
             tokio::spawn(async move {
                 // hyper allocates a connection's buffers (16 KiB) when it starts: a connection
                 // that has sent nothing yet costs only this task until it does, and is closed if
@@ -165,14 +186,14 @@ async fn accept_loop<E: Executor>(
                 // takes a freshly accepted socket to be readable until a read says otherwise.)
                 let mut first = [0u8; 1];
                 let first_byte =
-                    tokio::time::timeout(config.header_timeout, stream.peek(&mut first));
+                    tokio::time::timeout(serving.config.header_timeout, stream.peek(&mut first));
                 if let Ok(Ok(1..)) = first_byte.await {
-                    serve_counted(stream, executor, config, budget).await;
+                    serve_counted(stream, serving).await;
                 }
                 drop(slot);
             });
         } else {
-            serve_counted(stream, executor.clone(), config.clone(), budget.clone()).await;
+            serve_counted(stream, serving.clone()).await;
             drop(slot);
         }
     }
@@ -198,81 +219,74 @@ where
     E: Executor,
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    let budget = Arc::new(config.send_budget());
-    serve_counted(stream, executor, config, budget).await
+    let serving = Serving {
+        executor,
+        budget: Arc::new(config.send_budget()),
+        config,
+    };
+    serve_counted(stream, serving).await
 }
 
-async fn serve_counted<E, S>(
-    stream: S,
-    executor: Arc<E>,
-    config: Arc<ServerConfig>,
-    budget: Arc<SendBudget>,
-) where
+async fn serve_counted<E, S>(stream: S, serving: Serving<E>)
+where
     E: Executor,
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     // Under TLS too: a client that takes no bytes stalls the handshake's and records' writes.
-    let stream = SendDeadline::new(stream, config.send_timeout);
+    let stream = SendDeadline::new(stream, serving.config.send_timeout);
     // The TLS and HTTP/2 paths are boxed: an idle connection's task is as small as the plain
     // HTTP/1.1 path alone makes it (tokio allocates a task's whole future when it is spawned).
-    match config.tls.clone() {
-        Some(tls) => Box::pin(serve_tls(tls, stream, executor, config, budget)).await,
-        None if config.http2 => Box::pin(serve_sniffed(stream, executor, config, budget)).await,
+    match serving.config.tls.clone() {
+        Some(tls) => Box::pin(serve_tls(tls, stream, serving)).await,
+        None if serving.config.http2 => Box::pin(serve_sniffed(stream, serving)).await,
         // The tuned path: the bytes go to hyper's HTTP/1.1 parser untouched.
-        None => serve_http(Http::One, stream, executor, config, budget).await,
+        None => serve_http(Http::One, stream, serving).await,
     }
 }
 
 /// HTTPS: the handshake, then the protocol ALPN chose.
-async fn serve_tls<E, S>(
-    tls: Arc<rustls::ServerConfig>,
-    stream: S,
-    executor: Arc<E>,
-    config: Arc<ServerConfig>,
-    budget: Arc<SendBudget>,
-) where
+async fn serve_tls<E, S>(tls: Arc<rustls::ServerConfig>, stream: S, serving: Serving<E>)
+where
     E: Executor,
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let accept = tokio_rustls::TlsAcceptor::from(tls).accept(stream);
     // A handshake must finish within the time a request head must; a failed or slow one is
     // the client's, and its connection is closed.
-    let Ok(Ok(stream)) = tokio::time::timeout(config.header_timeout, accept).await else {
+    let handshake = tokio::time::timeout(serving.config.header_timeout, accept);
+    let Ok(Ok(stream)) = handshake.await else {
         return;
     };
     let http = match stream.get_ref().1.alpn_protocol() {
         Some(crate::tls::ALPN_H2) => Http::Two,
         _ => Http::One,
     };
-    serve_http(http, stream, executor, config, budget).await;
+    serve_http(http, stream, serving).await;
 }
 
 /// Cleartext with HTTP/2 on: the first bytes say which protocol (within the header timeout).
-async fn serve_sniffed<E, S>(
-    stream: S,
-    executor: Arc<E>,
-    config: Arc<ServerConfig>,
-    budget: Arc<SendBudget>,
-) where
+async fn serve_sniffed<E, S>(stream: S, serving: Serving<E>)
+where
     E: Executor,
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    let sniffed = tokio::time::timeout(config.header_timeout, protocol::sniff(stream)).await;
-    if let Ok(Ok((http, stream))) = sniffed {
-        serve_http(http, stream, executor, config, budget).await;
+    let sniff = protocol::sniff(stream);
+    if let Ok(Ok((http, stream))) = tokio::time::timeout(serving.config.header_timeout, sniff).await
+    {
+        serve_http(http, stream, serving).await;
     }
 }
 
-async fn serve_http<E, S>(
-    http: Http,
-    stream: S,
-    executor: Arc<E>,
-    config: Arc<ServerConfig>,
-    budget: Arc<SendBudget>,
-) where
+async fn serve_http<E, S>(http: Http, stream: S, serving: Serving<E>)
+where
     E: Executor,
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
+    let Serving {
+        executor,
+        config,
+        budget,
+    } = serving;
     let connection = CONNECTIONS.fetch_add(1, Ordering::Relaxed) + 1;
     let requests = Cell::new(0);
     // Copied into each request's future: no shared counter touched per request.
