@@ -77,24 +77,19 @@ address = "port"
     }
     // At 100 req/s both keep up; at 2,000 the sleeper cannot (8 connections of 20 ms each):
     // measured, dropped sends counted, marked over capacity.
-    let equal = std::fs::read_to_string(dir.join("equal_load.csv")).unwrap();
-    let head: Vec<&str> = equal.lines().next().unwrap().split(',').collect();
-    let col = |name: &str| head.iter().position(|h| *h == name).unwrap();
-    let rows: Vec<Vec<&str>> = equal
-        .lines()
-        .skip(1)
-        .map(|l| l.split(',').collect())
-        .collect();
+    let equal = Csv::read(&dir.join("equal_load.csv"));
     assert_eq!(
-        rows.len(),
+        equal.rows.len(),
         2 * 2 * 2,
-        "2 variants × 2 rates × 2 runs: {equal}"
+        "2 variants × 2 rates × 2 runs: {}",
+        equal.text
     );
-    for r in &rows {
-        let over = r[col("variant")] == "sleepy" && r[col("rate")] == "2000.0";
-        assert_eq!(r[col("over_capacity")], over.to_string(), "{r:?}");
+    for r in &equal.rows {
+        let col = |name| equal.cell(r, name);
+        let over = col("variant") == "sleepy" && col("rate") == "2000.0";
+        assert_eq!(col("over_capacity"), over.to_string(), "{r:?}");
         if over {
-            assert!(r[col("dropped")].parse::<u64>().unwrap() > 0, "{r:?}");
+            assert!(col("dropped").parse::<u64>().unwrap() > 0, "{r:?}");
         }
     }
     // The answer: the cost at 100 req/s, the highest rate both kept up with, and no capacity,

@@ -167,25 +167,19 @@ fn assert_equal_load(dir: &Path) {
             }
         }
     }
-    let csv = std::fs::read_to_string(dir.join("equal_load.csv")).unwrap();
-    let head: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
-    let col = |name: &str| head.iter().position(|h| *h == name).unwrap();
-    let rows: Vec<Vec<&str>> = csv
-        .lines()
-        .skip(1)
-        .map(|l| l.split(',').collect())
-        .collect();
+    let csv = Csv::read(&dir.join("equal_load.csv"));
     assert_eq!(
-        rows.len(),
+        csv.rows.len(),
         samples.iter().filter(|s| s["kind"] == "equal_load").count()
     );
-    for r in &rows {
-        assert_eq!(r[col("pace")], "offered", "{r:?}");
+    for r in &csv.rows {
+        let col = |name| csv.cell(r, name);
+        assert_eq!(col("pace"), "offered", "{r:?}");
         assert!(
-            r[col("cpu_us_per_response")].parse::<f64>().unwrap() > 0.0,
+            col("cpu_us_per_response").parse::<f64>().unwrap() > 0.0,
             "{r:?}"
         );
-        assert!(r[col("rate")].parse::<f64>().unwrap() > 0.0, "{r:?}");
+        assert!(col("rate").parse::<f64>().unwrap() > 0.0, "{r:?}");
     }
     // Every closed-loop cell says what set its pace.
     let csv = std::fs::read_to_string(dir.join("throughput.csv")).unwrap();

@@ -201,6 +201,30 @@ pub fn assert_fails_with(args: &[&str], needle: &str) {
     assert!(err.contains(needle), "{args:?}: {err}");
 }
 
+/// A results CSV, its rows' cells found by column name.
+pub struct Csv {
+    pub text: String,
+    head: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+impl Csv {
+    pub fn read(path: &Path) -> Self {
+        let text = std::fs::read_to_string(path).unwrap();
+        let split = |l: &str| l.split(',').map(str::to_owned).collect::<Vec<_>>();
+        let mut lines = text.lines();
+        let head = split(lines.next().expect("a header line"));
+        let rows = lines.map(split).collect();
+        Self { text, head, rows }
+    }
+
+    /// The cell of `row` in column `name`.
+    pub fn cell<'a>(&self, row: &'a [String], name: &str) -> &'a str {
+        let col = self.head.iter().position(|h| h == name);
+        &row[col.unwrap_or_else(|| panic!("no column {name}: {:?}", self.head))]
+    }
+}
+
 pub fn read_json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
