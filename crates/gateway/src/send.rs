@@ -211,9 +211,15 @@ impl ConnectionSend {
             if self.held() > 0 && since >= send_ms {
                 return Watched::Stalled;
             }
-            // Look again when the oldest progress would have timed out, or when the last stream
-            // closes.
-            let wait = Duration::from_millis(send_ms.saturating_sub(since).max(10));
+            // Look again when the last progress would have timed out, or when the last stream
+            // closes. With nothing held (requests still at the executor) there is nothing to time
+            // out yet: a response admitted later counts as progress, so a whole timeout is early
+            // enough (rather than looking every few milliseconds through a long request).
+            let left = match self.held() {
+                0 => send_ms,
+                _ => send_ms.saturating_sub(since),
+            };
+            let wait = Duration::from_millis(left.max(10));
             let closed = self.changed.notified();
             tokio::select! {
                 _ = tokio::time::sleep(wait) => {}
