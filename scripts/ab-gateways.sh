@@ -5,14 +5,16 @@
 # side's rounds, sorted by req/s, as REQ_PER_S/USER_US+SYS_US: the gateway's CPU per request (from
 # /proc/PID/stat), the figure that tells a cheaper server from a saturated load generator.
 # As `wasmlab run` does by default, the generator runs on CPU 0 and the gateway on the other CPUs
-# (on a 1-CPU machine both share it).
+# (on a 1-CPU machine both share it). LOAD_ARGS adds to the load's options, e.g.
+# LOAD_ARGS="--h2 --streams 10" CONNECTIONS=5 for HTTP/2 (the gateways need --http2).
 # Usage: scripts/ab-gateways.sh "CMD_A" "CMD_B" [ROUNDS]   (each CMD gets --port 18085 appended)
 # For /proxy, give the gateways an upstream: `target/release/wasmlab upstream --port 18086 &` and
 # `--upstream http://127.0.0.1:18086` in each CMD.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 A=$1 B=$2 ROUNDS=${3:-4} TARGET=${TARGET:-/}
-LOAD=(target/release/wasmlab load -t1 -c"${CONNECTIONS:-50}")
+# shellcheck disable=SC2206 # LOAD_ARGS is split on purpose
+LOAD=(target/release/wasmlab load -t1 -c"${CONNECTIONS:-50}" ${LOAD_ARGS:-})
 SERVER=()
 if [ "$(nproc)" -ge 2 ]; then
   LOAD=(taskset -c 0 "${LOAD[@]}")

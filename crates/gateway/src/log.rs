@@ -24,7 +24,8 @@ pub enum Incident {
     BodyTimeout,
     /// A response not sent because clients that do not read held the send budget; answered 503.
     SendBudget,
-    /// A connection closed because its client took no bytes for the send timeout.
+    /// A response cut because its client took no bytes for the send timeout: an HTTP/1.1
+    /// connection closed, or an HTTP/2 stream reset.
     SendTimeout,
 }
 
@@ -43,7 +44,7 @@ impl Incident {
             Incident::FramingHeader => "framing headers dropped",
             Incident::BodyTimeout => "body timeouts",
             Incident::SendBudget => "responses refused over the send budget",
-            Incident::SendTimeout => "connections closed at the send timeout",
+            Incident::SendTimeout => "responses cut at the send timeout",
         }
     }
 }

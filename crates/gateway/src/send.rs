@@ -1,7 +1,9 @@
 //! What clients that do not read can hold: every response's bytes are counted from when the
 //! executor produced them until they leave the gateway's own queue, against a budget per
-//! connection and one for the whole gateway; and a connection whose writes or responses make no
-//! progress for the send timeout is closed (see `server.rs`), which gives its memory back.
+//! connection and one for the whole gateway; an HTTP/1.1 connection whose writes make no progress
+//! for the send timeout is closed ([`SendDeadline`]), and an HTTP/2 stream whose response makes
+//! none is reset while its connection's other streams go on ([`StreamSpawner`]); either gives its
+//! memory back.
 //!
 //! A response is handed to hyper in chunks of [`CHUNK`] bytes, so what hyper and h2 hold beyond
 //! the count is at most a chunk or two per stream: the budgets bound the rest. Each connection
@@ -13,17 +15,20 @@
 //! one response, and the gateway holding nothing may always send one, so a response larger than
 //! a budget is slow to get a turn under attack but is never refused for good.
 
-use std::future::Future as _;
+use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use hyper::body::{Body, Frame, SizeHint};
+use slab::Slab;
 use tokio::sync::Notify;
+use tokio::task::AbortHandle;
+
+use crate::log::{self, Incident, RequestId};
 
 /// The most of a response handed to hyper at once (HTTP/2's default frame size).
 pub const CHUNK: usize = 16 << 10;
@@ -82,38 +87,51 @@ fn over(held: usize) -> usize {
     held.saturating_sub(ALLOWANCE)
 }
 
-/// Milliseconds since the first call: a clock an atomic can hold.
-fn now_ms() -> u64 {
+/// The instant [`now_ms`] counts from.
+fn epoch() -> Instant {
     static EPOCH: OnceLock<Instant> = OnceLock::new();
-    EPOCH.get_or_init(Instant::now).elapsed().as_millis() as u64
+    *EPOCH.get_or_init(Instant::now)
 }
 
-/// One connection's share: what it holds, its open HTTP/2 streams, and when its responses last
-/// moved.
+/// Milliseconds since the first call: a clock an atomic can hold.
+fn now_ms() -> u64 {
+    epoch().elapsed().as_millis() as u64
+}
+
+/// One connection's share: what it holds and its open HTTP/2 streams.
 #[derive(Debug)]
 pub struct ConnectionSend {
     budget: Arc<SendBudget>,
     held: AtomicUsize,
     /// HTTP/2 streams with a request or response under way.
     streams: AtomicUsize,
-    /// `now_ms()` when a response last gave hyper a chunk or finished (HTTP/2 only).
-    progress_ms: AtomicU64,
     /// Woken when `streams` falls to or leaves zero.
     changed: Notify,
-    /// Whether to keep `progress_ms` (HTTP/1.1 connections are watched at the socket instead).
-    http2: bool,
+    /// The HTTP/2 streams under way, for the watcher to find those whose responses stall.
+    open: Mutex<OpenStreams>,
+}
+
+#[derive(Debug, Default)]
+struct OpenStreams {
+    streams: Slab<Weak<StreamSend>>,
+    /// The stream whose request hyper has just handed the service, until hyper hands its task
+    /// to the [`StreamSpawner`] (hyper does one right after the other).
+    just_opened: Option<Arc<StreamSend>>,
 }
 
 impl ConnectionSend {
-    pub fn new(budget: Arc<SendBudget>, http2: bool) -> Arc<Self> {
+    pub fn new(budget: Arc<SendBudget>) -> Arc<Self> {
         Arc::new(Self {
             budget,
             held: AtomicUsize::new(0),
             streams: AtomicUsize::new(0),
-            progress_ms: AtomicU64::new(now_ms()),
             changed: Notify::new(),
-            http2,
+            open: Mutex::default(),
         })
+    }
+
+    fn open(&self) -> MutexGuard<'_, OpenStreams> {
+        self.open.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Bytes the whole gateway holds now past the connections' allowances.
@@ -173,80 +191,147 @@ impl ConnectionSend {
         }
     }
 
-    fn progressed(&self) {
-        if self.http2 {
-            self.progress_ms.store(now_ms(), Ordering::Relaxed);
-        }
-    }
-
-    /// Notes an HTTP/2 stream's request; the stream counts as open until the guard is dropped.
-    pub fn stream_opened(self: &Arc<Self>) -> StreamGuard {
+    /// Notes an HTTP/2 stream's request `id`; the stream counts as open until the guard is
+    /// dropped, and is watched by [`ConnectionSend::watch`] once the [`StreamSpawner`] runs it.
+    pub fn stream_opened(self: &Arc<Self>, id: RequestId) -> StreamGuard {
         if self.streams.fetch_add(1, Ordering::AcqRel) == 0 {
             self.changed.notify_one();
         }
-        self.progressed();
-        StreamGuard(self.clone())
+        let mut open = self.open();
+        let entry = open.streams.vacant_entry();
+        let stream = Arc::new(StreamSend {
+            connection: self.clone(),
+            id,
+            key: entry.key(),
+            held: AtomicUsize::new(0),
+            progress_ms: AtomicU64::new(now_ms()),
+            task: OnceLock::new(),
+        });
+        entry.insert(Arc::downgrade(&stream));
+        open.just_opened = Some(stream.clone());
+        StreamGuard(stream)
     }
 
-    /// Resolves when the connection should end: no stream open for `idle` (HTTP/2's idle
-    /// timeout), or responses held and none of them moving for `send` (its send timeout).
-    pub async fn watch(&self, idle: Duration, send: Duration) -> Watched {
+    /// Resolves once no stream has been open for `idle` (HTTP/2's idle timeout); meanwhile
+    /// ends the task of each stream whose response holds bytes none of which hyper could send
+    /// for `send` (its send timeout), looking every quarter of it.
+    pub async fn watch(&self, idle: Duration, send: Duration) {
+        let every = (send / 4).max(Duration::from_millis(10));
         loop {
+            // A stale wake-up (a stream opened and closed since) only goes round once more.
+            let changed = self.changed.notified();
             if self.streams.load(Ordering::Acquire) == 0 {
-                // Idle: wait out the timeout unless a stream opens (a stale wake-up from the last
-                // one closing only goes round once more).
-                let opened = self.changed.notified();
                 tokio::select! {
                     _ = tokio::time::sleep(idle) => {
                         if self.streams.load(Ordering::Acquire) == 0 {
-                            return Watched::Idle;
+                            return;
                         }
                     }
-                    _ = opened => {}
+                    _ = changed => {}
                 }
-                continue;
+            } else {
+                tokio::select! {
+                    _ = tokio::time::sleep(every) => self.reset_stalled(send),
+                    _ = changed => {}
+                }
             }
-            let since = now_ms().saturating_sub(self.progress_ms.load(Ordering::Relaxed));
-            let send_ms = send.as_millis() as u64;
-            if self.held() > 0 && since >= send_ms {
-                return Watched::Stalled;
-            }
-            // Look again when the last progress would have timed out, or when the last stream
-            // closes. With nothing held (requests still at the executor) there is nothing to time
-            // out yet: a response admitted later counts as progress, so a whole timeout is early
-            // enough (rather than looking every few milliseconds through a long request).
-            let left = match self.held() {
-                0 => send_ms,
-                _ => send_ms.saturating_sub(since),
-            };
-            let wait = Duration::from_millis(left.max(10));
-            let closed = self.changed.notified();
-            tokio::select! {
-                _ = tokio::time::sleep(wait) => {}
-                _ = closed => {}
-            }
+        }
+    }
+
+    /// Ends the tasks of the streams whose responses have not moved for `timeout`: h2 then
+    /// resets each (RST_STREAM, CANCEL) and frees what it had queued for it.
+    fn reset_stalled(&self, timeout: Duration) {
+        let now = now_ms();
+        let stalled: Vec<Arc<StreamSend>> = self
+            .open()
+            .streams
+            .iter()
+            .filter_map(|(_, s)| s.upgrade())
+            .filter(|s| s.stalled(now, timeout))
+            .collect();
+        for s in stalled {
+            let Some(task) = s.task.get() else { continue };
+            let held = s.held.swap(0, Ordering::Relaxed);
+            task.abort();
+            log::incident(
+                Incident::SendTimeout,
+                s.id,
+                format_args!(
+                    "HTTP/2: its response held {held} bytes and none were taken for {timeout:?}; stream reset, the connection goes on"
+                ),
+            );
         }
     }
 }
 
-/// Why [`ConnectionSend::watch`] ended a connection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Watched {
-    /// No stream was open for the idle timeout.
-    Idle,
-    /// Responses were held and none moved for the send timeout.
-    Stalled,
+/// One HTTP/2 stream's response: what it holds and when it last moved, kept by its body and
+/// read by its connection's watcher.
+#[derive(Debug)]
+pub struct StreamSend {
+    connection: Arc<ConnectionSend>,
+    id: RequestId,
+    /// Its place among the connection's open streams.
+    key: usize,
+    /// Bytes of its response not yet taken by hyper (the chunk hyper holds included).
+    held: AtomicUsize,
+    /// `now_ms()` when its response was admitted or last gave hyper a chunk.
+    progress_ms: AtomicU64,
+    /// The task hyper runs it in, once spawned.
+    task: OnceLock<AbortHandle>,
+}
+
+impl StreamSend {
+    /// Notes that the response holds `held` bytes now, having just moved.
+    fn moved(&self, held: usize) {
+        self.held.store(held, Ordering::Relaxed);
+        self.progress_ms.store(now_ms(), Ordering::Relaxed);
+    }
+
+    /// Whether it holds bytes that have not moved for `timeout` at `now` (ms).
+    fn stalled(&self, now: u64, timeout: Duration) -> bool {
+        let since = now.saturating_sub(self.progress_ms.load(Ordering::Relaxed));
+        self.held.load(Ordering::Relaxed) > 0 && since >= timeout.as_millis() as u64
+    }
 }
 
 /// An HTTP/2 stream under way; dropped with its response (or its request, if that ends first).
 #[derive(Debug)]
-pub struct StreamGuard(Arc<ConnectionSend>);
+pub struct StreamGuard(Arc<StreamSend>);
 
 impl Drop for StreamGuard {
     fn drop(&mut self) {
-        self.0.progressed();
-        if self.0.streams.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.0.changed.notify_one();
+        let connection = &self.0.connection;
+        connection.open().streams.try_remove(self.0.key);
+        if connection.streams.fetch_sub(1, Ordering::AcqRel) == 1 {
+            connection.changed.notify_one();
+        }
+    }
+}
+
+/// The executor hyper hands each HTTP/2 stream's task to: it spawns the task and keeps the
+/// means to end it, so that a stream whose client opened no window for its response is reset
+/// at the send timeout ([`ConnectionSend::watch`]) while the connection's other streams go on.
+/// Costs nothing per poll: the watcher looks at the open streams a few times per timeout.
+#[derive(Debug, Clone)]
+pub struct StreamSpawner(Arc<ConnectionSend>);
+
+impl StreamSpawner {
+    pub fn new(connection: Arc<ConnectionSend>) -> Self {
+        Self(connection)
+    }
+}
+
+impl<F> hyper::rt::Executor<F> for StreamSpawner
+where
+    F: Future<Output = ()> + Send + 'static,
+{
+    fn execute(&self, task: F) {
+        // hyper calls the service with a stream's request and then hands over the stream's task,
+        // so the stream just opened is this task's.
+        let opened = self.0.open().just_opened.take();
+        let spawned = tokio::spawn(task);
+        if let Some(stream) = opened {
+            let _ = stream.task.set(spawned.abort_handle());
         }
     }
 }
@@ -259,7 +344,7 @@ pub struct ResponseBody {
     /// Bytes counted: `rest` and the chunk handed over last (which hyper may still hold).
     counted: usize,
     connection: Option<Arc<ConnectionSend>>,
-    _stream: Option<StreamGuard>,
+    stream: Option<StreamGuard>,
 }
 
 impl ResponseBody {
@@ -290,12 +375,14 @@ impl ResponseBody {
     fn counted(body: Bytes, connection: &Arc<ConnectionSend>, stream: Option<StreamGuard>) -> Self {
         // A response ready to go is progress: the send timeout counts from here, not from the
         // request (an executor may take long to answer).
-        connection.progressed();
+        if let Some(s) = &stream {
+            s.0.moved(body.len());
+        }
         Self {
             counted: body.len(),
             rest: body,
             connection: Some(connection.clone()),
-            _stream: stream,
+            stream,
         }
     }
 
@@ -305,7 +392,7 @@ impl ResponseBody {
             counted: 0,
             rest: body,
             connection: None,
-            _stream: None,
+            stream: None,
         }
     }
 }
@@ -328,7 +415,9 @@ impl Body for ResponseBody {
             let handed = this.counted - this.rest.len() - chunk.len();
             c.release(handed);
             this.counted -= handed;
-            c.progressed();
+        }
+        if let Some(s) = &this.stream {
+            s.0.moved(this.counted);
         }
         Poll::Ready(Some(Ok(Frame::data(chunk))))
     }
@@ -346,6 +435,9 @@ impl Drop for ResponseBody {
     fn drop(&mut self) {
         if let Some(c) = &self.connection {
             c.release(self.counted);
+        }
+        if let Some(s) = &self.stream {
+            s.0.held.store(0, Ordering::Relaxed);
         }
     }
 }
@@ -455,7 +547,7 @@ mod tests {
 
     fn connection(total: usize, per: usize) -> (Arc<SendBudget>, Arc<ConnectionSend>) {
         let budget = Arc::new(SendBudget::new(total, per));
-        let c = ConnectionSend::new(budget.clone(), true);
+        let c = ConnectionSend::new(budget.clone());
         (budget, c)
     }
 
@@ -494,7 +586,7 @@ mod tests {
 
         // The total: other connections' draws count.
         let others: Vec<_> = (0..3)
-            .map(|_| ConnectionSend::new(budget.clone(), false))
+            .map(|_| ConnectionSend::new(budget.clone()))
             .collect();
         let held: Vec<_> = others
             .iter()
@@ -519,7 +611,7 @@ mod tests {
         let budget = Arc::new(SendBudget::new(10 << 20, 1 << 20));
         let threads: Vec<_> = (0..4)
             .map(|t| {
-                let c = ConnectionSend::new(budget.clone(), true);
+                let c = ConnectionSend::new(budget.clone());
                 std::thread::spawn(move || {
                     let mut kept = Vec::new();
                     for i in 0..2_000usize {
@@ -542,25 +634,93 @@ mod tests {
         assert_eq!(budget.drawn(), 0);
     }
 
+    fn id(sequence: u64) -> RequestId {
+        RequestId {
+            connection: 1,
+            sequence,
+        }
+    }
+
     #[tokio::test]
-    async fn an_idle_connection_ends_at_its_timeout_and_a_stalled_one_at_the_send_timeout() {
+    async fn a_connection_is_idle_once_no_stream_has_been_open_for_the_timeout() {
         let (_, c) = connection(1 << 20, 1 << 20);
-        let (idle, send) = (Duration::from_millis(300), Duration::from_millis(200));
+        let idle = Duration::from_millis(300);
         let started = Instant::now();
-        assert_eq!(c.watch(idle, send).await, Watched::Idle);
+        let send = Duration::from_secs(10);
+        c.watch(idle, send).await;
         assert!(started.elapsed() >= idle);
 
-        // A stream open without a response held (the executor at work) is neither.
-        let stream = c.stream_opened();
-        let watched = tokio::time::timeout(3 * idle, c.watch(idle, send)).await;
-        assert!(watched.is_err(), "a stream under way is not idle");
-        // Its response held and never taken: stalled, a send timeout after it last moved.
-        let body = ResponseBody::admitted(Bytes::from_static(b"hello"), &c, Some(stream)).unwrap();
-        let held = Instant::now();
-        assert_eq!(c.watch(idle, send).await, Watched::Stalled);
-        assert!(held.elapsed() >= send - Duration::from_millis(5));
-        drop(body);
-        assert_eq!(c.held(), 0);
+        // A stream open (its request at the executor, or its response under way) is not idle.
+        let stream = c.stream_opened(id(1));
+        let waited = tokio::time::timeout(3 * idle, c.watch(idle, send)).await;
+        assert!(waited.is_err(), "a stream under way is not idle");
+        // Once it ends, the timeout counts from then.
+        let ended = Instant::now();
+        drop(stream);
+        c.watch(idle, send).await;
+        assert!(ended.elapsed() >= idle);
+    }
+
+    /// A stream's task as hyper would hand it over, its connection watched meanwhile: it
+    /// answers at once and then waits for its client, which takes the first `taken` chunks only,
+    /// one every 150 ms. How long the task lasted.
+    async fn stream_task(c: &Arc<ConnectionSend>, taken: usize) -> Duration {
+        use hyper::rt::Executor as _;
+        let guard = c.stream_opened(id(1));
+        let body = Bytes::from(vec![1u8; 4 * CHUNK]);
+        let mut body = ResponseBody::admitted(body, c, Some(guard)).unwrap();
+        let started = Instant::now();
+        let (ended_tx, ended_rx) = tokio::sync::oneshot::channel::<()>();
+        StreamSpawner::new(c.clone()).execute(async move {
+            let _ended = ended_tx;
+            for _ in 0..taken {
+                body.frame().await;
+                tokio::time::sleep(Duration::from_millis(150)).await;
+            }
+            std::future::pending::<()>().await;
+        });
+        // Dropping the task drops the sender: the only way it ends.
+        tokio::select! {
+            ended = ended_rx => assert!(ended.is_err()),
+            () = c.watch(Duration::from_secs(60), Duration::from_millis(200)) => unreachable!(),
+        }
+        started.elapsed()
+    }
+
+    #[tokio::test]
+    async fn a_stream_whose_response_stalls_is_ended_at_the_send_timeout_and_its_bytes_freed() {
+        let (budget, c) = connection(1 << 20, 1 << 20);
+        // Its first chunk taken at once, then nothing: ended a timeout (200 ms) later, within the
+        // watcher's look every 50 ms.
+        let lasted = stream_task(&c, 1).await;
+        assert!(lasted >= Duration::from_millis(190), "{lasted:?}");
+        assert!(lasted < Duration::from_millis(1500), "{lasted:?}");
+        assert_eq!((c.held(), budget.drawn()), (0, 0));
+        assert_eq!(c.streams.load(Ordering::Acquire), 0);
+        assert!(c.open().streams.is_empty());
+        // A chunk taken every 150 ms is not cut while it moves: only a timeout after the last
+        // (the fourth, at 450 ms).
+        let lasted = stream_task(&c, 4).await;
+        assert!(lasted >= Duration::from_millis(640), "{lasted:?}");
+        assert_eq!((c.held(), budget.drawn()), (0, 0));
+    }
+
+    #[tokio::test]
+    async fn a_stream_waiting_for_its_answer_is_not_cut() {
+        use hyper::rt::Executor as _;
+        let (_, c) = connection(1 << 20, 1 << 20);
+        let guard = c.stream_opened(id(1));
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        // An executor that takes five timeouts to answer: nothing is held meanwhile.
+        StreamSpawner::new(c.clone()).execute(async move {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            drop(guard);
+            let _ = tx.send(());
+        });
+        tokio::select! {
+            answered = rx => assert!(answered.is_ok(), "the task was ended before it answered"),
+            () = c.watch(Duration::from_secs(60), Duration::from_millis(100)) => unreachable!(),
+        }
     }
 
     #[tokio::test]

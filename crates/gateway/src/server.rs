@@ -15,14 +15,16 @@ use hyper::header::{HeaderName, HeaderValue};
 use hyper::server::conn::{http1, http2};
 use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 
 use crate::connections::{ConnectionGauge, ConnectionSlot};
 use crate::executor::{ExecRequest, Executor, Failure, Reply};
 use crate::log::{self, Incident, RequestId};
 use crate::protocol::{self, Http};
-use crate::send::{ConnectionSend, ResponseBody, SendBudget, SendDeadline, StreamGuard, Watched};
+use crate::send::{
+    ConnectionSend, ResponseBody, SendBudget, SendDeadline, StreamGuard, StreamSpawner,
+};
 
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
@@ -291,7 +293,7 @@ where
     let requests = Cell::new(0);
     // Copied into each request's future: no shared counter touched per request.
     let rules = RequestRules::from(config.as_ref());
-    let sending = ConnectionSend::new(budget, http == Http::Two);
+    let sending = ConnectionSend::new(budget);
     let counted = sending.clone();
     let service = service_fn(move |req: Request<Incoming>| {
         let executor = executor.clone();
@@ -302,7 +304,7 @@ where
         };
         let sending = counted.clone();
         // HTTP/2: the stream is open from its request until its response is sent.
-        let stream = (http == Http::Two).then(|| sending.stream_opened());
+        let stream = (http == Http::Two).then(|| sending.stream_opened(id));
         async move {
             let reply = handle(req, executor.as_ref(), rules, id).await;
             Ok::<_, Infallible>(respond(reply, &sending, stream, id))
@@ -328,8 +330,10 @@ where
         }
         Http::Two => {
             // Each stream's request runs as a task of its own, so one connection's requests run
-            // at once, as they would on as many HTTP/1.1 connections.
-            let mut builder = http2::Builder::new(TokioExecutor::new());
+            // at once, as they would on as many HTTP/1.1 connections; a stream whose response
+            // stalls for the send timeout is reset, its connection's other streams go on.
+            let streams = StreamSpawner::new(sending.clone());
+            let mut builder = http2::Builder::new(streams);
             builder
                 .timer(TokioTimer::new())
                 // hyper's own default; said here because it bounds one connection's work.
@@ -342,33 +346,21 @@ where
                         note_send_timeout(&e, connection, &config);
                     }
                 }
-                watched = sending.watch(config.http2_idle_timeout, config.send_timeout) => match watched {
-                    // GOAWAY, then the close; streams that open meanwhile are answered first,
-                    // within the send timeout.
-                    Watched::Idle => {
-                        served.as_mut().graceful_shutdown();
-                        // h2 closes once the client has acknowledged GOAWAY's PING and its streams
-                        // are done; one that never answers is closed a moment later, once no
-                        // stream is open (or its responses stall).
-                        tokio::select! {
-                            _ = served.as_mut() => {}
-                            _ = async {
-                                tokio::time::sleep(GOAWAY_GRACE).await;
-                                sending.watch(Duration::ZERO, config.send_timeout).await
-                            } => {}
-                        }
+                // GOAWAY, then the close; streams that open meanwhile are answered first (or
+                // reset, if their responses stall).
+                () = sending.watch(config.http2_idle_timeout, config.send_timeout) => {
+                    served.as_mut().graceful_shutdown();
+                    // h2 closes once the client has acknowledged GOAWAY's PING and its streams
+                    // are done; one that never answers is closed a moment later, once no stream
+                    // is open.
+                    tokio::select! {
+                        _ = served.as_mut() => {}
+                        () = async {
+                            tokio::time::sleep(GOAWAY_GRACE).await;
+                            sending.watch(Duration::ZERO, config.send_timeout).await
+                        } => {}
                     }
-                    // Dropping the connection closes it and frees every stream's response.
-                    Watched::Stalled => log::connection_incident(
-                        Incident::SendTimeout,
-                        connection,
-                        format_args!(
-                            "HTTP/2: {} response bytes held and none taken for {:?}; connection closed",
-                            sending.held(),
-                            config.send_timeout
-                        ),
-                    ),
-                },
+                }
             }
         }
     }

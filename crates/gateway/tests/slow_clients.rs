@@ -1,6 +1,7 @@
 //! Clients that hold the gateway without using it: an HTTP/2 connection with no stream is closed
 //! at its idle timeout (cleartext and TLS) while a busy one is not; clients that stop reading
-//! hold no more than the send budget and are cut at the send timeout; healthy clients are served
+//! hold no more than the send budget and are cut at the send timeout (an HTTP/1.1 connection, an
+//! HTTP/2 stream while its connection's other streams go on); healthy clients are served
 //! meanwhile.
 
 use std::io::{Read, Write};
@@ -247,13 +248,50 @@ fn http1_clients_that_stop_reading_hold_at_most_the_budget_and_are_cut_at_the_se
     );
 }
 
+/// An HTTP/2 connection to `addr` whose client opens each stream's window by `stream_window`
+/// bytes only as a response's body is read, and its connection's by plenty.
+async fn http2_client(
+    addr: SocketAddr,
+    stream_window: u32,
+) -> (
+    hyper::client::conn::http2::SendRequest<Full<Bytes>>,
+    tokio::task::JoinHandle<Result<(), hyper::Error>>,
+) {
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (sender, conn) = hyper::client::conn::http2::Builder::new(TokioExecutor::new())
+        .initial_stream_window_size(stream_window)
+        .initial_connection_window_size(64 << 20)
+        .handshake(TokioIo::new(tcp))
+        .await
+        .unwrap();
+    (sender, tokio::spawn(conn))
+}
+
+fn echo(addr: SocketAddr, bytes: usize) -> hyper::Request<Full<Bytes>> {
+    hyper::Request::post(format!("http://{addr}/echo"))
+        .body(Full::new(Bytes::from(vec![b'z'; bytes])))
+        .unwrap()
+}
+
+/// Reads a response's body to its end: its length, or the error that ended it.
+async fn read_body(resp: hyper::Response<hyper::body::Incoming>) -> Result<usize, hyper::Error> {
+    let mut body = resp.into_body();
+    let mut got = 0;
+    while let Some(frame) = body.frame().await {
+        got += frame?.into_data().map_or(0, |d| d.len());
+    }
+    Ok(got)
+}
+
 #[test]
-fn an_http2_client_that_opens_no_window_holds_at_most_its_budget_and_is_cut() {
+fn an_http2_client_that_opens_no_window_holds_at_most_its_budget_and_its_streams_are_reset() {
     let server = ServerProcess::start_logged(
         BIN,
         &[
             "--http2",
             "--send-timeout-secs",
+            "1",
+            "--http2-idle-timeout-secs",
             "1",
             "--max-unsent-bytes-per-connection",
             "1048576",
@@ -261,23 +299,14 @@ fn an_http2_client_that_opens_no_window_holds_at_most_its_budget_and_is_cut() {
     );
     let addr = server.addr;
     runtime().block_on(async {
-        let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
         // Its streams' windows start shut and are never opened: no response data can leave.
-        let (sender, conn) = hyper::client::conn::http2::Builder::new(TokioExecutor::new())
-            .initial_stream_window_size(0)
-            .handshake(TokioIo::new(tcp))
-            .await
-            .unwrap();
-        let conn = tokio::spawn(conn);
+        let (sender, conn) = http2_client(addr, 0).await;
         let asks: Vec<_> = (0..24)
             .map(|_| {
                 let mut sender = sender.clone();
                 tokio::spawn(async move {
-                    let req = hyper::Request::post(format!("http://{addr}/echo"))
-                        .body(Full::new(Bytes::from(vec![b'z'; 256 << 10])))
-                        .unwrap();
                     // The head comes (HEADERS are not flow-controlled); the body is never read.
-                    let resp = sender.send_request(req).await.unwrap();
+                    let resp = sender.send_request(echo(addr, 256 << 10)).await.unwrap();
                     let status = resp.status().as_u16();
                     (status, resp)
                 })
@@ -297,21 +326,72 @@ fn an_http2_client_that_opens_no_window_holds_at_most_its_budget_and_is_cut() {
         );
         // A healthy client meanwhile, on its own connection.
         assert_eq!(request(addr, "GET", "/", b"").status, 200);
-        // Nothing moves: the connection is closed at the send timeout.
+        // Nothing moves: each admitted stream is reset at the send timeout (its body ends in an
+        // error), and the connection, with no stream left, is closed at its idle timeout.
         let started = Instant::now();
-        let closed = tokio::time::timeout(Duration::from_secs(5), conn).await;
-        assert!(closed.is_ok(), "still open 5 s after its responses stalled");
+        let closed = tokio::time::timeout(Duration::from_secs(6), conn).await;
+        assert!(closed.is_ok(), "still open 6 s after its responses stalled");
         assert!(
-            started.elapsed() < Duration::from_secs(3),
+            started.elapsed() < Duration::from_secs(4),
             "{:?}",
             started.elapsed()
         );
-        drop(answers);
+        for (status, resp) in answers {
+            if status == 200 {
+                assert!(
+                    read_body(resp).await.is_err(),
+                    "a stalled stream was not reset"
+                );
+            }
+        }
     });
     let log = server.log();
     assert!(
-        log.contains("HTTP/2:") && log.contains("connection closed"),
+        log.contains("HTTP/2:") && log.contains("stream reset"),
         "{log}"
     );
     assert_eq!(request(addr, "GET", "/", b"").status, 200);
+}
+
+#[test]
+fn an_http2_stream_whose_client_stops_reading_is_reset_and_its_connection_goes_on() {
+    let server = ServerProcess::start_logged(BIN, &["--http2", "--send-timeout-secs", "1"]);
+    let addr = server.addr;
+    runtime().block_on(async {
+        // Each stream's window is 64 KiB until its body is read.
+        let (mut sender, conn) = http2_client(addr, 65_535).await;
+        // A 512 KiB answer whose body is never read: it stalls past its first 64 KiB.
+        let stalled = sender.send_request(echo(addr, 512 << 10)).await.unwrap();
+        assert_eq!(stalled.status(), 200);
+        // The same connection's other streams are answered meanwhile and after the timeout,
+        // large ones too.
+        let started = Instant::now();
+        let mut served = 0;
+        while started.elapsed() < Duration::from_millis(2500) {
+            let resp = sender.send_request(echo(addr, 200 << 10)).await.unwrap();
+            assert_eq!(resp.status(), 200);
+            assert_eq!(read_body(resp).await.unwrap(), 200 << 10);
+            served += 1;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert!(served >= 10, "{served}");
+        // The stalled one was reset: what was sent of it arrives, then the reset.
+        let err = read_body(stalled).await.unwrap_err();
+        assert!(format!("{err:?}").contains("CANCEL"), "{err:?}");
+        assert!(
+            !conn.is_finished(),
+            "the connection was closed, not the stream"
+        );
+        let resp = sender
+            .send_request(
+                hyper::Request::get(format!("http://{addr}/"))
+                    .body(Full::default())
+                    .unwrap(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+    });
+    let log = server.log();
+    assert_eq!(log.matches("stream reset").count(), 1, "{log}");
 }
