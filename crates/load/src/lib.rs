@@ -12,77 +12,42 @@
 //! end, so memory does not grow with the run's length. A request sent before the deadline is
 //! waited for and counted, so the reported count equals what the server answered.
 
+// Layers, each pointing only down: the statistics (histogram, timing, report, threshold) and
+// the run's configuration (config, request, tls, shared, pacing) at the bottom; then what an
+// exchange is and how it is counted (exchange); the transport (plain or TLS); the protocols side
+// by side (http1 is the wire format, http1_client and http2_client the connections); the worker
+// threads; and this root, which starts them.
 mod config;
-mod connection;
+mod exchange;
+mod histogram;
 mod http1;
-mod http2;
+mod http1_client;
+mod http2_client;
 mod pacing;
 mod report;
+mod request;
+mod shared;
 mod threshold;
 mod timing;
 pub mod tls;
+mod transport;
 mod worker;
 
 pub use config::{LoadConfig, RequestParts, parse_duration};
-pub use report::{
-    ErrorCounts, LatencyMs, LoadReport, OpenLoop, histogram_buckets, histogram_from_buckets,
-    new_histogram,
-};
+pub use exchange::LATE_AFTER;
+pub use histogram::{LatencyMs, histogram_buckets, histogram_from_buckets, new_histogram};
+pub use report::{ErrorCounts, LoadReport, OpenLoop, SATURATED_SHARE};
 pub use threshold::{Crossed, Threshold};
 pub use timing::Phases;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use pacing::Pacer;
-use worker::{SerializedRequest, Shared, WorkerStats, worker};
-
-/// Highest latency the histograms hold (longer ones are clamped to it).
-const MAX_TRACKED_NS: u64 = 120_000_000_000;
-
-/// In the open loop, a request sent more than this after its intended time counts as late.
-pub const LATE_AFTER: Duration = Duration::from_millis(1);
-
-/// In the closed loop, the generator counts as saturated when its threads were on a CPU for at
-/// least this share of the run: the server may then have been faster than what was measured.
-pub const SATURATED_SHARE: f64 = 0.9;
-
-/// The run's requests as HTTP/2 exchanges build them: the first, then any rotated through.
-fn h2_requests(config: &LoadConfig) -> anyhow::Result<Vec<http2::H2Request>> {
-    let base = format!(
-        "{}://{}",
-        config.url.scheme_str().unwrap_or("http"),
-        config.authority()
-    );
-    let path = config.url.path_and_query().map_or("/", |pq| pq.as_str());
-    let first = RequestParts {
-        method: config.method.clone(),
-        target: path.to_owned(),
-        headers: config.headers.clone(),
-        body: config.body.clone(),
-        expect_status: config.expect_status,
-    };
-    std::iter::once(&first)
-        .chain(&config.rotation)
-        .map(|r| {
-            let mut headers = hyper::HeaderMap::new();
-            for (k, v) in &r.headers {
-                // HTTP/2 names the host in `:authority`, from the URL.
-                if k != hyper::header::HOST {
-                    headers.append(k.clone(), v.clone());
-                }
-            }
-            Ok(http2::H2Request {
-                method: r.method.clone(),
-                uri: format!("{base}{}", r.target).parse()?,
-                headers,
-                body: r.body.clone(),
-                expect_status: r.expect_status.or(config.expect_status),
-            })
-        })
-        .collect()
-}
+use report::WorkerStats;
+use shared::Shared;
+use worker::worker;
 
 /// Runs the load and returns its report. Blocks the calling thread for the run's duration.
 pub fn run(config: LoadConfig) -> anyhow::Result<LoadReport> {
@@ -102,38 +67,14 @@ pub fn run(config: LoadConfig) -> anyhow::Result<LoadReport> {
         );
     }
     let threads = config.threads.clamp(1, config.connections);
-    let path = config.url.path_and_query().map_or("/", |pq| pq.as_str());
-    let authority = config.authority();
-    let mut requests = vec![SerializedRequest {
-        bytes: http1::serialize_request(
-            &config.method,
-            path,
-            &authority,
-            &config.headers,
-            &config.body,
-        )?,
-        head: config.method == hyper::Method::HEAD,
-        expect_status: config.expect_status,
-    }];
-    for r in &config.rotation {
-        anyhow::ensure!(
-            r.target.starts_with('/'),
-            "a rotated request's target {:?} does not start with '/'",
-            r.target
-        );
-        requests.push(SerializedRequest {
-            bytes: http1::serialize_request(&r.method, &r.target, &authority, &r.headers, &r.body)?,
-            head: r.method == hyper::Method::HEAD,
-            expect_status: r.expect_status.or(config.expect_status),
-        });
-    }
+    let requests = request::for_http1(&config)?;
     anyhow::ensure!(config.streams >= 1, "streams must be at least 1");
     anyhow::ensure!(
         config.http2 || config.streams == 1,
         "several streams per connection (--streams) need HTTP/2 (--h2)"
     );
     let h2_requests = match config.http2 {
-        true => h2_requests(&config)?,
+        true => request::for_http2(&config)?,
         false => Vec::new(),
     };
     let tls = tls::client(&config)?;

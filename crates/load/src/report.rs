@@ -7,9 +7,13 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use crate::timing::Phases;
-use crate::worker::WorkerStats;
-use crate::{LoadConfig, MAX_TRACKED_NS, SATURATED_SHARE};
+use crate::config::LoadConfig;
+use crate::histogram::{LatencyMs, new_histogram};
+use crate::timing::{PhaseHistograms, Phases};
+
+/// In the closed loop, the generator counts as saturated when its threads were on a CPU for at
+/// least this share of the run: the server may then have been faster than what was measured.
+pub const SATURATED_SHARE: f64 = 0.9;
 
 fn one() -> usize {
     1
@@ -42,34 +46,6 @@ impl ErrorCounts {
         self.read_write += o.read_write;
         self.timeout += o.timeout;
         self.non_2xx += o.non_2xx;
-    }
-}
-
-/// Latency percentiles in milliseconds.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct LatencyMs {
-    pub mean: f64,
-    pub p50: f64,
-    pub p90: f64,
-    pub p99: f64,
-    pub p99_9: f64,
-    pub max: f64,
-}
-
-impl LatencyMs {
-    pub fn from_histogram(h: &Histogram<u64>) -> Self {
-        if h.is_empty() {
-            return Self::default();
-        }
-        let ms = |ns: u64| ns as f64 / 1e6;
-        Self {
-            mean: h.mean() / 1e6,
-            p50: ms(h.value_at_quantile(0.50)),
-            p90: ms(h.value_at_quantile(0.90)),
-            p99: ms(h.value_at_quantile(0.99)),
-            p99_9: ms(h.value_at_quantile(0.999)),
-            max: ms(h.max()),
-        }
     }
 }
 
@@ -156,6 +132,82 @@ pub struct LoadReport {
     pub uncorrected_histogram: Option<Histogram<u64>>,
 }
 
+/// What one worker counted, merged with the others' at the end.
+pub(crate) struct WorkerStats {
+    pub(crate) responses: u64,
+    pub(crate) ok: u64,
+    pub(crate) errors: ErrorCounts,
+    pub(crate) body_bytes: u64,
+    /// Indexed by status code (100..=999), so counting costs no lookup.
+    pub(crate) by_status: Vec<u64>,
+    pub(crate) first_error: Option<String>,
+    pub(crate) latency: Histogram<u64>,
+    pub(crate) uncorrected: Histogram<u64>,
+    pub(crate) send_lag: Histogram<u64>,
+    pub(crate) phases: PhaseHistograms,
+    pub(crate) sent: u64,
+    pub(crate) late: u64,
+    pub(crate) intended: u64,
+    pub(crate) cpu: Duration,
+    /// Spinning: time in polls that completed no exchange.
+    pub(crate) idle_spin: Duration,
+}
+
+impl Default for WorkerStats {
+    fn default() -> Self {
+        Self {
+            responses: 0,
+            ok: 0,
+            errors: ErrorCounts::default(),
+            body_bytes: 0,
+            by_status: vec![0; 1000],
+            first_error: None,
+            latency: new_histogram(),
+            uncorrected: new_histogram(),
+            send_lag: new_histogram(),
+            phases: PhaseHistograms::new(),
+            sent: 0,
+            late: 0,
+            intended: 0,
+            cpu: Duration::ZERO,
+            idle_spin: Duration::ZERO,
+        }
+    }
+}
+
+impl WorkerStats {
+    pub(crate) fn add(&mut self, o: &WorkerStats) {
+        self.responses += o.responses;
+        self.ok += o.ok;
+        self.errors.add(&o.errors);
+        self.body_bytes += o.body_bytes;
+        for (a, b) in self.by_status.iter_mut().zip(&o.by_status) {
+            *a += b;
+        }
+        if self.first_error.is_none() {
+            self.first_error.clone_from(&o.first_error);
+        }
+        for (a, b) in [
+            (&mut self.latency, &o.latency),
+            (&mut self.uncorrected, &o.uncorrected),
+            (&mut self.send_lag, &o.send_lag),
+        ] {
+            a.add(b).expect("same bounds");
+        }
+        self.phases.add(&o.phases);
+        self.sent += o.sent;
+        self.late += o.late;
+        self.intended += o.intended;
+        self.cpu += o.cpu;
+        self.idle_spin += o.idle_spin;
+    }
+
+    /// Exchanges finished, whatever their outcome: what a spinning worker watches for progress.
+    pub(crate) fn finished(&self) -> u64 {
+        self.responses + self.errors.total()
+    }
+}
+
 /// The report of a run of `c` from its workers' merged stats, `elapsed` seconds over `threads`
 /// threads.
 pub(crate) fn assemble(
@@ -227,81 +279,5 @@ pub(crate) fn assemble(
         first_error: stats.first_error,
         uncorrected_histogram: c.rate.map(|_| stats.uncorrected),
         histogram: Some(stats.latency),
-    }
-}
-
-pub fn new_histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, MAX_TRACKED_NS, 3).expect("valid histogram bounds")
-}
-
-/// Records a duration in nanoseconds, clamped to the histogram's bounds.
-pub(crate) fn record(h: &mut Histogram<u64>, d: Duration) {
-    let ns = (d.as_nanos() as u64).clamp(1, MAX_TRACKED_NS);
-    h.record(ns).expect("clamped to bounds");
-}
-
-/// A histogram as a flat list `[v0, n0, d1, n1, d2, n2, ...]` over its non-empty buckets: the
-/// first bucket's value and count, then each next bucket's distance from the previous value and
-/// its count. Lossless at the histogram's precision, and compact plain JSON for results files.
-pub fn histogram_buckets(h: &Histogram<u64>) -> Vec<u64> {
-    let mut out = Vec::new();
-    let mut prev = 0;
-    for v in h.iter_recorded() {
-        let value = v.value_iterated_to();
-        out.push(value - prev);
-        out.push(v.count_at_value());
-        prev = value;
-    }
-    out
-}
-
-/// The inverse of [`histogram_buckets`]. A trailing odd element is ignored.
-pub fn histogram_from_buckets(buckets: &[u64]) -> Histogram<u64> {
-    let mut h = new_histogram();
-    let mut value = 0u64;
-    for pair in buckets.chunks_exact(2) {
-        value = value.saturating_add(pair[0]);
-        h.record_n(value.clamp(1, MAX_TRACKED_NS), pair[1])
-            .expect("clamped to bounds");
-    }
-    h
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn histogram_merge_keeps_every_sample() {
-        // Two workers' histograms merged equal one histogram fed every sample.
-        let (mut a, mut b, mut all) = (new_histogram(), new_histogram(), new_histogram());
-        for v in 1..=10_000u64 {
-            let ns = v * 1_000;
-            if v % 3 == 0 { &mut a } else { &mut b }.record(ns).unwrap();
-            all.record(ns).unwrap();
-        }
-        a.add(&b).unwrap();
-        assert_eq!(a.len(), 10_000);
-        for q in [0.5, 0.9, 0.99, 0.999, 1.0] {
-            assert_eq!(a.value_at_quantile(q), all.value_at_quantile(q), "q={q}");
-        }
-        let l = LatencyMs::from_histogram(&a);
-        // Uniform 1..10 ms: the median is 5 ms within the histogram's 3 significant digits.
-        assert!((l.p50 - 5.0).abs() < 0.01, "p50 {}", l.p50);
-        assert!((l.max - 10.0).abs() < 0.01, "max {}", l.max);
-    }
-
-    #[test]
-    fn histogram_buckets_round_trip() {
-        let mut h = new_histogram();
-        for v in [1u64, 7, 7, 1_000, 123_456, 9_999_999, 5_000_000_000] {
-            h.record(v).unwrap();
-        }
-        let back = histogram_from_buckets(&histogram_buckets(&h));
-        assert_eq!(back.len(), h.len());
-        for q in [0.0, 0.3, 0.5, 0.9, 0.99, 1.0] {
-            assert!(back.equivalent(back.value_at_quantile(q), h.value_at_quantile(q)));
-        }
-        assert_eq!(back.max(), h.max());
     }
 }

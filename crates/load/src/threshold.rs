@@ -6,7 +6,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::LoadReport;
+use crate::report::LoadReport;
 
 /// What a threshold measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

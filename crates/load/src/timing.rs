@@ -6,7 +6,7 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use crate::report::{LatencyMs, new_histogram, record};
+use crate::histogram::{LatencyMs, new_histogram, record};
 
 /// One histogram per phase, per worker; merged at the end.
 pub(crate) struct PhaseHistograms {

@@ -13,7 +13,7 @@ use tokio_rustls::TlsConnector;
 
 use std::path::Path;
 
-use crate::LoadConfig;
+use crate::config::LoadConfig;
 
 /// What every TLS connection of a run shares.
 pub(crate) struct Tls {

@@ -12,35 +12,13 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http2::SendRequest;
-use hyper::{Method, Request, Uri};
 use hyper_util::rt::TokioIo;
 
-use crate::connection::{Exchange, Failure, Timing, count, open, turn};
-use crate::http1;
-use crate::pacing::{Alarm, Pacer};
-use crate::report::record;
-use crate::worker::{Shared, WorkerStats};
-
-/// One request of the run as HTTP/2 sends it (hyper's requests are not `Clone`: each exchange
-/// builds its own from these parts, the body shared).
-pub(crate) struct H2Request {
-    pub(crate) method: Method,
-    /// Absolute: hyper takes `:scheme` and `:authority` from it.
-    pub(crate) uri: Uri,
-    pub(crate) headers: hyper::HeaderMap,
-    pub(crate) body: Bytes,
-    pub(crate) expect_status: Option<u16>,
-}
-
-impl H2Request {
-    fn build(&self) -> Request<Full<Bytes>> {
-        let mut req = Request::new(Full::new(self.body.clone()));
-        *req.method_mut() = self.method.clone();
-        *req.uri_mut() = self.uri.clone();
-        *req.headers_mut() = self.headers.clone();
-        req
-    }
-}
+use crate::exchange::{Answer, Counted, Exchange, Failure, Schedule, Timing, count, turn};
+use crate::report::WorkerStats;
+use crate::request::H2Request;
+use crate::shared::Shared;
+use crate::transport;
 
 /// Runs hyper's connection tasks on the worker's own thread.
 #[derive(Clone, Copy)]
@@ -52,15 +30,13 @@ impl<F: Future + 'static> hyper::rt::Executor<F> for LocalExec {
     }
 }
 
-type Schedule = Option<(Rc<Pacer>, Rc<Alarm>)>;
-
 /// Runs connection number `id` and its streams until the run ends, opening a new connection
 /// when one breaks.
 pub(crate) async fn connection(
     id: usize,
     shared: Arc<Shared>,
     stats: Rc<RefCell<WorkerStats>>,
-    schedule: Schedule,
+    schedule: Option<Schedule>,
 ) {
     let streams = shared.config.streams.max(1);
     while !shared.stopped() {
@@ -74,14 +50,7 @@ pub(crate) async fn connection(
                     intended: None,
                     timeout: shared.config.timeout,
                 };
-                count::<()>(
-                    &mut stats.borrow_mut(),
-                    Err(f),
-                    timing,
-                    None,
-                    &mut None,
-                    &mut now,
-                );
+                count(&mut stats.borrow_mut(), Err(f), timing, None, &mut now);
                 // A refused connect returns at once; do not spin on it.
                 tokio::time::sleep(Duration::from_millis(1)).await;
                 continue;
@@ -114,16 +83,7 @@ async fn handshake(
     stats: &RefCell<WorkerStats>,
     started: Instant,
 ) -> Result<SendRequest<Full<Bytes>>, Failure> {
-    let (stream, tcp_done, tls_resumed) = open(shared).await?;
-    let connected = Instant::now();
-    {
-        let mut st = stats.borrow_mut();
-        record(&mut st.phases.connect, tcp_done - started);
-        if let Some(resumed) = tls_resumed {
-            record(&mut st.phases.tls, connected - tcp_done);
-            st.phases.tls_resumed += u64::from(resumed);
-        }
-    }
+    let (stream, _) = transport::connect(shared, stats, started).await?;
     let addr = shared.config.authority();
     let handshake = hyper::client::conn::http2::handshake(LocalExec, TokioIo::new(stream));
     let (sender, conn) = tokio::time::timeout(shared.config.timeout, handshake)
@@ -140,7 +100,7 @@ async fn stream(
     k: usize,
     shared: Arc<Shared>,
     stats: Rc<RefCell<WorkerStats>>,
-    schedule: Schedule,
+    schedule: Option<Schedule>,
     mut sender: SendRequest<Full<Bytes>>,
 ) -> bool {
     let requests = &shared.h2_requests;
@@ -178,15 +138,14 @@ async fn stream(
             intended,
             timeout,
         };
-        let failed = count::<()>(
+        let counted = count(
             &mut stats.borrow_mut(),
             outcome,
             timing,
             r.expect_status,
-            &mut None,
             &mut now,
         );
-        if failed {
+        if counted == Counted::Failed {
             if sender.is_closed() {
                 return true;
             }
@@ -223,7 +182,7 @@ async fn exchange(
         }
     }
     Ok(Exchange {
-        response: http1::Response {
+        answer: Answer {
             status,
             body_bytes,
             keep_alive: true,
