@@ -267,13 +267,16 @@ fn load_config(
     Ok(config)
 }
 
-/// How long a probe's closed loop runs, after its warm-up.
-const PROBE: Duration = Duration::from_millis(300);
+/// A probe: after its warm-up, this many short closed loops, the highest req/s taken (a machine
+/// disturbed while one ran only lowers it: on the 2-core VM one such 0.3 s probe read
+/// component-pooled at 18,000 req/s where the others read 30,000–32,000, and halved its rates).
+const PROBES: usize = 3;
+const PROBE: Duration = Duration::from_millis(150);
 const PROBE_WARMUP: Duration = Duration::from_millis(100);
 
-/// A running variant's capacity for each workload whose equal-load rates are shares of the
-/// slowest variant's: req/s of a short closed loop at the equal-load connections. Empty when
-/// cancelled.
+/// A running variant's capacity for each workload whose equal-load rates are shares of its (and
+/// native's) capacity: the highest req/s of [`PROBES`] short closed loops at the equal-load
+/// connections. Empty when cancelled.
 pub fn probe(
     lab: &mut Recorder<Servers>,
     suite: &ServerSuite,
@@ -303,8 +306,11 @@ pub fn probe(
         config.duration = Some(PROBE_WARMUP);
         wasmlab_load::run(config.clone())?;
         config.duration = Some(PROBE);
-        let report = wasmlab_load::run(config)?;
-        out.push((workload, report.rps));
+        let mut highest: f64 = 0.0;
+        for _ in 0..PROBES {
+            highest = highest.max(wasmlab_load::run(config.clone())?.rps);
+        }
+        out.push((workload, highest));
     }
     Ok(out)
 }

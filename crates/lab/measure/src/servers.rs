@@ -498,10 +498,9 @@ impl<'a> ServerRun<'a> {
 }
 
 /// A workload's rates from the capacities `probed` (variant, req/s): each variant offered
-/// `fractions` of the lower of its capacity and native's, each rounded down to a round rate
-/// ([`round_down`]: variants of like capacity then share a rate, and a run measures at the same
-/// rates as the last unless a capacity moved past a step), native every such rate, and with
-/// `common` every variant the lowest. None without a capacity.
+/// `fractions` of the lower of its capacity and native's, each rounded down to two significant
+/// digits ([`round_down`]), native every such rate, and with `common` every variant the lowest.
+/// None without a capacity.
 fn ladder(
     workload: &str,
     probed: Vec<(String, f64)>,
@@ -552,18 +551,16 @@ fn sorted(mut rates: Vec<f64>) -> Vec<f64> {
     rates
 }
 
-/// `v` rounded down to 1, 2, 3 or 5 times a power of ten: a rate below the capacity it is a share
-/// of, read at a glance (4,800 → 3,000; 62,000 → 50,000).
+/// `v` rounded down to two significant digits (4,870 → 4,800; 62,400 → 62,000): readable, and a
+/// capacity that moves a little between runs moves the rate as little (steps of 1, 2, 3 or 5 made
+/// two runs compare a variant at 30,000 and at 50,000 req/s, and CPU per request depends on the
+/// load).
 fn round_down(v: f64) -> f64 {
     if !(v.is_finite() && v > 0.0) {
         return 0.0;
     }
-    let decade = 10f64.powf(v.log10().floor());
-    let step = [5.0, 3.0, 2.0, 1.0]
-        .into_iter()
-        .find(|s| s * decade <= v * (1.0 + 1e-9))
-        .unwrap_or(1.0);
-    step * decade
+    let unit = 10f64.powf(v.log10().floor() - 1.0);
+    (v / unit * (1.0 + 1e-9)).floor() * unit
 }
 
 #[cfg(test)]
@@ -581,16 +578,22 @@ mod tests {
             ("wasmtime-naive".to_owned(), 5_794.0),
         ];
         let e = ladder("hello", probed, &[0.6], true).unwrap();
-        // 60% of each capacity, native's bounding the faster native-h2's, rounded down:
-        // 3,476 → 3,000; 45,000 → 30,000; 52,800 and 67,800 → 50,000; 74,400 → 50,000.
-        assert_eq!(e.rates, vec![3_000.0, 30_000.0, 50_000.0]);
+        // 60% of each capacity, native's bounding the faster native-h2's, rounded down to two
+        // digits: 3,476 → 3,400; 45,000; 52,800 → 52,000; 67,800 → 67,000; 74,400 → 74,000.
+        assert_eq!(
+            e.rates,
+            vec![3_400.0, 45_000.0, 52_000.0, 67_000.0, 74_000.0]
+        );
         let of = |v: &str| e.offered_to(v);
-        assert_eq!(of("native"), vec![3_000.0, 30_000.0, 50_000.0]);
-        assert_eq!(of("wasmtime-pooled"), vec![3_000.0, 30_000.0]);
-        assert_eq!(of("wasmtime-recycled"), vec![3_000.0, 50_000.0]);
-        assert_eq!(of("wasmtime-shared"), vec![3_000.0, 50_000.0]);
-        assert_eq!(of("native-h2"), vec![3_000.0, 50_000.0]);
-        assert_eq!(of("wasmtime-naive"), vec![3_000.0]);
+        assert_eq!(
+            of("native"),
+            vec![3_400.0, 45_000.0, 52_000.0, 67_000.0, 74_000.0]
+        );
+        assert_eq!(of("wasmtime-pooled"), vec![3_400.0, 45_000.0]);
+        assert_eq!(of("wasmtime-recycled"), vec![3_400.0, 52_000.0]);
+        assert_eq!(of("wasmtime-shared"), vec![3_400.0, 67_000.0]);
+        assert_eq!(of("native-h2"), vec![3_400.0, 74_000.0]);
+        assert_eq!(of("wasmtime-naive"), vec![3_400.0]);
         assert_eq!(of("not-probed"), Vec::<f64>::new());
         assert_eq!(e.slowest, Some(("wasmtime-naive".to_owned(), 5_794.0)));
         // Without the common rate, each its own; two fractions, two rates each.
@@ -601,20 +604,26 @@ mod tests {
             false,
         )
         .unwrap();
-        assert_eq!(e.rates, vec![2_000.0, 5_000.0, 20_000.0, 50_000.0]);
-        assert_eq!(e.offered_to("x"), vec![2_000.0, 5_000.0]);
+        assert_eq!(e.rates, vec![2_500.0, 5_000.0, 25_000.0, 50_000.0]);
+        assert_eq!(e.offered_to("x"), vec![2_500.0, 5_000.0]);
         assert!(ladder("hello", Vec::new(), &[0.5], true).is_none());
     }
 
     #[test]
-    fn rates_round_down_to_one_two_three_or_five() {
-        assert_eq!(round_down(2_418.0), 2_000.0);
-        assert_eq!(round_down(4_999.0), 3_000.0);
+    fn rates_round_down_to_two_significant_digits() {
+        assert_eq!(round_down(2_418.0), 2_400.0);
+        assert_eq!(round_down(4_999.0), 4_900.0);
         assert_eq!(round_down(5_000.0), 5_000.0);
-        assert_eq!(round_down(99.9), 50.0);
+        assert_eq!(round_down(62_400.0), 62_000.0);
+        assert_eq!(round_down(99.9), 99.0);
         assert_eq!(round_down(1_000.0), 1_000.0);
-        assert!((round_down(0.372) - 0.3).abs() < 1e-12);
+        assert_eq!(round_down(7.0), 7.0);
+        assert!((round_down(0.372) - 0.37).abs() < 1e-12);
         assert_eq!(round_down(0.0), 0.0);
+        // Never above the value it rounds.
+        for v in [1.0, 9.99, 12.5, 99.0, 123_456.0, 3e-3] {
+            assert!(round_down(v) <= v && round_down(v) > 0.89 * v, "{v}");
+        }
         assert_eq!(sorted(vec![5.0, 1.0, 5.0]), vec![1.0, 5.0]);
     }
 }

@@ -176,8 +176,8 @@ pub struct OpenLoop {
 /// coordinated omission), so that each one's CPU per request is set against native's at the same
 /// load. By default a workload's rates come from the variants' capacities for it, which a short
 /// closed-loop probe of every variant measures when it is verified: each variant is offered
-/// `fractions` of the lower of its own capacity and native's, rounded down to 1, 2, 3 or 5 times
-/// a power of ten, and native every rate any variant is offered, so that each is compared with native at the same load, near its own; and
+/// `fractions` of the lower of its own capacity and native's, rounded down to two significant
+/// digits, and native every rate any variant is offered, so that each is compared with native at the same load, near its own; and
 /// (`common_rate`) every variant the lowest of them, which all can serve. `rates` names absolute
 /// rates instead, offered to every variant.
 #[derive(Debug, Clone, Serialize, Deserialize)]
