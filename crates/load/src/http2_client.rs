@@ -44,10 +44,17 @@ pub(crate) async fn connection(
         let sender = match handshake(&shared, &stats, started).await {
             Ok(s) => s,
             Err(f) => {
+                // A connection that could not be made counts as a failed request in a sender's
+                // turn, as over HTTP/1.1: a run bounded by requests ends, an open loop keeps its
+                // pace, when the server is not there.
                 let mut now = started;
+                let Some(intended) = turn(&shared, schedule.as_ref(), &stats, &mut now).await
+                else {
+                    break;
+                };
                 let timing = Timing {
                     started,
-                    intended: None,
+                    intended,
                     timeout: shared.config.timeout,
                 };
                 count(&mut stats.borrow_mut(), Err(f), timing, None, &mut now);
@@ -160,16 +167,8 @@ async fn exchange(
     r: &H2Request,
     begin: Instant,
 ) -> Result<Exchange, Failure> {
-    let failed = |e: hyper::Error| {
-        // hyper's own line, then its causes (the h2 protocol error that broke the connection).
-        let mut why = e.to_string();
-        let mut source = std::error::Error::source(&e);
-        while let Some(s) = source {
-            why += &format!(": {s}");
-            source = s.source();
-        }
-        Failure::ReadWrite(why)
-    };
+    // hyper's own line, then its causes (the h2 protocol error that broke the connection).
+    let failed = |e: hyper::Error| Failure::ReadWrite(format!("{:#}", anyhow::Error::new(e)));
     sender.ready().await.map_err(failed)?;
     let response = sender.send_request(r.build()).await.map_err(failed)?;
     let first_byte = Instant::now();

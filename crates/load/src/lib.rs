@@ -121,6 +121,7 @@ pub fn run(config: LoadConfig) -> anyhow::Result<LoadReport> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn counts_connect_errors_against_a_closed_port() {
@@ -134,9 +135,18 @@ mod tests {
         c.connections = 2;
         c.duration = None;
         c.requests = Some(10);
-        let r = run(c).unwrap();
+        let r = run(c.clone()).unwrap();
         assert_eq!(r.responses, 0);
         assert_eq!(r.errors.connect, 10);
         assert!(r.first_error.unwrap().contains("connect"));
+        // HTTP/2 alike: each connection that could not be made is one request of the ten (it
+        // once retried for ever).
+        c.http2 = true;
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || tx.send(run(c).unwrap()));
+        let r = rx
+            .recv_timeout(Duration::from_secs(20))
+            .expect("an HTTP/2 run against a closed port did not end");
+        assert_eq!((r.responses, r.errors.connect), (0, 10));
     }
 }
