@@ -143,7 +143,9 @@ mod tests {
         // once retried for ever).
         c.http2 = true;
         let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || tx.send(run(c).unwrap()));
+        std::thread::spawn(move || {
+            let _ = tx.send(run(c).unwrap());
+        });
         let r = rx
             .recv_timeout(Duration::from_secs(20))
             .expect("an HTTP/2 run against a closed port did not end");
