@@ -133,9 +133,12 @@ impl LinkedGuest {
         let mut store = Store::new(&self.engine, ctx);
         store.limiter(|ctx| &mut ctx.limits);
         match call {
-            Call::Sync => {
-                run_to_completion::arm_deadline(&mut store, self.lane.clone(), &self.limits)
-            }
+            Call::Sync => run_to_completion::arm_deadline(
+                &mut store,
+                HostCtx::sync_view,
+                self.lane.clone(),
+                &self.limits,
+            ),
             Call::Async => arm_deadline(&mut store, HostCtx::deadline),
         }
         store

@@ -9,7 +9,7 @@ use wasmlab_guest_abi as abi;
 use wasmtime::{Caller, Extern, Linker, Memory, Result, StoreLimits, bail};
 
 use crate::limits::{DeadlineExceeded, GuestCalls, GuestLimits};
-use crate::run_to_completion::{Placement, block_on_host_call};
+use crate::run_to_completion::{Placement, SyncView, block_on_host_call};
 
 /// Per-request host state the imports work on. The capabilities (counter, upstream) are shared by
 /// every request, so the linker's functions hold them rather than each request's state.
@@ -58,8 +58,13 @@ impl HostCtx {
         self.deadline
     }
 
-    pub(crate) fn started(&self) -> Instant {
-        self.started
+    /// What a synchronous call's deadline reads and moves (see `run_to_completion`).
+    pub(crate) fn sync_view(&mut self) -> SyncView<'_> {
+        SyncView {
+            started: self.started,
+            deadline: self.deadline,
+            placement: &mut self.placement,
+        }
     }
 
     pub fn with_request(request: ExecRequest, limits: &GuestLimits) -> Self {

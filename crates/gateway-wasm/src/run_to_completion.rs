@@ -28,7 +28,6 @@ use tokio::runtime::{Handle, RuntimeFlavor};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use wasmtime::{Store, UpdateDeadline};
 
-use crate::imports::HostCtx;
 use crate::limits::{DeadlineExceeded, GuestLimits};
 
 /// Where a request's guest runs.
@@ -92,20 +91,35 @@ fn multi_thread_runtime() -> Option<Handle> {
         .filter(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread)
 }
 
+/// What a synchronous call's deadline needs of its store's data: when the request started in
+/// the guest, when it must be done, and where the guest runs. The store's data gives it through a
+/// projection (as the imports' `add_to_linker` is given its context), so this module needs no
+/// host type.
+pub(crate) struct SyncView<'a> {
+    pub(crate) started: Instant,
+    pub(crate) deadline: Instant,
+    pub(crate) placement: &'a mut Placement,
+}
+
 /// Arms a store for synchronous calls: at each epoch tick the guest goes on (no yield), moved off
 /// its worker once it has run a tick, and is interrupted (504) once its deadline has passed.
-pub(crate) fn arm_deadline(store: &mut Store<HostCtx>, lane: Arc<Lane>, limits: &GuestLimits) {
+pub(crate) fn arm_deadline<T: 'static>(
+    store: &mut Store<T>,
+    view: fn(&mut T) -> SyncView<'_>,
+    lane: Arc<Lane>,
+    limits: &GuestLimits,
+) {
     let long_after = limits.tick();
     store.set_epoch_deadline(1);
     store.epoch_deadline_callback(move |mut ctx| {
-        let host = ctx.data_mut();
+        let call = view(ctx.data_mut());
         let now = Instant::now();
-        if now >= host.deadline() {
+        if now >= call.deadline {
             return Ok(UpdateDeadline::Interrupt);
         }
-        if matches!(host.placement, Placement::Worker) && now >= host.started() + long_after {
-            match lane.move_off_worker(host.deadline()) {
-                Ok(placement) => host.placement = placement,
+        if matches!(call.placement, Placement::Worker) && now >= call.started + long_after {
+            match lane.move_off_worker(call.deadline) {
+                Ok(placement) => *call.placement = placement,
                 Err(DeadlineExceeded) => return Ok(UpdateDeadline::Interrupt),
             }
         }
