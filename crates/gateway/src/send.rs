@@ -103,11 +103,10 @@ fn now_ms() -> u64 {
 pub struct ConnectionSend {
     budget: Arc<SendBudget>,
     held: AtomicUsize,
-    /// HTTP/2 streams with a request or response under way.
-    streams: AtomicUsize,
-    /// Woken when `streams` falls to or leaves zero.
+    /// Woken when the open streams fall to or leave none.
     changed: Notify,
-    /// The HTTP/2 streams under way, for the watcher to find those whose responses stall.
+    /// The HTTP/2 streams with a request or response under way: how many (idleness), and each
+    /// one's progress for the watcher to find those whose responses stall.
     open: Mutex<OpenStreams>,
 }
 
@@ -124,7 +123,6 @@ impl ConnectionSend {
         Arc::new(Self {
             budget,
             held: AtomicUsize::new(0),
-            streams: AtomicUsize::new(0),
             changed: Notify::new(),
             open: Mutex::default(),
         })
@@ -194,10 +192,10 @@ impl ConnectionSend {
     /// Notes an HTTP/2 stream's request `id`; the stream counts as open until the guard is
     /// dropped, and is watched by [`ConnectionSend::watch`] once the [`StreamSpawner`] runs it.
     pub fn stream_opened(self: &Arc<Self>, id: RequestId) -> StreamGuard {
-        if self.streams.fetch_add(1, Ordering::AcqRel) == 0 {
+        let mut open = self.open();
+        if open.streams.is_empty() {
             self.changed.notify_one();
         }
-        let mut open = self.open();
         let entry = open.streams.vacant_entry();
         let stream = Arc::new(StreamSend {
             connection: self.clone(),
@@ -220,10 +218,10 @@ impl ConnectionSend {
         loop {
             // A stale wake-up (a stream opened and closed since) only goes round once more.
             let changed = self.changed.notified();
-            if self.streams.load(Ordering::Acquire) == 0 {
+            if self.open().streams.is_empty() {
                 tokio::select! {
                     _ = tokio::time::sleep(idle) => {
-                        if self.streams.load(Ordering::Acquire) == 0 {
+                        if self.open().streams.is_empty() {
                             return;
                         }
                     }
@@ -301,8 +299,9 @@ pub struct StreamGuard(Arc<StreamSend>);
 impl Drop for StreamGuard {
     fn drop(&mut self) {
         let connection = &self.0.connection;
-        connection.open().streams.try_remove(self.0.key);
-        if connection.streams.fetch_sub(1, Ordering::AcqRel) == 1 {
+        let mut open = connection.open();
+        open.streams.try_remove(self.0.key);
+        if open.streams.is_empty() {
             connection.changed.notify_one();
         }
     }
@@ -696,7 +695,6 @@ mod tests {
         assert!(lasted >= Duration::from_millis(190), "{lasted:?}");
         assert!(lasted < Duration::from_millis(1500), "{lasted:?}");
         assert_eq!((c.held(), budget.drawn()), (0, 0));
-        assert_eq!(c.streams.load(Ordering::Acquire), 0);
         assert!(c.open().streams.is_empty());
         // A chunk taken every 150 ms is not cut while it moves: only a timeout after the last
         // (the fourth, at 450 ms).
