@@ -89,17 +89,60 @@ pub fn fmt_us(v: f64) -> String {
     fmt_ms(v)
 }
 
-pub fn fmt_ratio(v: f64) -> String {
-    if v.is_finite() {
-        format!("{v:.3}")
-    } else {
-        "–".into()
-    }
+/// How a ratio is written, in every table and every output: a server's to native with three
+/// decimals (`0.652`), a program's to its baseline with two and a `×` (`1.64×`); "–" where there
+/// is none.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RatioStyle {
+    decimals: usize,
+    times: bool,
 }
 
-/// A ratio to native as `0.652 [0.611–0.690] n=3`, "–" when there is none.
-pub fn fmt_ratio_est(e: Option<&Estimate>) -> String {
-    e.map_or_else(|| "–".into(), |e| e.show(fmt_ratio))
+/// A server's figure over native's.
+pub(crate) const SERVER_RATIO: RatioStyle = RatioStyle {
+    decimals: 3,
+    times: false,
+};
+
+/// A program's time over its baseline's.
+pub(crate) const PROGRAM_RATIO: RatioStyle = RatioStyle {
+    decimals: 2,
+    times: true,
+};
+
+impl RatioStyle {
+    /// The value alone: `0.652`, `1.64×`.
+    pub(crate) fn point(self, v: f64) -> String {
+        if !v.is_finite() {
+            return "–".into();
+        }
+        let times = if self.times { "×" } else { "" };
+        format!("{v:.*}{times}", self.decimals)
+    }
+
+    /// The value with its interval on one line: `0.652 [0.611–0.690] n=3`, `0.652 n=1`.
+    pub(crate) fn estimate(self, e: Option<&Estimate>) -> String {
+        match e.filter(|e| e.value.is_finite() && e.n > 0) {
+            Some(e) => match self.interval(e) {
+                Some(interval) => format!("{} {interval}", self.point(e.value)),
+                None => self.point(e.value),
+            },
+            None => "–".into(),
+        }
+    }
+
+    /// What qualifies the value: its interval, `[0.611–0.690] n=3`, where two runs or more
+    /// give one; `n=1` from one run.
+    pub(crate) fn interval(self, e: &Estimate) -> Option<String> {
+        match e.n {
+            0 => None,
+            1 => Some("n=1".into()),
+            n if e.lo.is_finite() && e.hi.is_finite() => {
+                Some(format!("[{}–{}] n={n}", self.point(e.lo), self.point(e.hi)))
+            }
+            n => Some(format!("n={n}")),
+        }
+    }
 }
 
 pub fn mib(kib: f64) -> String {
@@ -180,11 +223,6 @@ pub fn equal_load_note() -> String {
         DROPPED_OVER_CAPACITY * 100.0,
         KEPT_UP * 100.0
     )
-}
-
-/// `0.652 [0.611–0.690] n=3` with `decimals` decimals (see [`Estimate::show`]).
-pub fn with_ci(e: &Estimate, decimals: usize) -> String {
-    e.show(|v| format!("{v:.decimals$}"))
 }
 
 /// CPU seconds per 1,000 requests.

@@ -2,12 +2,13 @@
 
 use std::fmt::Write;
 
+use wasmlab_analysis::programs::EngineSummary;
 use wasmlab_analysis::servers::BASELINE;
 use wasmlab_analysis::{ProgramAnalysis, ServerAnalysis};
 use wasmlab_model::run::{RunState, Status};
 
 use crate::format::{capacity_note, equal_load_note, grouped, saturation_note};
-use crate::programs::{iteration_counts, ms, ratio, state, study};
+use crate::programs::{engine_columns, iteration_counts, measured};
 use crate::sections;
 use crate::table::{self, Column, markdown_cell as cell};
 
@@ -389,24 +390,20 @@ pub fn programs(a: &ProgramAnalysis) -> String {
             "**Not the study's iteration count:** this run's benchmark builds ran their test body {here} times, the study's {study}: compare the study's medians with the body-only ratios, which the count does not change.\n\n"
         );
     }
-    md += "| engine | × native, geomean | median | body only, geomean | compile (median) | study 2023 | state |\n|---|---|---|---|---|---|---|\n";
-    for e in &a.engines {
-        md += &format!(
-            "| {} | {} | {} | {} | {} | {} | {} |\n",
-            e.engine,
-            ratio(&e.geomean),
-            ratio(&e.median),
-            ratio(&e.body_geomean),
-            ms(e.compile_ms),
-            study(e),
-            state(e).replace('|', "/")
-        );
+    let rows: Vec<EngineSummary> = measured(a).cloned().collect();
+    md += &table::markdown(&engine_columns(), &rows);
+    let out = a
+        .engines
+        .iter()
+        .filter(|e| e.status.is_out())
+        .map(|e| format!("`{}` not measured ({}): {}", e.engine, e.status, e.reason));
+    let failed = a.engines.iter().flat_map(|e| {
+        e.failed_programs
+            .iter()
+            .map(|(p, why)| format!("`{}` `{p}`: {why}", e.engine))
+    });
+    for line in out.chain(failed) {
+        w!(md, "- {}", cell(&line));
     }
-    for e in &a.engines {
-        for (p, why) in &e.failed_programs {
-            md += &format!("\n- `{}` `{p}`: {}", e.engine, why.replace('\n', " "));
-        }
-    }
-    md.push('\n');
     md
 }

@@ -7,28 +7,87 @@ use wasmlab_analysis::programs::{Cell, EngineSummary};
 use wasmlab_analysis::stats::Estimate;
 use wasmlab_model::run::Status;
 
+use crate::format::PROGRAM_RATIO;
 use crate::plot::{Axis, Bar, LegendEntry, Plot, Scale, Stroke, Whisker};
+use crate::table::{Column, Shows, Value, figure, text};
 
-/// An engine's ratio over programs: `1.64× [1.48×–1.93×] n=82`.
-pub fn ratio(e: &Option<Estimate>) -> String {
-    e.as_ref()
-        .map_or_else(|| "–".into(), |e| e.show(|v| format!("{v:.2}×")))
+/// The engines' table, declared once for every output: each engine the run measured (the others
+/// follow it, with why), its ratios over programs with their intervals, its phases and state.
+pub(crate) fn engine_columns<'a>() -> Vec<Column<'a, EngineSummary>> {
+    let ratio = |pick: fn(&EngineSummary) -> &Option<Estimate>| {
+        move |e: &EngineSummary| Value::ratio(PROGRAM_RATIO, pick(e).as_ref())
+    };
+    let point = |pick: fn(&EngineSummary) -> &Option<Estimate>| {
+        move |e: &EngineSummary| {
+            Value::from(
+                pick(e)
+                    .as_ref()
+                    .map_or_else(|| "–".into(), |e| PROGRAM_RATIO.point(e.value)),
+            )
+        }
+    };
+    vec![
+        text("Engine", Shows::ALL, |e: &EngineSummary| {
+            Value::variant(&e.engine)
+        }),
+        text("Version", Shows::HTML, |e: &EngineSummary| {
+            e.version.as_str().into()
+        }),
+        figure(
+            "× native, median [95% CI]",
+            Shows::ALL,
+            ratio(|e| &e.median),
+        ),
+        figure("geomean", Shows::NARROW, point(|e| &e.geomean)),
+        figure("geomean [95% CI]", Shows::DETAILED, ratio(|e| &e.geomean)),
+        figure("body only", Shows::NARROW, point(|e| &e.body_median)),
+        figure(
+            "body only, median [95% CI]",
+            Shows::DETAILED,
+            ratio(|e| &e.body_median),
+        ),
+        figure(
+            "body only, geomean [95% CI]",
+            Shows::DETAILED,
+            ratio(|e| &e.body_geomean),
+        ),
+        figure("compile", Shows::ALL, |e: &EngineSummary| {
+            ms(e.compile_ms).into()
+        }),
+        figure("instantiate", Shows::DETAILED, |e: &EngineSummary| {
+            ms(e.instantiate_ms).into()
+        }),
+        figure("study 2023", Shows::NARROW, |e: &EngineSummary| {
+            e.study
+                .as_ref()
+                .map_or_else(|| "–".into(), |(_, r)| PROGRAM_RATIO.point(*r))
+                .into()
+        }),
+        figure("study 2023", Shows::DETAILED, |e: &EngineSummary| {
+            e.study
+                .as_ref()
+                .map_or_else(
+                    || "–".into(),
+                    |(s, r)| format!("{} ({s})", PROGRAM_RATIO.point(*r)),
+                )
+                .into()
+        }),
+        text("state", Shows::NARROW, |e: &EngineSummary| {
+            short_state(e).into()
+        }),
+        text("state", Shows::DETAILED, |e: &EngineSummary| {
+            state(e).into()
+        }),
+    ]
 }
 
 /// A phase's median time.
-pub fn ms(v: Option<f64>) -> String {
+fn ms(v: Option<f64>) -> String {
     v.map_or_else(|| "–".into(), |v| format!("{v:.1} ms"))
 }
 
-/// The study's published median for the runtime the engine stands for.
-pub fn study(e: &EngineSummary) -> String {
-    e.study
-        .as_ref()
-        .map_or_else(|| "–".into(), |(s, r)| format!("{r:.2}× ({s})"))
-}
-
 /// What became of the engine: the programs it ran, or why it ran none.
-pub fn state(e: &EngineSummary) -> String {
+fn state(e: &EngineSummary) -> String {
     match e.status {
         Status::Measured if e.failed_programs.is_empty() => format!("{} programs", e.programs),
         Status::Measured => format!(
@@ -42,7 +101,7 @@ pub fn state(e: &EngineSummary) -> String {
 }
 
 /// [`state`] in a few words, for a terminal's column: the details follow the table.
-pub fn short_state(e: &EngineSummary) -> String {
+fn short_state(e: &EngineSummary) -> String {
     match e.status {
         Status::Measured if e.failed_programs.is_empty() => format!("{} programs", e.programs),
         Status::Measured => format!("{} ok, {} failed", e.programs, e.failed_programs.len()),
@@ -99,7 +158,7 @@ pub fn chart(
             });
             end = end.max(g.hi);
         }
-        p.labels.push((end * 1.08, y, format!("{:.2}×", g.value)));
+        p.labels.push((end * 1.08, y, PROGRAM_RATIO.point(g.value)));
         let mut rows = 1.0;
         if let Some((_, r)) = e.study.as_ref().filter(|_| study) {
             let ys = y - 0.75;
@@ -110,7 +169,8 @@ pub fn chart(
                 y0: ys - 0.2,
                 y1: ys + 0.2,
             });
-            p.labels.push((r * 1.08, ys, format!("{r:.2}× (2023)")));
+            p.labels
+                .push((r * 1.08, ys, format!("{} (2023)", PROGRAM_RATIO.point(*r))));
             end = end.max(*r);
             rows += 0.75;
         }

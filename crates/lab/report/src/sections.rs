@@ -10,7 +10,7 @@ use wasmlab_model::run::Status;
 use wasmlab_model::study::FigureKind;
 
 use crate::format::{
-    cpu_per_1k, fmt_errors, fmt_ms, fmt_ratio_est, fmt_rps, fmt_rss_after, fmt_us, mib, percent,
+    SERVER_RATIO, cpu_per_1k, fmt_errors, fmt_ms, fmt_rps, fmt_rss_after, fmt_us, mib, percent,
     thousands,
 };
 use crate::table::{Column, Flag, Mark, Shows, Value, figure, text};
@@ -40,7 +40,7 @@ impl Ratio {
     /// The ratio alone.
     pub fn plain(e: Option<&Estimate>) -> Self {
         Self {
-            text: fmt_ratio_est(e),
+            text: SERVER_RATIO.estimate(e),
             significant: matches!(e, Some(r) if r.value.is_finite() && r.excludes(1.0)),
         }
     }
@@ -70,7 +70,7 @@ impl Conditional {
         match e.filter(|e| e.value.is_finite()) {
             Some(e) => Self {
                 ratio: Ratio::plain(Some(e)),
-                short: fmt_ratio_est(Some(e)),
+                short: SERVER_RATIO.estimate(Some(e)),
                 flags: notes.iter().map(|n| pace_flag(n, row_variant)).collect(),
             },
             None if notes.is_empty() => Self::words("–".into(), "–".into()),
@@ -687,7 +687,7 @@ fn equal_load_row(a: &ServerAnalysis, p: &EqualLoadPoint) -> EqualLoad {
         match (&p.cost_ratio, &p.ratio_note) {
             (Some(e), _) => Conditional {
                 ratio: Ratio::plain(Some(e)),
-                short: fmt_ratio_est(Some(e)),
+                short: SERVER_RATIO.estimate(Some(e)),
                 flags: Vec::new(),
             },
             (None, Some(why)) => {
@@ -801,7 +801,7 @@ pub fn costs(a: &ServerAnalysis) -> Vec<Cost> {
                 _ if !a.observable(&c.variant) => Conditional::not_observable(),
                 (Some((_, e)), _) => Conditional {
                     ratio: Ratio::plain(Some(e)),
-                    short: fmt_ratio_est(Some(e)),
+                    short: SERVER_RATIO.estimate(Some(e)),
                     flags: Vec::new(),
                 },
                 (None, Some(why)) => {
@@ -973,7 +973,7 @@ pub struct StudyRow {
 /// The suite's study's figures beside this run's.
 pub fn study(a: &ServerAnalysis) -> Vec<StudyFigure> {
     let opt = |v: Option<f64>, f: fn(f64) -> String| v.map_or_else(|| "–".into(), f);
-    let times = |v: f64| format!("{v:.3}");
+    let times = |v: f64| SERVER_RATIO.point(v);
     a.beside_study
         .iter()
         .map(|c| {

@@ -4,6 +4,10 @@
 //! `html::Table::laid` for report.html. A column added is written once, and every output that
 //! shows it shows the same head and the same text.
 
+use wasmlab_analysis::stats::Estimate;
+
+use crate::format::RatioStyle;
+
 /// The outputs that show a column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Shows(u8);
@@ -71,6 +75,9 @@ impl Flag {
 pub(crate) struct Value {
     pub(crate) text: String,
     pub(crate) mark: Mark,
+    /// What qualifies the text (a ratio's interval): under it in small type in report.html,
+    /// after it elsewhere.
+    pub(crate) note: Option<String>,
     /// Warnings after the text: one a line in report.html, after the text elsewhere.
     pub(crate) flags: Vec<Flag>,
 }
@@ -92,6 +99,23 @@ impl Value {
         }
     }
 
+    /// A ratio with its interval as its note, marked where the interval excludes 1.
+    pub(crate) fn ratio(style: RatioStyle, e: Option<&Estimate>) -> Self {
+        let Some(e) = e.filter(|e| e.value.is_finite()) else {
+            return "–".into();
+        };
+        Self {
+            text: style.point(e.value),
+            mark: if e.excludes(1.0) {
+                Mark::Significant
+            } else {
+                Mark::Plain
+            },
+            note: style.interval(e),
+            flags: Vec::new(),
+        }
+    }
+
     /// A cell of flags only.
     pub(crate) fn flags(flags: Vec<Flag>) -> Self {
         Self {
@@ -102,7 +126,11 @@ impl Value {
 
     /// The text and its flags as plain text (the terminal's and summary.md's cell).
     pub(crate) fn plain(&self) -> String {
-        std::iter::once(self.text.clone())
+        let text = match &self.note {
+            Some(note) => format!("{} {note}", self.text),
+            None => self.text.clone(),
+        };
+        std::iter::once(text)
             .chain(self.flags.iter().map(Flag::text))
             .filter(|s| !s.is_empty())
             .collect::<Vec<_>>()

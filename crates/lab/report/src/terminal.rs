@@ -4,11 +4,12 @@
 
 use comfy_table::{ContentArrangement, Table};
 use wasmlab_analysis::compare::{Change, Verdict};
+use wasmlab_analysis::programs::EngineSummary;
 use wasmlab_analysis::servers::BASELINE;
 use wasmlab_analysis::{ProgramAnalysis, ServerAnalysis, stats};
 
-use crate::format::{capacity_note, equal_load_note, saturation_note, with_ci};
-use crate::programs::{measured, ms, ratio, short_state, state, study};
+use crate::format::{SERVER_RATIO, capacity_note, equal_load_note, saturation_note};
+use crate::programs::{engine_columns, measured};
 use crate::sections;
 use crate::table;
 
@@ -20,15 +21,6 @@ fn table(head: &[&str]) -> Table {
     t.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED);
     t.set_header(head.to_vec());
     t
-}
-
-/// Keeps the header's columns of `head` where `keep` (one flag per column) holds.
-fn pick<T: Clone>(all: &[T], keep: &[bool]) -> Vec<T> {
-    all.iter()
-        .zip(keep)
-        .filter(|(_, k)| **k)
-        .map(|(v, _)| v.clone())
-        .collect()
 }
 
 /// A server suite's tables: throughput (with each ratio to native and its CI), cold start, warm
@@ -150,62 +142,8 @@ fn not_measured(out: &mut String, a: &ServerAnalysis) {
 /// A program suite's table: each engine's time relative to the baseline, then the engines not
 /// measured and the programs that failed their check, one line each.
 pub fn programs(a: &ProgramAnalysis, wide: bool) -> String {
-    let head = if wide {
-        [
-            "engine",
-            "× native, median [95% CI]",
-            "geomean [95% CI]",
-            "body only, median [95% CI]",
-            "body only, geomean [95% CI]",
-            "compile (median)",
-            "study 2023 (median)",
-            "state",
-        ]
-    } else {
-        [
-            "engine",
-            "× native, median [95% CI]",
-            "geomean",
-            "body only",
-            "",
-            "compile",
-            "study 2023",
-            "state",
-        ]
-    };
-    let keep = [true, true, true, true, wide, true, true, true];
-    let mut t = table(&pick(&head, &keep));
-    let point = |e: &Option<stats::Estimate>| {
-        e.as_ref()
-            .map_or_else(|| "–".into(), |e| format!("{:.2}×", e.value))
-    };
-    for e in &a.engines {
-        let all = [
-            e.engine.clone(),
-            ratio(&e.median),
-            if wide {
-                ratio(&e.geomean)
-            } else {
-                point(&e.geomean)
-            },
-            if wide {
-                ratio(&e.body_median)
-            } else {
-                point(&e.body_median)
-            },
-            ratio(&e.body_geomean),
-            ms(e.compile_ms),
-            if wide {
-                study(e)
-            } else {
-                e.study
-                    .as_ref()
-                    .map_or_else(|| "–".into(), |(_, r)| format!("{r:.2}×"))
-            },
-            if wide { state(e) } else { short_state(e) },
-        ];
-        t.add_row(pick(&all, &keep));
-    }
+    let rows: Vec<EngineSummary> = measured(a).cloned().collect();
+    let t = table::terminal(&engine_columns(), &rows, wide);
     let mut out = format!(
         "{} ({} programs, {} repetitions): time relative to {}, medians over the programs; whole process, and body only (the programs' own timing of their test body); compile: the runner's median\n{t}\n",
         a.suite,
@@ -253,7 +191,7 @@ pub fn compare(changes: &[Change]) -> String {
                 f.b.len().to_string(),
                 c.ratio
                     .as_ref()
-                    .map_or_else(|| "–".into(), |e| with_ci(e, 3)),
+                    .map_or_else(|| "–".into(), |e| SERVER_RATIO.estimate(Some(e))),
                 match c.verdict {
                     Verdict::Better => "yes: better",
                     Verdict::Worse => "yes: worse",

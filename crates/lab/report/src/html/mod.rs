@@ -15,6 +15,7 @@ use serde::Serialize;
 use wasmlab_analysis::stats::Estimate;
 use wasmlab_analysis::{ProgramAnalysis, ServerAnalysis};
 
+use crate::format::SERVER_RATIO;
 use crate::plot::Plot;
 use crate::table::{self, Column, Mark, Shows};
 
@@ -85,20 +86,10 @@ impl Cell {
         }
     }
 
-    /// A ratio as a matrix shows it: the value, bold when the interval excludes 1, over its
-    /// interval in small type.
+    /// A server's ratio to native as a matrix shows it: the value, bold when the interval
+    /// excludes 1, over its interval in small type.
     fn compact_ratio(e: Option<&Estimate>) -> Self {
-        let Some(e) = e.filter(|e| e.value.is_finite()) else {
-            return "–".into();
-        };
-        let significant = e.excludes(1.0);
-        Self {
-            text: format!("{:.3}", e.value),
-            span: significant.then_some("sig"),
-            note: (e.n >= 2 && e.lo.is_finite() && e.hi.is_finite())
-                .then(|| format!("[{:.3}–{:.3}] n={}", e.lo, e.hi, e.n)),
-            ..Self::default()
-        }
+        Self::of(table::Value::ratio(SERVER_RATIO, e), &|_| String::new())
     }
 
     /// A flag's text, as a flag.
@@ -131,6 +122,7 @@ impl Cell {
                 ..Self::default()
             },
         };
+        cell.note = v.note;
         cell.flags = v.flags;
         cell
     }
@@ -151,19 +143,24 @@ impl From<&str> for Cell {
     }
 }
 
-/// A table: `head` is text; the first `left` columns are left-aligned.
+/// A table: `head` is text; a column is left-aligned (text) where `left` holds for it.
 #[derive(Serialize)]
 struct Table {
     head: Vec<String>,
-    left: usize,
+    left: Vec<bool>,
     rows: Vec<Vec<Cell>>,
 }
 
 impl Table {
+    /// The table with its first `left` columns left-aligned.
     fn new(head: &[&str], left: usize, rows: Vec<Vec<Cell>>) -> Self {
+        Self::owned(head.iter().map(|h| (*h).to_owned()).collect(), left, rows)
+    }
+
+    fn owned(head: Vec<String>, left: usize, rows: Vec<Vec<Cell>>) -> Self {
         Self {
-            head: head.iter().map(|h| (*h).to_owned()).collect(),
-            left,
+            left: (0..head.len()).map(|i| i < left).collect(),
+            head,
             rows,
         }
     }
@@ -174,17 +171,12 @@ impl Table {
     }
 
     /// A section's table as report.html shows it: its columns for HTML, a variant's name with
-    /// its `swatch`. Its text columns come first.
+    /// its `swatch`.
     fn laid<R>(columns: &[Column<'_, R>], rows: &[R], swatch: &dyn Fn(&str) -> String) -> Self {
         let columns: Vec<&Column<'_, R>> = table::shown(columns, Shows::HTML).collect();
-        let left = columns.iter().take_while(|c| c.left).count();
-        debug_assert!(
-            columns[left..].iter().all(|c| !c.left),
-            "text columns come first"
-        );
         Self {
             head: columns.iter().map(|c| c.head.clone()).collect(),
-            left,
+            left: columns.iter().map(|c| c.left).collect(),
             rows: rows
                 .iter()
                 .map(|r| {

@@ -6,13 +6,17 @@
 use minijinja::Value;
 use serde::Serialize;
 use wasmlab_analysis::ProgramAnalysis;
-use wasmlab_analysis::programs::MIN_BODY_US;
+use wasmlab_analysis::programs::{EngineSummary, MIN_BODY_US};
 use wasmlab_analysis::stats::Estimate;
 use wasmlab_model::run::Status;
 
 use super::{Cell, Table};
+use crate::format::PROGRAM_RATIO;
 use crate::plot::css_colour;
-use crate::programs::{chart, engine_colour, iteration_counts, measured, ms, program_rows};
+use crate::programs::{
+    chart, engine_colour, engine_columns, iteration_counts, measured, program_rows,
+};
+use crate::table;
 
 #[derive(Serialize)]
 pub(super) struct Report {
@@ -52,41 +56,15 @@ struct Study {
 
 /// A ratio over programs, as a table shows it: `1.64×` over its interval in small type.
 fn ratio_cell(e: &Option<Estimate>) -> Cell {
-    match e {
-        Some(e) if e.value.is_finite() => Cell {
-            text: format!("{:.2}×", e.value),
-            note: (e.n >= 2 && e.lo.is_finite() && e.hi.is_finite())
-                .then(|| format!("[{:.2}–{:.2}] n={}", e.lo, e.hi, e.n)),
-            ..Cell::default()
-        },
-        _ => "–".into(),
-    }
+    Cell::of(table::Value::ratio(PROGRAM_RATIO, e.as_ref()), &|_| {
+        String::new()
+    })
 }
 
 impl Report {
     pub(super) fn new(a: &ProgramAnalysis) -> Self {
-        let engines: Vec<Vec<Cell>> = measured(a)
-            .map(|e| {
-                vec![
-                    Cell::swatch(&e.engine, css_colour(engine_colour(a, &e.engine))),
-                    Cell::wrapping(&e.version),
-                    ratio_cell(&e.median),
-                    ratio_cell(&e.geomean),
-                    ratio_cell(&e.body_median),
-                    ratio_cell(&e.body_geomean),
-                    ms(e.compile_ms).into(),
-                    ms(e.instantiate_ms).into(),
-                    e.study
-                        .as_ref()
-                        .map_or_else(|| "–".into(), |(_, r)| format!("{r:.2}×").into()),
-                    if !e.status.is_out() {
-                        e.programs.to_string().into()
-                    } else {
-                        Cell::flagged(format!("⚠ {}", e.status))
-                    },
-                ]
-            })
-            .collect();
+        let rows: Vec<EngineSummary> = measured(a).cloned().collect();
+        let swatch = |e: &str| css_colour(engine_colour(a, e));
         let failed = measured(a)
             .flat_map(|e| {
                 e.failed_programs
@@ -109,22 +87,7 @@ impl Report {
             chart: chart(a, |e| e.median, true).map(Value::from_safe_string),
             body_chart: chart(a, |e| e.body_median, false).map(Value::from_safe_string),
             min_body_us: MIN_BODY_US,
-            engines: Table::some(
-                &[
-                    "Engine",
-                    "Version",
-                    "× native, median",
-                    "geomean",
-                    "Body only, median",
-                    "geomean",
-                    "Compile",
-                    "Instantiate",
-                    "Study 2023",
-                    "Programs",
-                ],
-                2,
-                engines,
-            ),
+            engines: (!rows.is_empty()).then(|| Table::laid(&engine_columns(), &rows, &swatch)),
             not_measured: a
                 .engines
                 .iter()
@@ -148,7 +111,7 @@ fn study(a: &ProgramAnalysis) -> Option<Study> {
             let measured = c.median.is_some();
             vec![
                 c.study.as_str().into(),
-                format!("{:.2}×", c.published).into(),
+                PROGRAM_RATIO.point(c.published).into(),
                 ratio_cell(&c.median),
                 ratio_cell(&c.body_median),
                 match (&c.engine, measured) {
@@ -194,9 +157,5 @@ fn per_program(a: &ProgramAnalysis) -> Table {
                 .collect()
         })
         .collect();
-    Table {
-        head,
-        left: 1,
-        rows,
-    }
+    Table::owned(head, 1, rows)
 }

@@ -17,7 +17,7 @@ use wasmlab_model::sample::{Kind, Resources, SAMPLES_SCHEMA, Sample, StartTimes}
 use wasmlab_model::study::Study;
 use wasmlab_model::suite::ServerSuite;
 
-use crate::format::{fmt_bytes, fmt_errors, fmt_ms, fmt_ratio_est, thousands};
+use crate::format::{SERVER_RATIO, fmt_bytes, fmt_errors, fmt_ms, thousands};
 use crate::html::servers as render_html;
 use crate::markdown::servers as render_summary_md;
 

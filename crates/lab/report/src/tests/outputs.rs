@@ -51,7 +51,7 @@ fn report_full_run() {
     // Every ratio appears with its CI in both outputs.
     let md = render_summary_md(&a);
     let cell = a.throughput_cell("wasmtime-pooled", "hello", 100).unwrap();
-    let r = fmt_ratio_est(cell.ratio_to_native.as_ref());
+    let r = SERVER_RATIO.estimate(cell.ratio_to_native.as_ref());
     assert!(r.contains('[') && r.contains("n=2"), "{r}");
     assert!(md.contains(&r), "summary.md lacks {r}:\n{md}");
     assert!(html.contains(&r));
@@ -60,7 +60,7 @@ fn report_full_run() {
         .iter()
         .find(|c| c.variant == "wasmtime-pooled")
         .unwrap();
-    let r = fmt_ratio_est(cold.ratio_to_native.as_ref());
+    let r = SERVER_RATIO.estimate(cold.ratio_to_native.as_ref());
     assert!(
         r.starts_with("1.") && md.contains(&r) && html.contains(&r),
         "{r}"
@@ -70,7 +70,7 @@ fn report_full_run() {
         .iter()
         .find(|w| w.variant == "wasmtime-pooled" && w.workload == "compute")
         .unwrap();
-    let r = fmt_ratio_est(warm.ratio_to_native.as_ref());
+    let r = SERVER_RATIO.estimate(warm.ratio_to_native.as_ref());
     assert!(md.contains(&r) && html.contains(&r), "{r}");
     for section in [
         "## Throughput at 100 connections",
@@ -178,14 +178,40 @@ fn report_number_formats() {
     assert_eq!(fmt_ms(0.123_456), "0.123");
     assert_eq!(fmt_ms(12.345), "12.35");
     assert_eq!(fmt_ms(1234.6), "1,235");
+    // One ratio formatter: a server's to native, a program's to its baseline.
+    use crate::format::PROGRAM_RATIO;
+    let e = |value, n| Estimate {
+        value,
+        lo: 0.611,
+        hi: 0.69,
+        n,
+    };
+    assert_eq!(
+        SERVER_RATIO.estimate(Some(&e(0.652, 3))),
+        "0.652 [0.611–0.690] n=3"
+    );
+    assert_eq!(SERVER_RATIO.estimate(Some(&e(0.652, 1))), "0.652 n=1");
+    assert_eq!(SERVER_RATIO.estimate(Some(&e(f64::NAN, 3))), "–");
+    assert_eq!(SERVER_RATIO.estimate(None), "–");
+    assert_eq!(
+        PROGRAM_RATIO.estimate(Some(&e(0.652, 2))),
+        "0.65× [0.61×–0.69×] n=2"
+    );
+    let cell = crate::table::Value::ratio(PROGRAM_RATIO, Some(&e(0.652, 2)));
+    assert_eq!(
+        (cell.text.as_str(), cell.note.as_deref()),
+        ("0.65×", Some("[0.61×–0.69×] n=2"))
+    );
+    assert_eq!(cell.mark, crate::table::Mark::Significant, "1 is outside");
+    assert_eq!(cell.plain(), PROGRAM_RATIO.estimate(Some(&e(0.652, 2))));
     let e = Estimate {
         value: 0.6523,
         lo: 0.611,
         hi: 0.69,
         n: 3,
     };
-    assert_eq!(fmt_ratio_est(Some(&e)), "0.652 [0.611–0.690] n=3");
-    assert_eq!(fmt_ratio_est(None), "–");
+    assert_eq!(SERVER_RATIO.estimate(Some(&e)), "0.652 [0.611–0.690] n=3");
+    assert_eq!(SERVER_RATIO.estimate(None), "–");
     assert_eq!(fmt_errors(&ErrorCounts::default()), "0");
     let errs = ErrorCounts {
         connect: 2,

@@ -338,11 +338,7 @@ fn matrix(a: &ServerAnalysis, of: MatrixOf) -> Option<Table> {
             }
         }))
         .collect();
-    (!rows.is_empty()).then_some(Table {
-        head,
-        left: 1,
-        rows,
-    })
+    (!rows.is_empty()).then(|| Table::owned(head, 1, rows))
 }
 
 fn ratios(a: &ServerAnalysis) -> Option<Ratios> {
