@@ -8,7 +8,7 @@ use wasmlab_analysis::stats::Estimate;
 use wasmlab_model::run::Status;
 
 use crate::format::PROGRAM_RATIO;
-use crate::plot::{Axis, Bar, LegendEntry, Plot, Scale, Stroke, Whisker};
+use crate::plot::{Axis, LegendEntry, Scale, Stroke, bars};
 use crate::table::{Column, Shows, Value, figure, text};
 
 /// The engines' table, declared once for every output: each engine the run measured (the others
@@ -124,66 +124,36 @@ pub fn chart(
     pick: fn(&EngineSummary) -> Option<Estimate>,
     study: bool,
 ) -> Option<String> {
-    let mut p = Plot::new(
-        Axis::new(
-            &format!("time relative to {} (log scale)", a.baseline),
-            Scale::Log,
-        ),
-        Axis::new("", Scale::Linear),
-    );
-    let mut ticks = Vec::new();
-    let mut row = 0.0f64;
-    let mut right = 1.0f64;
+    let mut groups = Vec::new();
     let mut legend = Vec::new();
     for e in &a.engines {
         let Some(g) = pick(e) else { continue };
-        let i = engine_colour(a, &e.engine);
-        let y = -row;
-        // From 1 (the baseline) to the value, leftwards for an engine faster than the baseline.
-        p.bars.push(Bar {
-            colour: Some(i),
-            x0: g.value.min(1.0),
-            x1: g.value.max(1.0),
-            y0: y - 0.3,
-            y1: y + 0.3,
-        });
-        let mut end = g.value.max(1.0);
-        if g.n > 1 && g.hi > g.lo {
-            p.whiskers.push(Whisker {
-                colour: None,
-                vertical: false,
-                at: y,
-                lo: g.lo,
-                hi: g.hi,
-            });
-            end = end.max(g.hi);
-        }
-        p.labels.push((end * 1.08, y, PROGRAM_RATIO.point(g.value)));
-        let mut rows = 1.0;
+        let colour = Some(engine_colour(a, &e.engine));
+        let mut group = bars::Group {
+            label: e.engine.clone(),
+            bars: vec![bars::Entry {
+                colour,
+                value: g.value,
+                interval: (g.n > 1).then_some((g.lo, g.hi)),
+                text: PROGRAM_RATIO.point(g.value),
+            }],
+        };
         if let Some((_, r)) = e.study.as_ref().filter(|_| study) {
-            let ys = y - 0.75;
-            p.bars.push(Bar {
+            group.bars.push(bars::Entry {
                 colour: None,
-                x0: 1.0,
-                x1: *r,
-                y0: ys - 0.2,
-                y1: ys + 0.2,
+                value: *r,
+                interval: None,
+                text: format!("{} (2023)", PROGRAM_RATIO.point(*r)),
             });
-            p.labels
-                .push((r * 1.08, ys, format!("{} (2023)", PROGRAM_RATIO.point(*r))));
-            end = end.max(*r);
-            rows += 0.75;
         }
-        right = right.max(end);
-        ticks.push((y - (rows - 1.0) / 2.0, e.engine.clone()));
+        groups.push(group);
         legend.push(LegendEntry {
-            colour: Some(i),
+            colour,
             label: e.engine.clone(),
             stroke: Stroke::Box,
         });
-        row += rows + 0.5;
     }
-    if p.bars.is_empty() {
+    if groups.is_empty() {
         return None;
     }
     if study {
@@ -193,10 +163,11 @@ pub fn chart(
             stroke: Stroke::Box,
         });
     }
-    p.extent.push((right * 2.0, 0.0));
-    p.extent.push((0.9, 0.0));
-    p.y = Axis::new("", Scale::Linear).ticks(ticks);
-    p.height = ((row * 22.0) as u32 + 70).clamp(150, 900);
+    let x = Axis::new(
+        &format!("time relative to {} (log scale)", a.baseline),
+        Scale::Log,
+    );
+    let mut p = bars::horizontal(x, 1.0, &groups);
     p.legend = legend;
     p.svg().ok().flatten()
 }

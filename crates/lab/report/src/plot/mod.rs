@@ -5,6 +5,7 @@
 //! plotters cannot take: no finite value at all (no plot), a single value or equal values (the
 //! range is widened), NaN and infinities and, on log axes, values <= 0 (dropped).
 
+pub(crate) mod bars;
 mod draw;
 mod prepare;
 

@@ -9,7 +9,7 @@ use wasmlab_model::sample::Kind;
 
 use crate::format::thousands;
 use crate::html::Figure;
-use crate::plot::{self, Axis, Bar, LegendEntry, Line, Plot, Scale, Stroke, Whisker};
+use crate::plot::{self, Axis, LegendEntry, Line, Plot, Scale, Stroke, Whisker, bars};
 use crate::sections::connection_levels;
 
 /// The variant's palette index (its position in `a.variants`).
@@ -326,62 +326,26 @@ pub(super) fn grouped_bars(
     groups: &[BarGroup<'_>],
     fmt: fn(f64) -> String,
 ) -> Plot {
-    let mut p = Plot::new(
-        Axis::new(x_desc, Scale::LinearFromZero),
-        Axis::new("", Scale::Linear),
-    );
-    let mut ticks = Vec::new();
-    let mut row = 0.0f64;
-    let mut right = 0.0f64;
-    let mut vs: Vec<&str> = Vec::new();
-    for g in groups {
-        let first = row;
-        for &BarValue {
-            variant: v,
-            value,
-            ci,
-        } in &g.bars
-        {
-            let y = -row;
-            if !vs.contains(&v) {
-                vs.push(v);
-            }
-            let value = if value.is_finite() { value } else { 0.0 };
-            p.bars.push(Bar {
-                colour: Some(colour_of(a, v)),
-                x0: 0.0,
-                x1: value,
-                y0: y - 0.38,
-                y1: y + 0.38,
-            });
-            let mut end = value;
-            if let Some((lo, hi)) = ci.filter(|(l, h)| l.is_finite() && h.is_finite() && h > l) {
-                p.whiskers.push(Whisker {
-                    colour: None,
-                    vertical: false,
-                    at: y,
-                    lo,
-                    hi,
-                });
-                end = end.max(hi);
-            }
-            right = right.max(end);
-            p.labels.push((end, y, fmt(value)));
-            row += 1.0;
-        }
-        ticks.push((-(first + row - 1.0) / 2.0, g.label.to_owned()));
-        row += 0.6;
-    }
-    // Room right of the longest bar for its value, and the values placed just after the bars.
-    let gap = if right > 0.0 { right * 0.015 } else { 0.02 };
-    for l in &mut p.labels {
-        l.0 += gap;
-    }
-    p.extent
-        .push((if right > 0.0 { right * 1.22 } else { 1.0 }, 0.0));
-    p.y = Axis::new("", Scale::Linear).ticks(ticks);
-    p.height = ((row * 20.0) as u32 + 70).clamp(150, 900);
-    vs.sort_by_key(|v| colour_of(a, v));
+    let laid: Vec<bars::Group> = groups
+        .iter()
+        .map(|g| bars::Group {
+            label: g.label.to_owned(),
+            bars: g
+                .bars
+                .iter()
+                .map(|b| bars::Entry {
+                    colour: Some(colour_of(a, b.variant)),
+                    value: b.value,
+                    interval: b.ci,
+                    text: fmt(if b.value.is_finite() { b.value } else { 0.0 }),
+                })
+                .collect(),
+        })
+        .collect();
+    let mut p = bars::horizontal(Axis::new(x_desc, Scale::LinearFromZero), 0.0, &laid);
+    let vs = variants_with(a, |v| {
+        groups.iter().any(|g| g.bars.iter().any(|b| b.variant == v))
+    });
     p.legend = legend_for(a, &vs, Stroke::Box);
     p
 }
