@@ -6,7 +6,7 @@ use wasmlab_analysis::stats::Estimate;
 use wasmlab_load::ErrorCounts;
 
 /// `v` rounded to an integer, with thousands separators ("–" when not finite).
-pub fn thousands(v: f64) -> String {
+pub(crate) fn thousands(v: f64) -> String {
     if !v.is_finite() {
         return "–".into();
     }
@@ -14,7 +14,7 @@ pub fn thousands(v: f64) -> String {
 }
 
 /// `v` with `decimals` decimals and thousands separators in the integer part.
-pub fn grouped(v: f64, decimals: usize) -> String {
+pub(crate) fn grouped(v: f64, decimals: usize) -> String {
     let s = format!("{:.*}", decimals, v.abs());
     let (int, frac) = s.split_once('.').unwrap_or((s.as_str(), ""));
     let mut out = String::with_capacity(s.len() + 4);
@@ -35,7 +35,7 @@ pub fn grouped(v: f64, decimals: usize) -> String {
 }
 
 /// A share (0..1) as a whole percentage.
-pub fn percent(share: f64) -> String {
+pub(crate) fn percent(share: f64) -> String {
     if share.is_finite() {
         format!("{:.0}%", share * 100.0)
     } else {
@@ -44,7 +44,7 @@ pub fn percent(share: f64) -> String {
 }
 
 /// Requests per second: no decimals below 10 only when the value is small.
-pub fn fmt_rps(v: f64) -> String {
+pub(crate) fn fmt_rps(v: f64) -> String {
     if v.is_finite() && v.abs() < 10.0 {
         format!("{v:.2}")
     } else {
@@ -53,7 +53,7 @@ pub fn fmt_rps(v: f64) -> String {
 }
 
 /// A rate in few characters: `50k/s`, `2.5k/s`, `95/s`, `1.2M/s`.
-pub fn rate_short(v: f64) -> String {
+pub(crate) fn rate_short(v: f64) -> String {
     let (v, unit) = match v {
         v if v >= 1e6 => (v / 1e6, "M"),
         v if v >= 1e3 => (v / 1e3, "k"),
@@ -68,7 +68,7 @@ pub fn rate_short(v: f64) -> String {
 }
 
 /// Milliseconds with about three significant digits (at least µs resolution below 10 ms).
-pub fn fmt_ms(v: f64) -> String {
+pub(crate) fn fmt_ms(v: f64) -> String {
     if !v.is_finite() {
         return "–".into();
     }
@@ -85,7 +85,7 @@ pub fn fmt_ms(v: f64) -> String {
 }
 
 /// Microseconds with about three significant digits.
-pub fn fmt_us(v: f64) -> String {
+pub(crate) fn fmt_us(v: f64) -> String {
     fmt_ms(v)
 }
 
@@ -145,7 +145,7 @@ impl RatioStyle {
     }
 }
 
-pub fn mib(kib: f64) -> String {
+pub(crate) fn mib(kib: f64) -> String {
     if kib.is_finite() {
         grouped(kib / 1024.0, 1)
     } else {
@@ -154,12 +154,12 @@ pub fn mib(kib: f64) -> String {
 }
 
 /// A cold start's "RSS after the first 200" column: the median over launches, MiB.
-pub fn fmt_rss_after(r: &ColdStartRow) -> String {
+pub(crate) fn fmt_rss_after(r: &ColdStartRow) -> String {
     r.rss_mib
         .map_or_else(|| "–".to_owned(), |m| format!("{:.1}", m.p50))
 }
 
-pub fn fmt_bytes(b: u64) -> String {
+pub(crate) fn fmt_bytes(b: u64) -> String {
     let b = b as f64;
     if b >= 1024.0 * 1024.0 {
         format!("{} MiB", grouped(b / 1024.0 / 1024.0, 2))
@@ -169,7 +169,7 @@ pub fn fmt_bytes(b: u64) -> String {
 }
 
 /// Total errors and, when there are any, their classes.
-pub fn fmt_errors(e: &ErrorCounts) -> String {
+pub(crate) fn fmt_errors(e: &ErrorCounts) -> String {
     let total = e.total();
     if total == 0 {
         return "0".into();
@@ -188,7 +188,7 @@ pub fn fmt_errors(e: &ErrorCounts) -> String {
 }
 
 /// The note that explains the saturation flag (report.html.j2 says the same in HTML).
-pub fn saturation_note() -> String {
+pub(crate) fn saturation_note() -> String {
     format!(
         "⚠ generator saturated in k/n runs: in k of the cell's n runs the load generator's \
          threads were on a CPU for at least {:.0}% of the run, so the generator (not the server) \
@@ -199,7 +199,7 @@ pub fn saturation_note() -> String {
 }
 
 /// The note that explains a capacity ratio and its absence, in every output.
-pub fn capacity_note() -> String {
+pub(crate) fn capacity_note() -> String {
     format!(
         "capacity × native: responses per CPU-second of the variant's processes over native's in \
          the same cell, from the runs in which both servers kept their CPUs at least {:.0}% busy \
@@ -212,7 +212,7 @@ pub fn capacity_note() -> String {
 }
 
 /// The note that explains the cost at equal load, in every output.
-pub fn equal_load_note() -> String {
+pub(crate) fn equal_load_note() -> String {
     use wasmlab_model::sample::{DROPPED_OVER_CAPACITY, KEPT_UP};
     format!(
         "equal load: every variant offered the same rates (open loop, latency from each \
@@ -226,7 +226,7 @@ pub fn equal_load_note() -> String {
 }
 
 /// CPU seconds per 1,000 requests.
-pub fn cpu_per_1k(v: f64) -> String {
+pub(crate) fn cpu_per_1k(v: f64) -> String {
     if v.is_finite() {
         format!("{v:.4}")
     } else {

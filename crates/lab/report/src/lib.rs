@@ -3,6 +3,10 @@
 //! ([`sections`], [`programs`]), each figure formatted once ([`format`]), so every output says
 //! the same. Every figure derived from several runs shows its 95% bootstrap interval and `n`.
 
+// Only what other crates use is `pub`; the rest is the crate's own, so the compiler says what
+// is left unused.
+#![warn(unreachable_pub)]
+
 mod format;
 mod html;
 mod markdown;

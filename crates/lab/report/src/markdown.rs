@@ -46,7 +46,7 @@ fn table_or_none<R>(md: &mut String, columns: &[Column<'_, R>], rows: &[R]) {
 }
 
 /// summary.md of a server suite's run.
-pub fn servers(a: &ServerAnalysis) -> String {
+pub(crate) fn servers(a: &ServerAnalysis) -> String {
     let mut md = String::with_capacity(16 * 1024);
     header(&mut md, a);
     costs(&mut md, a);
@@ -374,7 +374,7 @@ fn environment(md: &mut String, a: &ServerAnalysis) {
 }
 
 /// summary.md of a program suite's run.
-pub fn programs(a: &ProgramAnalysis) -> String {
+pub(crate) fn programs(a: &ProgramAnalysis) -> String {
     let mut md = format!(
         "# {}: engines on libsodium's test programs\n\nRun `{}`, {} programs, {} repetitions in a shuffled order, on {} ({}). Times are relative to `{}`: the whole process (exec to exit, the study's measure) and the programs' own timing of their test body (start-up and compilation excluded). Intervals are bootstrap 95% over programs.\n\n",
         a.suite,

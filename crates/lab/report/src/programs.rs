@@ -111,7 +111,7 @@ fn short_state(e: &EngineSummary) -> String {
 }
 
 /// This run's and the study's iterations per benchmark run, when both are known.
-pub fn iteration_counts(a: &Analysis) -> Option<(u64, u64)> {
+pub(crate) fn iteration_counts(a: &Analysis) -> Option<(u64, u64)> {
     let here = a.program_set.get("iterations")?.as_u64()?;
     Some((here, u64::from(a.study.as_ref()?.iterations?)))
 }
@@ -119,7 +119,7 @@ pub fn iteration_counts(a: &Analysis) -> Option<(u64, u64)> {
 /// Bars of each engine's median ratio over programs as `pick` takes it (log scale, from 1 = the
 /// baseline), with its interval, and with `study` the study's published median (the same
 /// statistic) as a grey bar beneath.
-pub fn chart(
+pub(crate) fn chart(
     a: &Analysis,
     pick: fn(&EngineSummary) -> Option<Estimate>,
     study: bool,
@@ -174,25 +174,25 @@ pub fn chart(
 
 /// An engine's palette index: its place among the engines the run measured, so no two of them
 /// share a colour and an engine has the same colour in every chart and table.
-pub fn engine_colour(a: &Analysis, engine: &str) -> usize {
+pub(crate) fn engine_colour(a: &Analysis, engine: &str) -> usize {
     measured(a)
         .position(|e| e.engine == engine)
         .unwrap_or(a.engines.len())
 }
 
 /// The engines the run measured (not skipped), in the suite's order.
-pub fn measured(a: &Analysis) -> impl Iterator<Item = &EngineSummary> {
+pub(crate) fn measured(a: &Analysis) -> impl Iterator<Item = &EngineSummary> {
     a.engines.iter().filter(|e| e.status != Status::Skipped)
 }
 
 /// A program × engine table row.
 #[derive(Serialize)]
-pub struct ProgramRow {
+pub(crate) struct ProgramRow {
     pub program: String,
     pub cells: Vec<String>,
 }
 
-pub fn program_rows(a: &Analysis) -> Vec<ProgramRow> {
+pub(crate) fn program_rows(a: &Analysis) -> Vec<ProgramRow> {
     a.programs
         .iter()
         .map(|p| ProgramRow {

@@ -18,7 +18,7 @@ use crate::table::{Column, Flag, Mark, Shows, Value, figure, text};
 /// A ratio to native as shown: `0.652 [0.611–0.690] n=3`, `1 (baseline)` in native's own row,
 /// `–` without one.
 #[derive(Debug, Clone, Serialize)]
-pub struct Ratio {
+pub(crate) struct Ratio {
     pub text: String,
     /// The interval excludes 1.
     pub significant: bool,
@@ -26,7 +26,7 @@ pub struct Ratio {
 
 impl Ratio {
     /// `variant`'s ratio, or `1 (baseline)` when it is the baseline.
-    pub fn of(variant: &str, e: Option<&Estimate>) -> Self {
+    pub(crate) fn of(variant: &str, e: Option<&Estimate>) -> Self {
         if variant == BASELINE {
             Self {
                 text: "1 (baseline)".into(),
@@ -38,7 +38,7 @@ impl Ratio {
     }
 
     /// The ratio alone.
-    pub fn plain(e: Option<&Estimate>) -> Self {
+    pub(crate) fn plain(e: Option<&Estimate>) -> Self {
         Self {
             text: SERVER_RATIO.estimate(e),
             significant: matches!(e, Some(r) if r.value.is_finite() && r.excludes(1.0)),
@@ -58,7 +58,7 @@ impl Ratio {
 /// as its cells show it: the figure, flagged with the runs it leaves out; or in its place why
 /// there is none, in full and in short (the narrow terminal's).
 #[derive(Debug, Clone, Serialize)]
-pub struct Conditional {
+pub(crate) struct Conditional {
     pub ratio: Ratio,
     pub short: String,
     pub flags: Vec<Flag>,
@@ -136,7 +136,7 @@ fn short_why(notes: &[PaceNote], row_variant: &str) -> String {
 
 /// A cell whose load generator saturated in some of its runs.
 #[derive(Debug, Clone, Copy, Serialize)]
-pub struct Saturation {
+pub(crate) struct Saturation {
     /// Whose cell it is, when not the row's own (native's, under a variant's ratio).
     pub whose: Option<&'static str>,
     pub saturated: usize,
@@ -144,7 +144,7 @@ pub struct Saturation {
 }
 
 impl Saturation {
-    pub fn of(c: &ThroughputCell, whose: Option<&'static str>) -> Option<Self> {
+    pub(crate) fn of(c: &ThroughputCell, whose: Option<&'static str>) -> Option<Self> {
         (c.generator_saturated_runs > 0).then_some(Self {
             whose,
             saturated: c.generator_saturated_runs,
@@ -175,10 +175,10 @@ fn ratio(r: &Ratio) -> Value {
 pub(crate) const CAPACITY_HEAD: &str = "capacity × native [95% CI] n";
 
 /// What a figure that needs a variant's processes shows for a remote target.
-pub const NOT_OBSERVABLE: &str = "not observable";
+pub(crate) const NOT_OBSERVABLE: &str = "not observable";
 
 /// The measured remote targets and what of them is not observable, or None.
-pub fn not_observable(a: &ServerAnalysis) -> Option<String> {
+pub(crate) fn not_observable(a: &ServerAnalysis) -> Option<String> {
     let names = a.not_observable();
     (!names.is_empty()).then(|| {
         format!(
@@ -189,7 +189,7 @@ pub fn not_observable(a: &ServerAnalysis) -> Option<String> {
 }
 
 /// The sentence marking the compute cells whose SHA-256 is a library's, or None.
-pub fn other_compute_code(a: &ServerAnalysis) -> Option<String> {
+pub(crate) fn other_compute_code(a: &ServerAnalysis) -> Option<String> {
     let others = a.other_compute_code();
     (!others.is_empty()).then(|| {
         let list: Vec<String> = others
@@ -205,7 +205,7 @@ pub fn other_compute_code(a: &ServerAnalysis) -> Option<String> {
 
 /// How a variant fared.
 #[derive(Debug, Clone, Serialize)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     pub name: String,
     pub status: Status,
     pub reason: Option<String>,
@@ -217,12 +217,12 @@ pub struct Outcome {
 
 impl Outcome {
     /// The reason, or that none was recorded.
-    pub fn why(&self) -> &str {
+    pub(crate) fn why(&self) -> &str {
         self.reason.as_deref().unwrap_or("no reason recorded")
     }
 }
 
-pub fn outcomes(a: &ServerAnalysis) -> Vec<Outcome> {
+pub(crate) fn outcomes(a: &ServerAnalysis) -> Vec<Outcome> {
     a.info
         .variants
         .iter()
@@ -251,7 +251,7 @@ pub fn outcomes(a: &ServerAnalysis) -> Vec<Outcome> {
 
 /// One closed-loop cell: a variant on a workload at a concurrency level, over its runs.
 #[derive(Debug, Clone, Serialize)]
-pub struct Throughput {
+pub(crate) struct Throughput {
     pub variant: String,
     pub workload: String,
     pub connections: usize,
@@ -278,7 +278,7 @@ pub struct Throughput {
 }
 
 /// Every closed-loop cell: by workload, then variant, then concurrency level.
-pub fn throughput(a: &ServerAnalysis) -> Vec<Throughput> {
+pub(crate) fn throughput(a: &ServerAnalysis) -> Vec<Throughput> {
     let mut rows = Vec::new();
     for w in &a.workloads {
         for v in &a.variants {
@@ -410,7 +410,7 @@ pub(crate) fn throughput_columns<'a>(a: &ServerAnalysis) -> Vec<Column<'a, Throu
 
 /// A variant's cold starts.
 #[derive(Debug, Clone, Serialize)]
-pub struct ColdStart {
+pub(crate) struct ColdStart {
     pub variant: String,
     pub n: usize,
     /// Exec to the first complete 200, ms.
@@ -429,7 +429,7 @@ pub struct ColdStart {
     pub rss_after: String,
 }
 
-pub fn cold_starts(a: &ServerAnalysis) -> Vec<ColdStart> {
+pub(crate) fn cold_starts(a: &ServerAnalysis) -> Vec<ColdStart> {
     a.cold_start
         .iter()
         .map(|r| ColdStart {
@@ -479,7 +479,7 @@ pub(crate) fn cold_start_columns<'a>() -> Vec<Column<'a, ColdStart>> {
 
 /// Warm latency of a variant on a workload: one connection, sequential requests.
 #[derive(Debug, Clone, Serialize)]
-pub struct Warm {
+pub(crate) struct Warm {
     pub variant: String,
     pub workload: String,
     pub n: usize,
@@ -497,7 +497,7 @@ pub struct Warm {
     pub server_busy: String,
 }
 
-pub fn warm(a: &ServerAnalysis) -> Vec<Warm> {
+pub(crate) fn warm(a: &ServerAnalysis) -> Vec<Warm> {
     a.warm
         .iter()
         .map(|r| Warm {
@@ -548,7 +548,7 @@ pub(crate) fn warm_columns<'a>() -> Vec<Column<'a, Warm>> {
 
 /// A variant on a workload at one offered load (a fraction of its own maximum).
 #[derive(Debug, Clone, Serialize)]
-pub struct OpenLoop {
+pub(crate) struct OpenLoop {
     pub variant: String,
     pub workload: String,
     /// The offered load as a share of the variant's maximum.
@@ -572,7 +572,7 @@ pub struct OpenLoop {
     pub server_busy: String,
 }
 
-pub fn open_loop(a: &ServerAnalysis) -> Vec<OpenLoop> {
+pub(crate) fn open_loop(a: &ServerAnalysis) -> Vec<OpenLoop> {
     a.open_loop
         .iter()
         .map(|o| OpenLoop {
@@ -638,7 +638,7 @@ pub(crate) fn open_loop_columns<'a>() -> Vec<Column<'a, OpenLoop>> {
 
 /// A variant on a workload at an equal-load rate: what a request cost it there, against native.
 #[derive(Debug, Clone, Serialize)]
-pub struct EqualLoad {
+pub(crate) struct EqualLoad {
     pub variant: String,
     pub workload: String,
     pub rate: f64,
@@ -662,7 +662,7 @@ pub struct EqualLoad {
 }
 
 /// Every equal-load point: by workload, then rate, then variant.
-pub fn equal_load(a: &ServerAnalysis) -> Vec<EqualLoad> {
+pub(crate) fn equal_load(a: &ServerAnalysis) -> Vec<EqualLoad> {
     let mut rows = Vec::new();
     for w in &a.workloads {
         for rate in a.equal_load_rates(w) {
@@ -724,7 +724,7 @@ fn equal_load_row(a: &ServerAnalysis, p: &EqualLoadPoint) -> EqualLoad {
 }
 
 /// How each workload's equal-load rates were chosen: `hello: 2000 and 30000 req/s, …`.
-pub fn equal_load_rates(a: &ServerAnalysis) -> Vec<String> {
+pub(crate) fn equal_load_rates(a: &ServerAnalysis) -> Vec<String> {
     a.info
         .equal_load
         .iter()
@@ -771,7 +771,7 @@ pub(crate) fn equal_load_columns<'a>() -> Vec<Column<'a, EqualLoad>> {
 /// The answer for one variant on one workload: what a request costs it, as a multiple of what
 /// it costs native, at equal load and where both were saturated.
 #[derive(Debug, Clone, Serialize)]
-pub struct Cost {
+pub(crate) struct Cost {
     pub workload: String,
     pub variant: String,
     /// CPU per request × native's at the highest equal-load rate both kept up with, or why none.
@@ -783,7 +783,7 @@ pub struct Cost {
 }
 
 /// Every workload's costs, workload by workload, each in the variants' order.
-pub fn costs(a: &ServerAnalysis) -> Vec<Cost> {
+pub(crate) fn costs(a: &ServerAnalysis) -> Vec<Cost> {
     let mut rows = Vec::new();
     for w in &a.workloads {
         for c in a.costs(w) {
@@ -853,7 +853,7 @@ pub(crate) fn cost_columns<'a>() -> Vec<Column<'a, Cost>> {
 
 /// What a closed-loop cell cost the variant's processes.
 #[derive(Debug, Clone, Serialize)]
-pub struct Resources {
+pub(crate) struct Resources {
     pub variant: String,
     pub workload: String,
     pub connections: usize,
@@ -874,7 +874,7 @@ pub struct Resources {
 }
 
 /// The resources of a cell, where they were sampled.
-pub fn resources(c: &ThroughputCell) -> Option<Resources> {
+pub(crate) fn resources(c: &ThroughputCell) -> Option<Resources> {
     let r = c.resources.as_ref()?;
     let e = &r.rps_per_core;
     Some(Resources {
@@ -954,7 +954,7 @@ pub(crate) fn capacity_columns<'a>() -> Vec<Column<'a, Resources>> {
 
 /// A study's figure beside this run's, one row per variant.
 #[derive(Debug, Clone, Serialize)]
-pub struct StudyFigure {
+pub(crate) struct StudyFigure {
     pub title: String,
     /// Where ours was measured, when not in the study's cell.
     pub ours_at: Option<String>,
@@ -964,14 +964,14 @@ pub struct StudyFigure {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct StudyRow {
+pub(crate) struct StudyRow {
     pub variant: String,
     /// The other columns, in the head's order.
     pub values: Vec<String>,
 }
 
 /// The suite's study's figures beside this run's.
-pub fn study(a: &ServerAnalysis) -> Vec<StudyFigure> {
+pub(crate) fn study(a: &ServerAnalysis) -> Vec<StudyFigure> {
     let opt = |v: Option<f64>, f: fn(f64) -> String| v.map_or_else(|| "–".into(), f);
     let times = |v: f64| SERVER_RATIO.point(v);
     a.beside_study
@@ -1025,7 +1025,7 @@ pub fn study(a: &ServerAnalysis) -> Vec<StudyFigure> {
 /// and every measured variant's; the first two columns (the system or variant, where its figure
 /// comes from) are text.
 #[derive(Debug, Clone, Serialize)]
-pub struct CapacityPlan {
+pub(crate) struct CapacityPlan {
     pub rule: String,
     pub title: String,
     pub columns: Vec<String>,
@@ -1034,7 +1034,7 @@ pub struct CapacityPlan {
 }
 
 /// The suite's study's sizing rule beside this run, when it gave one and the run measured its cell.
-pub fn capacity_plan(a: &ServerAnalysis) -> Option<CapacityPlan> {
+pub(crate) fn capacity_plan(a: &ServerAnalysis) -> Option<CapacityPlan> {
     let p = a.capacity_planning.as_ref()?;
     let range = |(lo, hi): (f64, f64), f: fn(f64) -> String| {
         if f(lo) == f(hi) {
@@ -1114,14 +1114,14 @@ pub fn capacity_plan(a: &ServerAnalysis) -> Option<CapacityPlan> {
 }
 
 /// Whether this run measured any of the study's variants and cells.
-pub fn study_measured(a: &ServerAnalysis) -> bool {
+pub(crate) fn study_measured(a: &ServerAnalysis) -> bool {
     a.beside_study
         .iter()
         .any(|c| c.rows.iter().any(|r| r.ours.is_some()))
 }
 
 /// Concurrency levels measured, ascending.
-pub fn connection_levels(a: &ServerAnalysis) -> Vec<usize> {
+pub(crate) fn connection_levels(a: &ServerAnalysis) -> Vec<usize> {
     let mut v: Vec<usize> = a.throughput.iter().map(|c| c.connections).collect();
     v.sort_unstable();
     v.dedup();

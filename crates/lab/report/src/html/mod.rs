@@ -40,12 +40,12 @@ fn render(template: &str, view: impl Serialize) -> anyhow::Result<String> {
 }
 
 /// report.html of a server suite's run.
-pub fn servers(a: &ServerAnalysis) -> anyhow::Result<String> {
+pub(crate) fn servers(a: &ServerAnalysis) -> anyhow::Result<String> {
     render("servers.html.j2", servers::Report::new(a))
 }
 
 /// report.html of a program suite's run.
-pub fn programs(a: &ProgramAnalysis) -> anyhow::Result<String> {
+pub(crate) fn programs(a: &ProgramAnalysis) -> anyhow::Result<String> {
     render("programs.html.j2", programs::Report::new(a))
 }
 

@@ -13,8 +13,8 @@ use plotters::style::RGBColor;
 
 use prepare::Prepared;
 
-pub const WIDTH: u32 = 720;
-pub const HEIGHT: u32 = 360;
+pub(crate) const WIDTH: u32 = 720;
+pub(crate) const HEIGHT: u32 = 360;
 /// Width of the legend column on the right of every plot.
 const LEGEND_W: u32 = 240;
 const FONT: &str = "sans-serif";
@@ -57,13 +57,13 @@ fn colour(i: Option<usize>) -> RGBColor {
 }
 
 /// The CSS colour of palette entry `i` (for swatches in tables).
-pub fn css_colour(i: usize) -> String {
+pub(crate) fn css_colour(i: usize) -> String {
     let (r, g, b) = PALETTE[i % PALETTE.len()];
     format!("#{r:02x}{g:02x}{b:02x}")
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scale {
+pub(crate) enum Scale {
     Linear,
     /// Linear, and the range always holds 0.
     LinearFromZero,
@@ -72,7 +72,7 @@ pub enum Scale {
 }
 
 #[derive(Debug, Clone)]
-pub struct Axis {
+pub(crate) struct Axis {
     pub desc: String,
     pub scale: Scale,
     /// Tick positions (data units) and their labels; `None`: chosen automatically.
@@ -80,7 +80,7 @@ pub struct Axis {
 }
 
 impl Axis {
-    pub fn new(desc: &str, scale: Scale) -> Self {
+    pub(crate) fn new(desc: &str, scale: Scale) -> Self {
         Self {
             desc: desc.to_owned(),
             scale,
@@ -88,7 +88,7 @@ impl Axis {
         }
     }
 
-    pub fn ticks(mut self, ticks: Vec<(f64, String)>) -> Self {
+    pub(crate) fn ticks(mut self, ticks: Vec<(f64, String)>) -> Self {
         self.ticks = Some(ticks);
         self
     }
@@ -104,7 +104,7 @@ impl Axis {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stroke {
+pub(crate) enum Stroke {
     Solid,
     Dashed,
     /// A filled box (bars).
@@ -112,7 +112,7 @@ pub enum Stroke {
 }
 
 #[derive(Debug, Clone)]
-pub struct Line {
+pub(crate) struct Line {
     /// Palette index (`None`: grey).
     pub colour: Option<usize>,
     pub points: Vec<(f64, f64)>,
@@ -122,7 +122,7 @@ pub struct Line {
 
 /// A confidence interval drawn as an I-shaped whisker.
 #[derive(Debug, Clone, Copy)]
-pub struct Whisker {
+pub(crate) struct Whisker {
     pub colour: Option<usize>,
     /// Vertical (at x, from lo to hi in y) or horizontal (at y, lo..hi in x).
     pub vertical: bool,
@@ -133,7 +133,7 @@ pub struct Whisker {
 
 /// A filled rectangle from (x0, y0) to (x1, y1), data units.
 #[derive(Debug, Clone, Copy)]
-pub struct Bar {
+pub(crate) struct Bar {
     pub colour: Option<usize>,
     pub x0: f64,
     pub x1: f64,
@@ -142,14 +142,14 @@ pub struct Bar {
 }
 
 #[derive(Debug, Clone)]
-pub struct LegendEntry {
+pub(crate) struct LegendEntry {
     pub colour: Option<usize>,
     pub label: String,
     pub stroke: Stroke,
 }
 
 #[derive(Debug, Clone)]
-pub struct Plot {
+pub(crate) struct Plot {
     pub width: u32,
     pub height: u32,
     pub x: Axis,
@@ -165,7 +165,7 @@ pub struct Plot {
 }
 
 impl Plot {
-    pub fn new(x: Axis, y: Axis) -> Self {
+    pub(crate) fn new(x: Axis, y: Axis) -> Self {
         Self {
             width: WIDTH,
             height: HEIGHT,
@@ -181,7 +181,7 @@ impl Plot {
     }
 
     /// The plot as an `<svg>` element, or `Ok(None)` when it holds nothing drawable.
-    pub fn svg(&self) -> anyhow::Result<Option<String>> {
+    pub(crate) fn svg(&self) -> anyhow::Result<Option<String>> {
         let Some(p) = Prepared::of(self) else {
             return Ok(None);
         };

@@ -290,7 +290,7 @@ pub(super) struct BarValue<'a> {
 
 impl<'a> BarValue<'a> {
     /// The estimate's value, and its interval when more than one run is behind it.
-    pub fn of(variant: &'a str, e: &Estimate) -> Self {
+    pub(super) fn of(variant: &'a str, e: &Estimate) -> Self {
         Self {
             variant,
             value: e.value,
