@@ -26,7 +26,7 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use wasmlab_gateway::admission::Admission;
-use wasmlab_gateway::{ExecRequest, Executor, Failure, Reply};
+use wasmlab_gateway::{Capabilities, ExecRequest, Executor, Failure, Reply};
 use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime::{
     Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, StoreLimits,
@@ -39,7 +39,9 @@ use wasmtime_wasi_http::{
     RequestOptions, WasiBody, WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks, WasiHttpView,
 };
 
-use crate::limits::{DeadlineExceeded, EpochTicker, GuestLimits, arm_deadline, guest_failure};
+use crate::calls::arm_async;
+use crate::limits::{DeadlineExceeded, EpochTicker, GuestCalls, GuestLimits, guest_failure};
+use crate::load::{Load, Source};
 
 /// What one component instance may hold at most: enough for a Rust component (a main module and
 /// the component tooling's two small ones), or a JavaScript one (an engine, the WASI adapter and
@@ -79,41 +81,34 @@ impl ComponentExecutor {
         options: ComponentOptions,
         limits: GuestLimits,
     ) -> anyhow::Result<Self> {
-        if wasmparser::Parser::is_core_wasm(wasm) {
-            return Err(not_a_component(anyhow::anyhow!("it is a core module")));
-        }
-        let engine = Engine::new(&Self::config(limits))?;
-        let component = Component::new(&engine, wasm)
-            .map_err(|e| anyhow::anyhow!("it cannot be compiled as a component: {e:#}"))?;
-        Self::from_component(engine, component, options, limits)
+        // SAFETY: Wasm, not a precompiled file.
+        unsafe { Self::load(Source::Wasm(wasm), options, no_capabilities(), limits) }
     }
 
-    /// Loads a component precompiled by [`ComponentExecutor::precompile`] (a `.cwasm` file).
+    /// Loads a component precompiled by [`Load::precompile`] (a `.cwasm` file).
     ///
     /// # Safety
-    /// As [`crate::PooledExecutor::from_precompiled_file`]: the file must be one `precompile`
-    /// wrote; Wasmtime checks its version and settings but trusts the machine code inside.
+    /// As [`Load::load`]: the file must be one `precompile` wrote.
     pub unsafe fn from_precompiled_file(
         path: &std::path::Path,
         options: ComponentOptions,
         limits: GuestLimits,
     ) -> anyhow::Result<Self> {
-        let engine = Engine::new(&Self::config(limits))?;
-        // SAFETY: passed on to the caller (see above).
-        let component = unsafe { Component::deserialize_file(&engine, path) }.map_err(|e| {
-            anyhow::anyhow!("{e:#} (a precompiled core module needs --executor pooled)")
-        })?;
-        Self::from_component(engine, component, options, limits)
+        // SAFETY: passed on to the caller.
+        unsafe {
+            Self::load(
+                Source::Precompiled(path),
+                options,
+                no_capabilities(),
+                limits,
+            )
+        }
     }
 
-    /// Compiles `wasm` ahead of time with the settings the executor runs it with.
+    /// Compiles `wasm` ahead of time (see [`Load::precompile`]).
     #[cfg(feature = "compiler")]
     pub fn precompile(wasm: &[u8], limits: GuestLimits) -> anyhow::Result<Vec<u8>> {
-        let engine = Engine::new(&Self::config(limits))?;
-        if wasmparser::Parser::is_core_wasm(wasm) {
-            return Err(not_a_component(anyhow::anyhow!("it is a core module")));
-        }
-        Ok(engine.precompile_component(wasm)?)
+        <Self as Load>::precompile(wasm, &ComponentOptions::default(), limits)
     }
 
     /// The Wasmtime settings: components, a pool sized for `max_instances` of them, epoch
@@ -169,11 +164,7 @@ impl ComponentExecutor {
         Ok(Self {
             engine,
             pre,
-            admission: Admission::new(
-                limits.max_instances.max(1) as usize,
-                limits.max_queue,
-                limits.queue_timeout,
-            ),
+            admission: limits.admission(),
             limits,
             env: options.env.into(),
             inherit_stdio: options.inherit_stdio,
@@ -217,7 +208,7 @@ impl ComponentExecutor {
         };
         let mut store = Store::new(&self.engine, ctx);
         store.limiter(|ctx| &mut ctx.limits);
-        arm_deadline(&mut store, |ctx: &ComponentCtx| ctx.deadline);
+        arm_async(&mut store, |ctx: &mut ComponentCtx| ctx.deadline);
         store
     }
 
@@ -325,6 +316,61 @@ impl ComponentExecutor {
             )),
             (None, None) => Err(guest_failure(&DeadlineExceeded.into(), &self.limits)),
         }
+    }
+}
+
+/// The capabilities a component is given: none of the core ABI's (it reaches its upstream
+/// through wasi:http, as [`ComponentOptions::upstream`] allows).
+fn no_capabilities() -> Arc<Capabilities> {
+    Arc::new(Capabilities::new(None).expect("no upstream to parse"))
+}
+
+impl Load for ComponentExecutor {
+    type Options = ComponentOptions;
+    /// wasi:http's imports wait: always async.
+    const DEFAULT_CALLS: Option<GuestCalls> = None;
+
+    /// `caps` go unused: what a component reaches is in `options`.
+    unsafe fn load(
+        source: Source<'_>,
+        options: ComponentOptions,
+        _caps: Arc<Capabilities>,
+        limits: GuestLimits,
+    ) -> anyhow::Result<Self> {
+        let engine = Engine::new(&Self::config(limits))?;
+        let component = match source {
+            #[cfg(feature = "compiler")]
+            Source::Wasm(wasm) => {
+                if wasmparser::Parser::is_core_wasm(wasm) {
+                    return Err(not_a_component(anyhow::anyhow!("it is a core module")));
+                }
+                Component::new(&engine, wasm)
+                    .map_err(|e| anyhow::anyhow!("it cannot be compiled as a component: {e:#}"))?
+            }
+            // SAFETY: passed on to the caller.
+            Source::Precompiled(path) => unsafe { Component::deserialize_file(&engine, path) }
+                .map_err(|e| {
+                    anyhow::anyhow!("{e:#} (a precompiled core module needs --executor pooled)")
+                })?,
+        };
+        Self::from_component(engine, component, options, limits)
+    }
+
+    #[cfg(feature = "compiler")]
+    fn precompile(
+        wasm: &[u8],
+        _: &ComponentOptions,
+        limits: GuestLimits,
+    ) -> anyhow::Result<Vec<u8>> {
+        if wasmparser::Parser::is_core_wasm(wasm) {
+            return Err(not_a_component(anyhow::anyhow!("it is a core module")));
+        }
+        let engine = Engine::new(&Self::config(limits))?;
+        Ok(engine.precompile_component(wasm)?)
+    }
+
+    fn ready(self) -> impl Future<Output = anyhow::Result<Self>> + Send {
+        self.checked()
     }
 }
 

@@ -4,15 +4,17 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use wasmlab_gateway::{Capabilities, Reply};
+use wasmlab_gateway::admission::Admission;
+use wasmlab_gateway::{Capabilities, Failure, Reply};
 use wasmlab_guest_abi as abi;
 use wasmtime::{
     Engine, Extern, Instance, InstancePre, Linker, Memory, Module, ModuleExport, Store, TypedFunc,
 };
 
+pub(crate) use crate::calls::Call;
+use crate::calls::{Lane, Linked, WaitingPaths};
 use crate::imports::{self, HostCtx};
-use crate::limits::{EpochTicker, GuestCalls, GuestLimits, arm_deadline};
-use crate::run_to_completion::{self, Lane, WaitingPaths};
+use crate::limits::{EpochTicker, GuestCalls, GuestLimits, guest_failure};
 
 type HandleFn = TypedFunc<(), u32>;
 
@@ -23,20 +25,16 @@ pub(crate) struct LinkedGuest {
     /// Linked for async calls (`proxy_get` suspends the fiber), with guest calls `Async`, or
     /// `Sync` and a guest that imports `proxy_get` (for the paths that wait).
     async_pre: Option<InstancePre<HostCtx>>,
+    linked: Linked,
     pub(crate) waiting: WaitingPaths,
     memory: ModuleExport,
     handle: ModuleExport,
     limits: GuestLimits,
+    /// Keeps live instances within the pool, so instantiation never fails for want of a slot.
+    admission: Admission,
     /// Where synchronous calls run once they turn out long.
     lane: Arc<Lane>,
     _ticker: EpochTicker,
-}
-
-/// How one request is called: synchronously, or async on a fiber.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Call {
-    Sync,
-    Async,
 }
 
 /// An instance with its exports resolved.
@@ -56,10 +54,10 @@ impl LinkedGuest {
         module: Module,
         caps: &Arc<Capabilities>,
         limits: &GuestLimits,
-        default_calls: GuestCalls,
+        default_calls: Option<GuestCalls>,
     ) -> anyhow::Result<Self> {
         let limits = GuestLimits {
-            calls: limits.calls.or(default_calls),
+            calls: limits.calls.or(default_calls.unwrap_or(GuestCalls::Async)),
             ..*limits
         };
         let export = |name: &str| {
@@ -94,30 +92,44 @@ impl LinkedGuest {
         let waits = module
             .imports()
             .any(|i| i.module() == abi::IMPORT_MODULE && i.name() == abi::IMPORT_PROXY_GET);
-        let sync_pre = limits.calls.is_sync().then(|| link(GuestCalls::Sync));
-        let async_pre = (!limits.calls.is_sync() || waits).then(|| link(GuestCalls::Async));
+        let linked = Linked::for_guest(limits.calls, waits);
+        let sync_pre = linked.sync.then(|| link(GuestCalls::Sync));
+        let async_pre = linked.async_.then(|| link(GuestCalls::Async));
         let ticker = EpochTicker::start(&engine, limits.tick())?;
         Ok(Self {
             _ticker: ticker,
             engine,
             sync_pre: sync_pre.transpose()?,
             async_pre: async_pre.transpose()?,
+            linked,
             waiting: WaitingPaths::default(),
             memory,
             handle,
+            admission: limits.admission(),
             limits,
             lane: Arc::new(Lane::for_current_runtime()),
         })
     }
 
-    /// How to call the request for `target`: synchronously unless calls are async, or its path
-    /// waited in a host call before.
+    /// The limits requests run under, guest calls chosen.
+    pub fn limits(&self) -> &GuestLimits {
+        &self.limits
+    }
+
+    /// Runs a request once admitted (within the live instances allowed, after a bounded wait),
+    /// a guest's fault turned into the failure it answers (504, 500).
+    pub async fn admit<F: Future<Output = anyhow::Result<Reply>>>(
+        &self,
+        run: impl FnOnce() -> F,
+    ) -> Result<Reply, Failure> {
+        self.admission
+            .admit(|| async { run().await.map_err(|e| guest_failure(&e, &self.limits)) })
+            .await
+    }
+
+    /// How to call the request for `target` (see [`Linked::call_for`]).
     pub fn call_for(&self, target: &str) -> Call {
-        match (&self.sync_pre, &self.async_pre) {
-            (Some(_), Some(_)) if self.waiting.waits(target) => Call::Async,
-            (Some(_), _) => Call::Sync,
-            (None, _) => Call::Async,
-        }
+        self.linked.call_for(target, &self.waiting)
     }
 
     /// After a request: remembers its path if its synchronous call waited in a host call.
@@ -132,15 +144,7 @@ impl LinkedGuest {
     pub fn store(&self, ctx: HostCtx, call: Call) -> Store<HostCtx> {
         let mut store = Store::new(&self.engine, ctx);
         store.limiter(|ctx| &mut ctx.limits);
-        match call {
-            Call::Sync => run_to_completion::arm_deadline(
-                &mut store,
-                HostCtx::sync_view,
-                self.lane.clone(),
-                &self.limits,
-            ),
-            Call::Async => arm_deadline(&mut store, HostCtx::deadline),
-        }
+        call.arm(&mut store, HostCtx::sync_view, &self.lane, &self.limits);
         store
     }
 
@@ -150,18 +154,14 @@ impl LinkedGuest {
         store: &mut Store<HostCtx>,
         call: Call,
     ) -> anyhow::Result<Ready> {
-        const LINKED: &str = "linked for every call `call_for` gives";
-        let instance = match call {
-            Call::Sync => self
-                .sync_pre
-                .as_ref()
-                .expect(LINKED)
-                .instantiate(&mut *store)?,
-            Call::Async => {
-                let pre = self.async_pre.as_ref().expect(LINKED);
-                pre.instantiate_async(&mut *store).await?
-            }
+        let pre = match call {
+            Call::Sync => &self.sync_pre,
+            Call::Async => &self.async_pre,
         };
+        let pre = pre
+            .as_ref()
+            .expect("linked for every call `call_for` gives");
+        let instance = call.instantiate(pre, &mut *store).await?;
         let mut export = |e| {
             instance
                 .get_module_export(&mut *store, e)
@@ -189,10 +189,7 @@ impl Ready {
     /// Runs the request held by the store's [`HostCtx`]: one call (synchronous or on a fiber, as
     /// the guest was linked), and the response read back and checked.
     pub async fn call(&self, store: &mut Store<HostCtx>) -> anyhow::Result<Reply> {
-        let desc = match self.call {
-            Call::Sync => self.handle.call(&mut *store, ())?,
-            Call::Async => self.handle.call_async(&mut *store, ()).await?,
-        };
+        let desc = self.call.handle(&self.handle, &mut *store).await?;
         let resp = abi::view_response(self.memory.data(&*store), desc)?;
         let body = Bytes::copy_from_slice(resp.body);
         Reply::from_parts(resp.status, resp.headers(), body).map_err(anyhow::Error::msg)

@@ -8,8 +8,8 @@ use wasmlab_gateway::{Capabilities, ExecRequest};
 use wasmlab_guest_abi as abi;
 use wasmtime::{Caller, Extern, Linker, Memory, Result, StoreLimits, bail};
 
+use crate::calls::{Placement, SyncView, block_on_host_call};
 use crate::limits::{DeadlineExceeded, GuestCalls, GuestLimits};
-use crate::run_to_completion::{Placement, SyncView, block_on_host_call};
 
 /// Per-request host state the imports work on. The capabilities (counter, upstream) are shared by
 /// every request, so the linker's functions hold them rather than each request's state.
@@ -20,7 +20,7 @@ pub struct HostCtx {
     /// cut at the deadline.
     started: Instant,
     deadline: Instant,
-    /// Where the guest runs, when called synchronously (see `run_to_completion`).
+    /// Where the guest runs, when called synchronously (see `calls`).
     pub(crate) placement: Placement,
     /// The request a core-module guest reads with `request_sizes` / `request_read`, kept until the
     /// request ends (its path tells the executor which route waited).
@@ -58,7 +58,7 @@ impl HostCtx {
         self.deadline
     }
 
-    /// What a synchronous call's deadline reads and moves (see `run_to_completion`).
+    /// What a synchronous call's deadline reads and moves (see `calls`).
     pub(crate) fn sync_view(&mut self) -> SyncView<'_> {
         SyncView {
             started: self.started,

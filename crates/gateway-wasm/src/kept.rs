@@ -16,14 +16,14 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use wasmlab_gateway::admission::Admission;
 use wasmlab_gateway::{Capabilities, ExecRequest, Executor, Failure, Reply};
-use wasmtime::{Engine, Module, Store};
+use wasmtime::{Engine, Store};
 
 use crate::PooledExecutor;
 use crate::guest::{Call, LinkedGuest, Ready};
 use crate::imports::HostCtx;
-use crate::limits::{GuestCalls, GuestLimits, guest_failure};
+use crate::limits::{GuestCalls, GuestLimits};
+use crate::load::{Load, Source, core_module};
 #[cfg(feature = "compiler")]
 use crate::reset::instrument;
 use crate::reset::{ResetNames, Snapshot};
@@ -44,8 +44,6 @@ pub struct KeptExecutor {
     /// Idle instances, by how they are called: synchronously, and async (for paths that wait in
     /// a host call, or all with async guest calls).
     idle: [Mutex<Vec<Kept>>; 2],
-    admission: Admission,
-    limits: GuestLimits,
     /// Instances made, and instances discarded (after a trap, a timeout, growth).
     made: AtomicU64,
     discarded: AtomicU64,
@@ -60,10 +58,6 @@ struct Kept {
 }
 
 impl KeptExecutor {
-    /// How the guest is called unless `GuestLimits::calls` says otherwise, recycled and shared
-    /// alike: the cheaper in the A/B of docs/pooled-cost.md.
-    pub const DEFAULT_CALLS: GuestCalls = GuestCalls::Sync;
-
     /// Compiles `wasm` (a core module implementing the handler ABI; text or binary) with the
     /// pooled executor's settings. A recycled guest is first rewritten to export its state.
     #[cfg(feature = "compiler")]
@@ -73,71 +67,29 @@ impl KeptExecutor {
         caps: Arc<Capabilities>,
         limits: GuestLimits,
     ) -> anyhow::Result<Self> {
-        let engine = Engine::new(&PooledExecutor::config(limits))?;
-        let (module, reset) = match reuse {
-            Reuse::Recycled => {
-                let i = instrument(wasm)?;
-                (Module::new(&engine, &i.wasm)?, Some(i.names))
-            }
-            Reuse::Shared => (Module::new(&engine, wasm)?, None),
-        };
-        Self::from_module(engine, module, reuse, reset, caps, limits)
+        // SAFETY: Wasm, not a precompiled file.
+        unsafe { Self::load(Source::Wasm(wasm), reuse, caps, limits) }
     }
 
-    /// Compiles `wasm` ahead of time for `reuse` (rewritten first for a recycled guest): the
-    /// bytes of a `.cwasm` file for [`KeptExecutor::from_precompiled_file`].
+    /// Compiles `wasm` ahead of time for `reuse` (see [`Load::precompile`]).
     #[cfg(feature = "compiler")]
     pub fn precompile(wasm: &[u8], reuse: Reuse, limits: GuestLimits) -> anyhow::Result<Vec<u8>> {
-        let wasm = match reuse {
-            Reuse::Recycled => instrument(wasm)?.wasm,
-            Reuse::Shared => wasm.to_vec(),
-        };
-        PooledExecutor::precompile(&wasm, limits)
+        <Self as Load>::precompile(wasm, &reuse, limits)
     }
 
-    /// Loads a module precompiled by [`KeptExecutor::precompile`]; a recycled executor refuses
-    /// one that was not rewritten for resetting.
+    /// Loads a module precompiled by [`Load::precompile`]; a recycled executor refuses one that
+    /// was not rewritten for resetting.
     ///
     /// # Safety
-    /// As [`PooledExecutor::from_precompiled_file`]: the file must be one `precompile` wrote.
+    /// As [`Load::load`]: the file must be one `precompile` wrote.
     pub unsafe fn from_precompiled_file(
         path: &std::path::Path,
         reuse: Reuse,
         caps: Arc<Capabilities>,
         limits: GuestLimits,
     ) -> anyhow::Result<Self> {
-        let engine = Engine::new(&PooledExecutor::config(limits))?;
-        // SAFETY: passed on to the caller (see above).
-        let module = unsafe { Module::deserialize_file(&engine, path)? };
-        let reset = match reuse {
-            Reuse::Recycled => Some(ResetNames::of_module(&module)?),
-            Reuse::Shared => None,
-        };
-        Self::from_module(engine, module, reuse, reset, caps, limits)
-    }
-
-    fn from_module(
-        engine: Engine,
-        module: Module,
-        reuse: Reuse,
-        reset: Option<ResetNames>,
-        caps: Arc<Capabilities>,
-        limits: GuestLimits,
-    ) -> anyhow::Result<Self> {
-        Ok(Self {
-            guest: LinkedGuest::new(engine, module, &caps, &limits, Self::DEFAULT_CALLS)?,
-            reuse,
-            reset,
-            idle: Default::default(),
-            admission: Admission::new(
-                limits.max_instances.max(1) as usize,
-                limits.max_queue,
-                limits.queue_timeout,
-            ),
-            limits,
-            made: AtomicU64::new(0),
-            discarded: AtomicU64::new(0),
-        })
+        // SAFETY: passed on to the caller.
+        unsafe { Self::load(Source::Precompiled(path), reuse, caps, limits) }
     }
 
     /// Instances made so far, and how many of them were discarded.
@@ -149,7 +101,7 @@ impl KeptExecutor {
     }
 
     async fn make(&self, call: Call) -> anyhow::Result<Kept> {
-        let mut store = self.guest.store(HostCtx::new(&self.limits), call);
+        let mut store = self.guest.store(HostCtx::new(self.guest.limits()), call);
         let ready = self.guest.instantiate(&mut store, call).await?;
         let snapshot = match &self.reset {
             Some(i) => Some(Snapshot::take(
@@ -176,7 +128,7 @@ impl KeptExecutor {
             Some(k) => k,
             None => self.make(call).await?,
         };
-        kept.store.data_mut().begin(req, &self.limits);
+        kept.store.data_mut().begin(req, self.guest.limits());
         // The epoch deadline counts from now, for this request.
         kept.store.set_epoch_deadline(1);
         let outcome = kept.ready.call(&mut kept.store).await;
@@ -214,12 +166,54 @@ impl Executor for KeptExecutor {
     }
 
     async fn execute(&self, req: ExecRequest) -> Result<Reply, Failure> {
-        self.admission
-            .admit(|| async {
-                self.run(req)
-                    .await
-                    .map_err(|e| guest_failure(&e, &self.limits))
-            })
-            .await
+        self.guest.admit(|| self.run(req)).await
+    }
+}
+
+impl Load for KeptExecutor {
+    type Options = Reuse;
+    /// Recycled and shared alike: the cheaper in the A/B of docs/pooled-cost.md.
+    const DEFAULT_CALLS: Option<GuestCalls> = Some(GuestCalls::Sync);
+
+    /// The pooled executor's settings; a recycled guest given as Wasm is first rewritten to
+    /// export its state, and one given precompiled must have been.
+    unsafe fn load(
+        source: Source<'_>,
+        reuse: Reuse,
+        caps: Arc<Capabilities>,
+        limits: GuestLimits,
+    ) -> anyhow::Result<Self> {
+        let engine = Engine::new(&PooledExecutor::config(limits))?;
+        let (module, reset) = match (reuse, source) {
+            #[cfg(feature = "compiler")]
+            (Reuse::Recycled, Source::Wasm(wasm)) => {
+                let i = instrument(wasm)?;
+                (wasmtime::Module::new(&engine, &i.wasm)?, Some(i.names))
+            }
+            (Reuse::Recycled, source) => {
+                // SAFETY: passed on to the caller.
+                let module = unsafe { core_module(&engine, source)? };
+                let names = ResetNames::of_module(&module)?;
+                (module, Some(names))
+            }
+            // SAFETY: passed on to the caller.
+            (Reuse::Shared, source) => (unsafe { core_module(&engine, source)? }, None),
+        };
+        Ok(Self {
+            guest: LinkedGuest::new(engine, module, &caps, &limits, Self::DEFAULT_CALLS)?,
+            reuse,
+            reset,
+            idle: Default::default(),
+            made: AtomicU64::new(0),
+            discarded: AtomicU64::new(0),
+        })
+    }
+
+    #[cfg(feature = "compiler")]
+    fn precompile(wasm: &[u8], reuse: &Reuse, limits: GuestLimits) -> anyhow::Result<Vec<u8>> {
+        match reuse {
+            Reuse::Recycled => PooledExecutor::precompile(&instrument(wasm)?.wasm, limits),
+            Reuse::Shared => PooledExecutor::precompile(wasm, limits),
+        }
     }
 }

@@ -12,6 +12,7 @@
 //!   `Linker` with WASI, an in-memory stdin/stdout, a `Store`, instantiation and `_start` of the
 //!   WASI command guest.
 
+mod calls;
 #[cfg(feature = "components")]
 mod component;
 pub mod differential;
@@ -19,17 +20,18 @@ mod guest;
 mod imports;
 mod kept;
 mod limits;
+mod load;
 #[cfg(feature = "compiler")]
 mod naive;
 mod pooled;
 pub mod reset;
-mod run_to_completion;
 
 #[cfg(feature = "components")]
 pub use component::{ComponentExecutor, ComponentOptions};
 pub use imports::HostCtx;
 pub use kept::{KeptExecutor, Reuse};
 pub use limits::{GuestCalls, GuestLimits};
+pub use load::{Load, Source};
 #[cfg(feature = "compiler")]
 pub use naive::NaiveExecutor;
 pub use pooled::PooledExecutor;

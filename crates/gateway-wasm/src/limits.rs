@@ -7,13 +7,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use std::time::Instant;
 use wasmlab_gateway::Failure;
+use wasmlab_gateway::admission::Admission;
 
-use wasmtime::{
-    Enabled, Engine, PoolingAllocationConfig, Store, StoreLimits, StoreLimitsBuilder, Trap,
-    UpdateDeadline,
-};
+use wasmtime::{Enabled, Engine, PoolingAllocationConfig, StoreLimits, StoreLimitsBuilder, Trap};
 
 #[derive(Debug, Clone, Copy)]
 pub struct GuestLimits {
@@ -50,7 +47,7 @@ pub enum GuestCalls {
     /// To completion on the calling thread, with no fiber: the deadline is still enforced (epoch
     /// interruption), without yielding. A guest still running one epoch tick after it started is
     /// moved off its worker thread, so it cannot starve the worker's other connections (see
-    /// `run_to_completion`). Needs tokio's multi-thread runtime for that and for `proxy_get`.
+    /// `calls`). Needs tokio's multi-thread runtime for that and for `proxy_get`.
     Sync,
     /// On a fiber, yielding to the runtime at every epoch tick (time-slicing).
     Async,
@@ -138,30 +135,19 @@ impl GuestLimits {
             });
     }
 
+    /// Admission to the live instances allowed, with the bounded queue in front of them.
+    pub(crate) fn admission(&self) -> Admission {
+        Admission::new(
+            self.max_instances.max(1) as usize,
+            self.max_queue,
+            self.queue_timeout,
+        )
+    }
+
     /// The epoch period: fine enough for the deadline's precision, coarse enough to cost nothing.
     pub(crate) fn tick(&self) -> Duration {
         (self.deadline / 20).clamp(Duration::from_millis(1), Duration::from_millis(10))
     }
-}
-
-/// Arms a store for its request's deadline when the guest is called async: at every epoch tick
-/// the guest yields to the async runtime (so a long guest cannot starve the other connections on
-/// its worker thread), and once the deadline has passed it is interrupted (a trap the executors
-/// answer with 504).
-pub(crate) fn arm_deadline<T: Send + 'static>(
-    store: &mut Store<T>,
-    deadline_of: fn(&T) -> Instant,
-) {
-    store.set_epoch_deadline(1);
-    store.epoch_deadline_callback(move |ctx| {
-        Ok(if Instant::now() >= deadline_of(ctx.data()) {
-            UpdateDeadline::Interrupt
-        } else {
-            // tokio's yield_now resumes the task only after the I/O driver has been polled, so
-            // even a single-threaded runtime accepts and serves others between ticks.
-            UpdateDeadline::YieldCustom(1, Box::pin(tokio::task::yield_now()))
-        })
-    });
 }
 
 /// Increments an engine's epoch every `tick` until dropped.

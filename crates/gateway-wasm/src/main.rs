@@ -6,7 +6,9 @@ use clap::{Parser, ValueEnum};
 use std::time::Duration;
 use wasmlab_gateway::cli::ServerArgs;
 
-use wasmlab_gateway_wasm::{GuestCalls, GuestLimits, KeptExecutor, PooledExecutor, Reuse};
+use wasmlab_gateway_wasm::{
+    GuestCalls, GuestLimits, KeptExecutor, Load, PooledExecutor, Reuse, Source,
+};
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum ExecutorKind {
@@ -137,7 +139,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         Some(path) => std::fs::read(path).map_err(|e| cannot_read(path, &e))?,
         None => built_in_guest(args.executor)?,
     };
-    let guest = args
+    let name = args
         .wasm
         .as_ref()
         .map_or_else(|| "built-in".to_owned(), |p| p.display().to_string());
@@ -146,128 +148,174 @@ fn run(args: Args) -> anyhow::Result<()> {
             || (args.env.is_empty() && !args.inherit_stdio),
         "--env and --inherit-stdio are for --executor component: a core module has no environment or stdio"
     );
-    anyhow::ensure!(
-        matches!(
-            args.executor,
-            ExecutorKind::Pooled | ExecutorKind::Recycled | ExecutorKind::Shared
-        ) || limits.calls == GuestCalls::Auto,
-        "--guest-calls is for --executor pooled, recycled and shared: the component and naive executors call async, as WASI's imports wait"
-    );
-    let reuse = match args.executor {
-        ExecutorKind::Pooled => None,
-        ExecutorKind::Recycled => Some(Reuse::Recycled),
-        ExecutorKind::Shared => Some(Reuse::Shared),
+    let guest = Guest {
+        name,
+        wasm,
+        precompiled,
+    };
+    match args.executor {
+        ExecutorKind::Pooled => serve::<PooledExecutor>(args, guest, limits, ()),
+        ExecutorKind::Recycled => serve::<KeptExecutor>(args, guest, limits, Reuse::Recycled),
+        ExecutorKind::Shared => serve::<KeptExecutor>(args, guest, limits, Reuse::Shared),
+        #[cfg(feature = "components")]
         ExecutorKind::Component => {
-            return run_component(&args, wasm, guest, precompiled, limits);
+            let options = wasmlab_gateway_wasm::ComponentOptions {
+                env: args.env.clone(),
+                upstream: args.server.upstream.clone(),
+                inherit_stdio: args.inherit_stdio,
+            };
+            serve::<wasmlab_gateway_wasm::ComponentExecutor>(args, guest, limits, options)
         }
+        #[cfg(not(feature = "components"))]
+        ExecutorKind::Component => anyhow::bail!(
+            "this gateway was built without its component executor (the `components` cargo feature)"
+        ),
+        #[cfg(feature = "compiler")]
         ExecutorKind::Naive => {
-            anyhow::ensure!(
-                args.precompile.is_none() && !precompiled,
-                "the naive executor compiles from Wasm at every start, as the gateway study did: give it a .wasm, and nothing to precompile"
-            );
-            eprintln!("guest={guest} limits: {limits}");
-            return run_naive(args.server, wasm, guest, limits);
+            serve::<wasmlab_gateway_wasm::NaiveExecutor>(args, guest, limits, ())
         }
-    };
-    let Some((source, _compiled)) =
-        module_to_serve(&args, wasm, &guest, precompiled, limits, |w| {
-            precompile(w, reuse, limits)
-        })?
-    else {
-        return Ok(());
-    };
-    let refused = |e: anyhow::Error| e.context(format!("guest {guest} refused"));
-    let calls = limits.calls.or(match reuse {
-        None => PooledExecutor::DEFAULT_CALLS,
-        Some(_) => KeptExecutor::DEFAULT_CALLS,
-    });
-    eprintln!(
-        "guest calls: {}",
-        match calls {
-            GuestCalls::Sync => "sync (async for paths that waited in a host call)",
-            _ => "async",
+        #[cfg(not(feature = "compiler"))]
+        ExecutorKind::Naive => {
+            anyhow::bail!("{NO_COMPILER}; the naive executor compiles at every start")
         }
-    );
-    let mut args = args;
-    // Synchronous guests move off a worker with block_in_place, which the current-thread runtime
-    // lacks; with one worker the multi-thread runtime measured no dearer (docs/pooled-cost.md).
-    args.server.multi_thread_runtime = calls.is_sync();
-    // SAFETY (both arms): a precompiled file is this gateway's own, or one the operator passed as
-    // such (see --precompile's help); Wasmtime checks its version and settings.
-    match reuse {
-        None => args.server.run(|caps| async move {
-            match source {
-                #[cfg(feature = "compiler")]
-                Source::Wasm(w) => PooledExecutor::new(&w, caps, limits),
-                Source::Precompiled(p) => unsafe {
-                    PooledExecutor::from_precompiled_file(&p, caps, limits)
-                },
-            }
-            .map_err(refused)
-        }),
-        Some(r) => args.server.run(|caps| async move {
-            match source {
-                #[cfg(feature = "compiler")]
-                Source::Wasm(w) => KeptExecutor::new(&w, r, caps, limits),
-                Source::Precompiled(p) => unsafe {
-                    KeptExecutor::from_precompiled_file(&p, r, caps, limits)
-                },
-            }
-            .map_err(refused)
-        }),
     }
 }
 
-/// What every executor but the naive one does with its guest before serving: with
-/// `--precompile`, compile it with `precompile`, write the file and return None; otherwise say
-/// the start banner and return the module to load: the operator's precompiled file, or one
-/// compiled for this start in a child process (the directory holds it until it is mapped), or
-/// with --compile-in-process the Wasm itself.
-fn module_to_serve(
-    args: &Args,
+/// The guest as given: its name for messages, its Wasm (empty when it is precompiled: the
+/// executor maps the file), and whether it is precompiled.
+struct Guest {
+    name: String,
     wasm: Vec<u8>,
-    guest: &str,
     precompiled: bool,
+}
+
+/// Serves `guest` with executor `E`, made with `options`: with `--precompile`, compiles it to
+/// the file and exits; otherwise says the start banner and loads the module to serve (the
+/// operator's precompiled file, one compiled for this start in a child process, held in a
+/// temporary directory until it is mapped, or with --compile-in-process, or for an executor that
+/// compiles at every start, the Wasm itself).
+fn serve<E: Load>(
+    mut args: Args,
+    guest: Guest,
     limits: GuestLimits,
-    precompile: impl FnOnce(&[u8]) -> anyhow::Result<Vec<u8>>,
-) -> anyhow::Result<Option<(Source, Option<CompiledDir>)>> {
+    options: E::Options,
+) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        E::DEFAULT_CALLS.is_some() || limits.calls == GuestCalls::Auto,
+        "--guest-calls is for --executor pooled, recycled and shared: the component and naive executors call async, as WASI's imports wait"
+    );
+    if let Some(why) = E::COMPILES_AT_START {
+        anyhow::ensure!(args.precompile.is_none() && !guest.precompiled, "{why}");
+    }
+    let Guest {
+        name,
+        wasm,
+        precompiled,
+    } = guest;
     if let Some(out) = &args.precompile {
-        anyhow::ensure!(!precompiled, "{guest} is precompiled already");
-        let bytes = precompile(&wasm)?;
+        anyhow::ensure!(!precompiled, "{name} is precompiled already");
+        let bytes = precompile::<E>(&wasm, &options, limits)?;
         std::fs::write(out, &bytes).map_err(|e| anyhow::anyhow!("write {}: {e}", out.display()))?;
         eprintln!(
-            "precompiled {guest} to {} ({} bytes)",
+            "precompiled {name} to {} ({} bytes)",
             out.display(),
             bytes.len()
         );
-        return Ok(None);
+        return Ok(());
     }
     eprintln!(
-        "guest={guest}{} limits: {limits}",
+        "guest={name}{} limits: {limits}",
         if precompiled { " (precompiled)" } else { "" }
     );
-    Ok(Some(match (&args.wasm, precompiled) {
-        (Some(path), true) => (Source::Precompiled(path.clone()), None),
-        _ => {
-            compile(args, wasm, &limits).map_err(|e| e.context(format!("guest {guest} refused")))?
-        }
-    }))
+    let refused = |e: anyhow::Error| e.context(format!("guest {name} refused"));
+    let compiled = match (&args.wasm, precompiled) {
+        (Some(path), true) => Compiled::Precompiled(path.clone()),
+        _ => compile::<E>(&args, wasm, &limits).map_err(refused)?,
+    };
+    if let Some(default) = E::DEFAULT_CALLS {
+        let calls = limits.calls.or(default);
+        eprintln!(
+            "guest calls: {}",
+            match calls {
+                GuestCalls::Sync => "sync (async for paths that waited in a host call)",
+                _ => "async",
+            }
+        );
+        // Synchronous guests move off a worker with block_in_place, which the current-thread
+        // runtime lacks; with one worker the multi-thread runtime measured no dearer
+        // (docs/pooled-cost.md).
+        args.server.multi_thread_runtime = calls.is_sync();
+    }
+    args.server.run(|caps| async move {
+        // SAFETY: a precompiled file is this gateway's own, or one the operator passed as such
+        // (see --precompile's help); Wasmtime checks its version and settings.
+        let executor = unsafe { E::load(compiled.source(), options, caps, limits) };
+        executor.map_err(refused)?.ready().await.map_err(refused)
+    })
 }
 
-/// Where a guest compiled for this start is kept until it is mapped.
-#[cfg(feature = "compiler")]
-type CompiledDir = tempfile::TempDir;
-#[cfg(not(feature = "compiler"))]
-type CompiledDir = ();
-
-/// Where an executor's module comes from.
-enum Source {
+/// The module a start serves, compiled or mapped.
+enum Compiled {
+    /// Wasm the executor compiles in this process.
     #[cfg(feature = "compiler")]
-    Wasm(Vec<u8>),
+    InProcess(Vec<u8>),
+    /// The operator's precompiled file.
     Precompiled(std::path::PathBuf),
+    /// Compiled for this start by a child process, into a temporary directory kept until the
+    /// server ends.
+    #[cfg(feature = "compiler")]
+    InChild {
+        file: std::path::PathBuf,
+        _dir: tempfile::TempDir,
+    },
 }
 
-/// What a gateway built without the compiler says when asked to compile.
+impl Compiled {
+    fn source(&self) -> Source<'_> {
+        match self {
+            #[cfg(feature = "compiler")]
+            Compiled::InProcess(wasm) => Source::Wasm(wasm),
+            Compiled::Precompiled(path) => Source::Precompiled(path),
+            #[cfg(feature = "compiler")]
+            Compiled::InChild { file, .. } => Source::Precompiled(file),
+        }
+    }
+}
+
+/// A guest given as Wasm: compiled in a child process (see [`compile_in_child`]), or with
+/// --compile-in-process, or for an executor that compiles at every start, left for the executor
+/// to compile.
+#[cfg(feature = "compiler")]
+fn compile<E: Load>(args: &Args, wasm: Vec<u8>, limits: &GuestLimits) -> anyhow::Result<Compiled> {
+    if args.compile_in_process || E::COMPILES_AT_START.is_some() {
+        return Ok(Compiled::InProcess(wasm));
+    }
+    let dir = compile_in_child(args.executor, args.wasm.as_deref(), &wasm, limits)?;
+    Ok(Compiled::InChild {
+        file: dir.path().join("guest.cwasm"),
+        _dir: dir,
+    })
+}
+
+#[cfg(not(feature = "compiler"))]
+fn compile<E: Load>(_: &Args, _: Vec<u8>, _: &GuestLimits) -> anyhow::Result<Compiled> {
+    anyhow::bail!("{NO_COMPILER}")
+}
+
+#[cfg(feature = "compiler")]
+fn precompile<E: Load>(
+    wasm: &[u8],
+    options: &E::Options,
+    limits: GuestLimits,
+) -> anyhow::Result<Vec<u8>> {
+    E::precompile(wasm, options, limits)
+}
+
+#[cfg(not(feature = "compiler"))]
+fn precompile<E: Load>(_: &[u8], _: &E::Options, _: GuestLimits) -> anyhow::Result<Vec<u8>> {
+    anyhow::bail!("{NO_COMPILER}")
+}
+
 #[cfg(not(feature = "compiler"))]
 const NO_COMPILER: &str = "this gateway was built without its compiler (cargo's --no-default-features): it only maps modules a full build precompiled (`wasmlab-gateway-wasm --precompile FILE.cwasm`, then `--wasm FILE.cwasm`)";
 
@@ -280,119 +328,9 @@ fn built_in_guest(kind: ExecutorKind) -> anyhow::Result<Vec<u8>> {
     })
 }
 
-/// The component executor: compiled in a child (or in this process, or not at all when
-/// precompiled) as the core executors are, then served.
-#[cfg(feature = "components")]
-fn run_component(
-    args: &Args,
-    wasm: Vec<u8>,
-    guest: String,
-    precompiled: bool,
-    limits: GuestLimits,
-) -> anyhow::Result<()> {
-    use wasmlab_gateway_wasm::{ComponentExecutor, ComponentOptions};
-    let Some((source, _compiled)) =
-        module_to_serve(args, wasm, &guest, precompiled, limits, |w| {
-            precompile_component(w, limits)
-        })?
-    else {
-        return Ok(());
-    };
-    let refused = |e: anyhow::Error| e.context(format!("guest {guest} refused"));
-    let options = ComponentOptions {
-        env: args.env.clone(),
-        upstream: args.server.upstream.clone(),
-        inherit_stdio: args.inherit_stdio,
-    };
-    args.server.run(|_caps| async move {
-        // SAFETY: as for the core executors (see `run`).
-        let executor = match source {
-            #[cfg(feature = "compiler")]
-            Source::Wasm(w) => ComponentExecutor::new(&w, options, limits),
-            Source::Precompiled(p) => unsafe {
-                ComponentExecutor::from_precompiled_file(&p, options, limits)
-            },
-        };
-        executor.map_err(refused)?.checked().await.map_err(refused)
-    })
-}
-
-#[cfg(not(feature = "components"))]
-fn run_component(_: &Args, _: Vec<u8>, _: String, _: bool, _: GuestLimits) -> anyhow::Result<()> {
-    anyhow::bail!(
-        "this gateway was built without its component executor (the `components` cargo feature)"
-    )
-}
-
-#[cfg(all(feature = "compiler", feature = "components"))]
-fn precompile_component(wasm: &[u8], limits: GuestLimits) -> anyhow::Result<Vec<u8>> {
-    wasmlab_gateway_wasm::ComponentExecutor::precompile(wasm, limits)
-}
-
-#[cfg(all(feature = "components", not(feature = "compiler")))]
-fn precompile_component(_: &[u8], _: GuestLimits) -> anyhow::Result<Vec<u8>> {
-    anyhow::bail!(
-        "this gateway cannot compile components (the `compiler` and `components` cargo features)"
-    )
-}
-
 #[cfg(not(feature = "compiler"))]
 fn built_in_guest(_: ExecutorKind) -> anyhow::Result<Vec<u8>> {
     anyhow::bail!("{NO_COMPILER}; it has no built-in guest")
-}
-
-#[cfg(feature = "compiler")]
-fn run_naive(
-    server: ServerArgs,
-    wasm: Vec<u8>,
-    guest: String,
-    limits: GuestLimits,
-) -> anyhow::Result<()> {
-    server.run(|caps| async move {
-        wasmlab_gateway_wasm::NaiveExecutor::new(&wasm, caps, limits)
-            .map_err(|e| e.context(format!("guest {guest} refused")))
-    })
-}
-
-#[cfg(not(feature = "compiler"))]
-fn run_naive(_: ServerArgs, _: Vec<u8>, _: String, _: GuestLimits) -> anyhow::Result<()> {
-    anyhow::bail!("{NO_COMPILER}; the naive executor compiles at every start")
-}
-
-#[cfg(feature = "compiler")]
-fn precompile(wasm: &[u8], reuse: Option<Reuse>, limits: GuestLimits) -> anyhow::Result<Vec<u8>> {
-    match reuse {
-        None => PooledExecutor::precompile(wasm, limits),
-        Some(r) => KeptExecutor::precompile(wasm, r, limits),
-    }
-}
-
-#[cfg(not(feature = "compiler"))]
-fn precompile(_: &[u8], _: Option<Reuse>, _: GuestLimits) -> anyhow::Result<Vec<u8>> {
-    anyhow::bail!("{NO_COMPILER}")
-}
-
-/// A guest given as Wasm: compiled in a child process (see [`compile_in_child`]), or with
-/// --compile-in-process left for the executor to compile.
-#[cfg(feature = "compiler")]
-fn compile(
-    args: &Args,
-    wasm: Vec<u8>,
-    limits: &GuestLimits,
-) -> anyhow::Result<(Source, Option<CompiledDir>)> {
-    if args.compile_in_process {
-        return Ok((Source::Wasm(wasm), None));
-    }
-    let dir = compile_in_child(args.executor, args.wasm.as_deref(), &wasm, limits)?;
-    Ok((
-        Source::Precompiled(dir.path().join("guest.cwasm")),
-        Some(dir),
-    ))
-}
-
-#[cfg(not(feature = "compiler"))]
-fn compile(_: &Args, _: Vec<u8>, _: &GuestLimits) -> anyhow::Result<(Source, Option<CompiledDir>)> {
-    anyhow::bail!("{NO_COMPILER}")
 }
 
 /// Compiles the guest in a child process (this program with `--precompile`) into a temporary

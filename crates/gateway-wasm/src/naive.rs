@@ -11,8 +11,10 @@ use wasmtime_wasi::p1::WasiP1Ctx;
 use wasmtime_wasi::p2::pipe::{MemoryInputPipe, MemoryOutputPipe};
 use wasmtime_wasi::{I32Exit, WasiCtxBuilder};
 
+use crate::calls::arm_async;
 use crate::imports::{self, HostCtx};
-use crate::limits::{EpochTicker, GuestCalls, GuestLimits, arm_deadline, guest_failure};
+use crate::limits::{EpochTicker, GuestCalls, GuestLimits, guest_failure};
+use crate::load::{Load, Source};
 
 /// Most bytes a guest may write to stdout.
 const MAX_OUTPUT: usize = 64 << 20;
@@ -68,7 +70,7 @@ impl NaiveExecutor {
             },
         );
         store.limiter(|s| &mut s.host.limits);
-        arm_deadline(&mut store, |s| s.host.deadline());
+        arm_async(&mut store, |s: &mut NaiveState| s.host.deadline());
         let instance = linker.instantiate_async(&mut store, &self.module).await?;
         let start = instance.get_typed_func::<(), ()>(&mut store, "_start")?;
         match start.call_async(&mut store, ()).await {
@@ -80,6 +82,32 @@ impl NaiveExecutor {
         let resp = abi::decode_command_response(&stdout.contents())?;
         let headers = resp.headers.iter().map(|(k, v)| (k.as_str(), v.as_str()));
         Reply::from_parts(resp.status, headers, resp.body).map_err(anyhow::Error::msg)
+    }
+}
+
+/// What the naive executor says to a precompiled guest.
+const COMPILES_AT_START: &str = "the naive executor compiles from Wasm at every start, as the gateway study did: give it a .wasm, and nothing to precompile";
+
+impl Load for NaiveExecutor {
+    type Options = ();
+    /// WASI's imports wait: always async.
+    const DEFAULT_CALLS: Option<GuestCalls> = None;
+    const COMPILES_AT_START: Option<&'static str> = Some(COMPILES_AT_START);
+
+    unsafe fn load(
+        source: Source<'_>,
+        (): (),
+        caps: Arc<Capabilities>,
+        limits: GuestLimits,
+    ) -> anyhow::Result<Self> {
+        match source {
+            Source::Wasm(wasm) => Self::new(wasm, caps, limits),
+            Source::Precompiled(_) => anyhow::bail!(COMPILES_AT_START),
+        }
+    }
+
+    fn precompile(_: &[u8], (): &(), _: GuestLimits) -> anyhow::Result<Vec<u8>> {
+        anyhow::bail!(COMPILES_AT_START)
     }
 }
 

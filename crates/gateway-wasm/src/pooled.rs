@@ -2,57 +2,44 @@
 
 use std::sync::Arc;
 
-use wasmlab_gateway::admission::Admission;
 use wasmlab_gateway::{Capabilities, ExecRequest, Executor, Failure, Reply};
-use wasmtime::{Config, Engine, InstanceAllocationStrategy, Module, PoolingAllocationConfig};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 use crate::guest::LinkedGuest;
 use crate::imports::HostCtx;
-use crate::limits::{GuestCalls, GuestLimits, guest_failure};
+use crate::limits::{GuestCalls, GuestLimits};
+use crate::load::{Load, Source, core_module};
 
 pub struct PooledExecutor {
     guest: LinkedGuest,
-    /// Keeps live instances within the pool, so instantiation never fails for want of a slot.
-    admission: Admission,
-    limits: GuestLimits,
 }
 
 impl PooledExecutor {
-    /// How the guest is called unless `GuestLimits::calls` says otherwise: the cheaper in the
-    /// A/B of docs/pooled-cost.md.
-    pub const DEFAULT_CALLS: GuestCalls = GuestCalls::Sync;
-
     /// Compiles `wasm` (a core module implementing the handler ABI) and links it once.
     #[cfg(feature = "compiler")]
     pub fn new(wasm: &[u8], caps: Arc<Capabilities>, limits: GuestLimits) -> anyhow::Result<Self> {
-        let engine = Engine::new(&Self::config(limits))?;
-        let module = Module::new(&engine, wasm)?;
-        Self::from_module(engine, module, caps, limits)
+        // SAFETY: Wasm, not a precompiled file.
+        unsafe { Self::load(Source::Wasm(wasm), (), caps, limits) }
     }
 
-    /// Loads a module precompiled by [`PooledExecutor::precompile`] (a `.cwasm` file), mapping it
-    /// instead of compiling: the cold-start path of a cached module.
+    /// Loads a module precompiled by [`Load::precompile`] (a `.cwasm` file), mapping it instead
+    /// of compiling: the cold-start path of a cached module.
     ///
     /// # Safety
-    /// The file must be one written by `precompile` (of any trusted build): Wasmtime checks that
-    /// its version and settings match, but trusts the machine code inside.
+    /// As [`Load::load`]: the file must be one `precompile` wrote.
     pub unsafe fn from_precompiled_file(
         path: &std::path::Path,
         caps: Arc<Capabilities>,
         limits: GuestLimits,
     ) -> anyhow::Result<Self> {
-        let engine = Engine::new(&Self::config(limits))?;
-        // SAFETY: passed on to the caller (see above).
-        let module = unsafe { Module::deserialize_file(&engine, path)? };
-        Self::from_module(engine, module, caps, limits)
+        // SAFETY: passed on to the caller.
+        unsafe { Self::load(Source::Precompiled(path), (), caps, limits) }
     }
 
-    /// Compiles `wasm` ahead of time with the settings the pooled executor runs it with: the bytes
-    /// of a `.cwasm` file for [`PooledExecutor::from_precompiled_file`].
+    /// Compiles `wasm` ahead of time (see [`Load::precompile`]).
     #[cfg(feature = "compiler")]
     pub fn precompile(wasm: &[u8], limits: GuestLimits) -> anyhow::Result<Vec<u8>> {
-        let engine = Engine::new(&Self::config(limits))?;
-        Ok(engine.precompile_module(wasm)?)
+        <Self as Load>::precompile(wasm, &(), limits)
     }
 
     /// Whether `bytes` are a module precompiled by Wasmtime (rather than Wasm or WAT).
@@ -101,29 +88,11 @@ impl PooledExecutor {
         config
     }
 
-    fn from_module(
-        engine: Engine,
-        module: Module,
-        caps: Arc<Capabilities>,
-        limits: GuestLimits,
-    ) -> anyhow::Result<Self> {
-        Ok(Self {
-            guest: LinkedGuest::new(engine, module, &caps, &limits, Self::DEFAULT_CALLS)?,
-            admission: Admission::new(
-                limits.max_instances.max(1) as usize,
-                limits.max_queue,
-                limits.queue_timeout,
-            ),
-            limits,
-        })
-    }
-
     async fn run(&self, req: ExecRequest) -> anyhow::Result<Reply> {
         // The guest pulls the request through the `request_*` imports during its one call.
         let call = self.guest.call_for(&req.target);
-        let mut store = self
-            .guest
-            .store(HostCtx::with_request(req, &self.limits), call);
+        let ctx = HostCtx::with_request(req, self.guest.limits());
+        let mut store = self.guest.store(ctx, call);
         let ready = self.guest.instantiate(&mut store, call).await?;
         let reply = ready.call(&mut store).await;
         self.guest.note_waiting(&store);
@@ -142,13 +111,32 @@ impl Executor for PooledExecutor {
     }
 
     async fn execute(&self, req: ExecRequest) -> Result<Reply, Failure> {
-        self.admission
-            .admit(|| async {
-                self.run(req)
-                    .await
-                    .map_err(|e| guest_failure(&e, &self.limits))
-            })
-            .await
+        self.guest.admit(|| self.run(req)).await
+    }
+}
+
+impl Load for PooledExecutor {
+    type Options = ();
+    /// The cheaper in the A/B of docs/pooled-cost.md.
+    const DEFAULT_CALLS: Option<GuestCalls> = Some(GuestCalls::Sync);
+
+    unsafe fn load(
+        source: Source<'_>,
+        (): (),
+        caps: Arc<Capabilities>,
+        limits: GuestLimits,
+    ) -> anyhow::Result<Self> {
+        let engine = Engine::new(&Self::config(limits))?;
+        // SAFETY: passed on to the caller.
+        let module = unsafe { core_module(&engine, source)? };
+        let guest = LinkedGuest::new(engine, module, &caps, &limits, Self::DEFAULT_CALLS)?;
+        Ok(Self { guest })
+    }
+
+    #[cfg(feature = "compiler")]
+    fn precompile(wasm: &[u8], (): &(), limits: GuestLimits) -> anyhow::Result<Vec<u8>> {
+        let engine = Engine::new(&Self::config(limits))?;
+        Ok(engine.precompile_module(wasm)?)
     }
 }
 

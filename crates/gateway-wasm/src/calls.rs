@@ -1,6 +1,11 @@
-//! Synchronous guest calls ([`GuestCalls::Sync`](crate::GuestCalls::Sync)): a request runs in the
-//! guest to completion on the thread that called it, with no fiber made or switched, and nothing
-//! yields at epoch ticks. Two things a fiber gave the async path are done here another way:
+//! How a request runs in a core-module guest, decided here and only here: synchronously (to
+//! completion on the thread that took it, [`GuestCalls::Sync`](crate::GuestCalls::Sync)) or
+//! async on a fiber; how each is linked, instantiated, called and held to its deadline; and where
+//! a synchronous guest runs once it turns out long.
+//!
+//! **Async** calls yield to the runtime at every epoch tick (time-slicing) and `proxy_get`
+//! suspends the fiber. **Synchronous** calls make and switch no fiber, and nothing yields at epoch
+//! ticks. Two things a fiber gave the async path are done another way:
 //!
 //! - **Fairness.** A guest that is still running one epoch tick after it started (10 ms with the
 //!   default deadline) is moved off its runtime worker with tokio's `block_in_place`: the worker
@@ -19,6 +24,9 @@
 //! Both need tokio's multi-thread runtime: the gateway starts one, of one worker on one core, for
 //! synchronous guests. On a current-thread runtime a long guest keeps its thread until its
 //! deadline, and `proxy_get` fails (500) rather than deadlock.
+//!
+//! The component and naive executors call async only (WASI's imports wait): they take
+//! [`arm_async`] alone.
 
 use std::collections::HashSet;
 use std::sync::{Arc, RwLock};
@@ -26,9 +34,107 @@ use std::time::Instant;
 
 use tokio::runtime::{Handle, RuntimeFlavor};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
-use wasmtime::{Store, UpdateDeadline};
+use wasmtime::{Instance, InstancePre, Store, TypedFunc, UpdateDeadline};
 
-use crate::limits::{DeadlineExceeded, GuestLimits};
+use crate::limits::{DeadlineExceeded, GuestCalls, GuestLimits};
+
+/// How one request is called: synchronously, or async on a fiber.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Call {
+    Sync,
+    Async,
+}
+
+/// The ways a guest is linked, each with its own `proxy_get` (see `imports::add_to_linker`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Linked {
+    pub(crate) sync: bool,
+    pub(crate) async_: bool,
+}
+
+impl Linked {
+    /// Synchronously where calls are sync; async where they are, or where a sync guest imports a
+    /// host call that waits (`waits`), for the paths that turn out to wait.
+    pub(crate) fn for_guest(calls: GuestCalls, waits: bool) -> Self {
+        Self {
+            sync: calls.is_sync(),
+            async_: !calls.is_sync() || waits,
+        }
+    }
+
+    /// How the request for `target` is called: synchronously unless calls are async, or its path
+    /// waited in a host call before.
+    pub(crate) fn call_for(self, target: &str, waiting: &WaitingPaths) -> Call {
+        match self {
+            Self {
+                sync: true,
+                async_: true,
+            } if waiting.waits(target) => Call::Async,
+            Self { sync: true, .. } => Call::Sync,
+            Self { sync: false, .. } => Call::Async,
+        }
+    }
+}
+
+impl Call {
+    /// Arms `store` for this kind of call (see [`arm_sync`] and [`arm_async`]).
+    pub(crate) fn arm<T: Send + 'static>(
+        self,
+        store: &mut Store<T>,
+        view: fn(&mut T) -> SyncView<'_>,
+        lane: &Arc<Lane>,
+        limits: &GuestLimits,
+    ) {
+        match self {
+            Call::Sync => arm_sync(store, view, lane.clone(), limits),
+            Call::Async => arm_async(store, move |t| view(t).deadline),
+        }
+    }
+
+    /// Instantiates `pre` in `store` (armed for this kind of call).
+    pub(crate) async fn instantiate<T: Send>(
+        self,
+        pre: &InstancePre<T>,
+        store: &mut Store<T>,
+    ) -> wasmtime::Result<Instance> {
+        match self {
+            Call::Sync => pre.instantiate(store),
+            Call::Async => pre.instantiate_async(store).await,
+        }
+    }
+
+    /// Calls the guest's handler: to completion, or on a fiber.
+    pub(crate) async fn handle<T: Send>(
+        self,
+        handle: &TypedFunc<(), u32>,
+        store: &mut Store<T>,
+    ) -> wasmtime::Result<u32> {
+        match self {
+            Call::Sync => handle.call(store, ()),
+            Call::Async => handle.call_async(store, ()).await,
+        }
+    }
+}
+
+/// Arms a store for its request's deadline when the guest is called async: at every epoch tick
+/// the guest yields to the async runtime (so a long guest cannot starve the other connections on
+/// its worker thread), and once the deadline has passed it is interrupted (a trap the executors
+/// answer with 504).
+pub(crate) fn arm_async<T: Send + 'static>(
+    store: &mut Store<T>,
+    deadline_of: impl Fn(&mut T) -> Instant + Send + Sync + 'static,
+) {
+    store.set_epoch_deadline(1);
+    store.epoch_deadline_callback(move |mut ctx| {
+        Ok(if Instant::now() >= deadline_of(ctx.data_mut()) {
+            UpdateDeadline::Interrupt
+        } else {
+            // tokio's yield_now resumes the task only after the I/O driver has been polled, so
+            // even a single-threaded runtime accepts and serves others between ticks.
+            UpdateDeadline::YieldCustom(1, Box::pin(tokio::task::yield_now()))
+        })
+    });
+}
 
 /// Where a request's guest runs.
 #[derive(Debug, Default)]
@@ -103,7 +209,7 @@ pub(crate) struct SyncView<'a> {
 
 /// Arms a store for synchronous calls: at each epoch tick the guest goes on (no yield), moved off
 /// its worker once it has run a tick, and is interrupted (504) once its deadline has passed.
-pub(crate) fn arm_deadline<T: 'static>(
+pub(crate) fn arm_sync<T: 'static>(
     store: &mut Store<T>,
     view: fn(&mut T) -> SyncView<'_>,
     lane: Arc<Lane>,
