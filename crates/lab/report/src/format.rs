@@ -187,44 +187,6 @@ pub(crate) fn fmt_errors(e: &ErrorCounts) -> String {
     format!("{} ({})", thousands(total as f64), classes.join(", "))
 }
 
-/// The note that explains the saturation flag (report.html.j2 says the same in HTML).
-pub(crate) fn saturation_note() -> String {
-    format!(
-        "⚠ generator saturated in k/n runs: in k of the cell's n runs the load generator's \
-         threads were on a CPU for at least {:.0}% of the run, so the generator (not the server) \
-         may have been the limit: the server may be faster than shown. Flagged on a variant's \
-         cell, its ratio to native may be understated; flagged on native's cell, overstated.",
-        wasmlab_load::SATURATED_SHARE * 100.0
-    )
-}
-
-/// The note that explains a capacity ratio and its absence, in every output.
-pub(crate) fn capacity_note() -> String {
-    format!(
-        "capacity × native: responses per CPU-second of the variant's processes over native's in \
-         the same cell, from the runs in which both servers kept their CPUs at least {:.0}% busy \
-         (a server's CPU per request falls as it gets busier, so only saturated servers compare \
-         fairly); where either was not, \"none\" says what set its pace instead: the load \
-         generator (generator-limited), the upstream (upstream-limited) or the requests' own \
-         latency (latency-bound). The cost at equal load holds there.",
-        wasmlab_model::sample::SATURATED_UTILIZATION * 100.0
-    )
-}
-
-/// The note that explains the cost at equal load, in every output.
-pub(crate) fn equal_load_note() -> String {
-    use wasmlab_model::sample::{DROPPED_OVER_CAPACITY, KEPT_UP};
-    format!(
-        "equal load: every variant offered the same rates (open loop, latency from each \
-         request's intended send time); CPU × native: the variant's CPU per request over \
-         native's at the same rate, paired by repetition; \"over capacity\": runs that dropped \
-         more than {:.0}% of their sends or answered less than {:.0}% of the rate, left out of \
-         the ratio.",
-        DROPPED_OVER_CAPACITY * 100.0,
-        KEPT_UP * 100.0
-    )
-}
-
 /// CPU seconds per 1,000 requests.
 pub(crate) fn cpu_per_1k(v: f64) -> String {
     if v.is_finite() {

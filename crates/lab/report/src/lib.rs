@@ -1,20 +1,22 @@
 //! Reporting a run: its analysis rendered for a reader. The terminal's tables, summary.md and
 //! report.html (one offline file with inline SVG plots) are laid out from the same sections
-//! ([`sections`], [`programs`]), each figure formatted once ([`format`]), so every output says
-//! the same. Every figure derived from several runs shows its 95% bootstrap interval and `n`.
+//! (`sections`, `programs`), each table's columns declared once (`table`), each figure
+//! formatted once (`format`) and each shared sentence written once (`notes`), so every output
+//! says the same; summary.md and report.html are templates over one view model (`view`).
+//! Every figure derived from several runs shows its 95% bootstrap interval and `n`.
 
 // Only what other crates use is `pub`; the rest is the crate's own, so the compiler says what
 // is left unused.
 #![warn(unreachable_pub)]
 
 mod format;
-mod html;
-mod markdown;
+mod notes;
 mod plot;
 mod programs;
 mod sections;
 mod table;
 pub mod terminal;
+mod view;
 
 use wasmlab_analysis::Analysis;
 
@@ -31,26 +33,32 @@ pub struct Rendered {
 /// Renders a run's analysis; `wide`: every column in the terminal, not only what fits 120.
 pub fn render(a: &Analysis, wide: bool) -> Rendered {
     match a {
-        Analysis::Servers(a) => Rendered {
-            terminal: terminal::servers(a, wide),
-            files: vec![
-                ("summary.md", Ok(markdown::servers(a))),
-                ("report.html", html::servers(a)),
-            ],
-        },
-        Analysis::Programs(a) => Rendered {
-            terminal: terminal::programs(a, wide),
-            files: vec![
-                ("summary.md", Ok(markdown::programs(a))),
-                ("report.html", html::programs(a)),
-                (
-                    "analysis.json",
-                    serde_json::to_string_pretty(a.as_ref())
-                        .map(|j| j + "\n")
-                        .map_err(anyhow::Error::from),
-                ),
-            ],
-        },
+        Analysis::Servers(a) => {
+            let pages = view::servers(a);
+            Rendered {
+                terminal: terminal::servers(a, wide),
+                files: vec![
+                    ("summary.md", pages.summary_md),
+                    ("report.html", pages.report_html),
+                ],
+            }
+        }
+        Analysis::Programs(a) => {
+            let pages = view::programs(a);
+            Rendered {
+                terminal: terminal::programs(a, wide),
+                files: vec![
+                    ("summary.md", pages.summary_md),
+                    ("report.html", pages.report_html),
+                    (
+                        "analysis.json",
+                        serde_json::to_string_pretty(a.as_ref())
+                            .map(|j| j + "\n")
+                            .map_err(anyhow::Error::from),
+                    ),
+                ],
+            }
+        }
     }
 }
 

@@ -1,8 +1,8 @@
 //! A table defined once. A section declares its columns, each with its head, whether it holds
 //! text (left-aligned) or figures, the outputs that show it and how a row's cell is made; the
-//! writers here lay any section out for the terminal (comfy-table) and summary.md, and
-//! `html::Table::laid` for report.html. A column added is written once, and every output that
-//! shows it shows the same head and the same text.
+//! terminal's writer here lays any section out with comfy-table, and `view::Table::laid` for
+//! report.html and summary.md, whose templates show the columns each shows. A column added is
+//! written once, and every output that shows it shows the same head and the same text.
 
 use wasmlab_analysis::stats::Estimate;
 
@@ -166,6 +166,11 @@ impl<R> Column<'_, R> {
     pub(crate) fn value(&self, row: &R) -> Value {
         (self.cell)(row)
     }
+
+    /// Whether `output` shows the column.
+    pub(crate) fn shows(&self, output: Shows) -> bool {
+        self.shows.has(output)
+    }
 }
 
 /// A column of text (left-aligned): names, workloads.
@@ -220,28 +225,6 @@ pub(crate) fn terminal<R>(columns: &[Column<'_, R>], rows: &[R], wide: bool) -> 
     t
 }
 
-/// The table in Markdown, followed by a blank line; text columns are left-aligned.
-pub(crate) fn markdown<R>(columns: &[Column<'_, R>], rows: &[R]) -> String {
-    let columns: Vec<&Column<'_, R>> = shown(columns, Shows::MARKDOWN).collect();
-    let line = |cells: Vec<String>| format!("| {} |\n", cells.join(" | "));
-    let mut md = line(columns.iter().map(|c| c.head.clone()).collect());
-    let rule: Vec<&str> = columns
-        .iter()
-        .map(|c| if c.left { "---" } else { "---:" })
-        .collect();
-    md += &format!("|{}|\n", rule.join("|"));
-    for r in rows {
-        md += &line(
-            columns
-                .iter()
-                .map(|c| markdown_cell(&c.value(r).plain()))
-                .collect(),
-        );
-    }
-    md.push('\n');
-    md
-}
-
 /// Text safe inside a Markdown table cell (and not taken for an HTML tag).
 pub(crate) fn markdown_cell(s: &str) -> String {
     s.replace('\\', "\\\\")
@@ -272,11 +255,13 @@ mod tests {
     #[test]
     fn each_output_shows_its_columns_under_one_head() {
         let rows = [Row { name: "a|b", n: 3 }];
-        let md = markdown(&columns(), &rows);
-        assert_eq!(
-            md,
-            "| Name | n | Flags |\n|---|---:|---:|\n| a\\|b | 3 | ⚠ late in 3/4 runs |\n\n"
-        );
+        let all = columns();
+        let md: Vec<&str> = shown(&all, Shows::MARKDOWN)
+            .map(|c| c.head.as_str())
+            .collect();
+        assert_eq!(md, ["Name", "n", "Flags"]);
+        assert!(columns()[2].shows(Shows::MARKDOWN) && !columns()[2].shows(Shows::HTML));
+        assert_eq!(markdown_cell("a|b<c\nd"), "a\\|b&lt;c d");
         let narrow = terminal(&columns(), &rows, false).to_string();
         assert!(
             narrow.contains("Name") && !narrow.contains(" n "),

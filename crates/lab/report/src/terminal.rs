@@ -8,7 +8,8 @@ use wasmlab_analysis::programs::EngineSummary;
 use wasmlab_analysis::servers::BASELINE;
 use wasmlab_analysis::{ProgramAnalysis, ServerAnalysis, stats};
 
-use crate::format::{SERVER_RATIO, capacity_note, equal_load_note, saturation_note};
+use crate::format::SERVER_RATIO;
+use crate::notes::{capacity_note, equal_load_note, saturation_note};
 use crate::programs::{engine_columns, measured};
 use crate::sections;
 use crate::table;

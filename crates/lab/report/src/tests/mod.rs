@@ -18,8 +18,6 @@ use wasmlab_model::study::Study;
 use wasmlab_model::suite::ServerSuite;
 
 use crate::format::{SERVER_RATIO, fmt_bytes, fmt_errors, fmt_ms, thousands};
-use crate::html::servers as render_html;
-use crate::markdown::servers as render_summary_md;
 
 pub(crate) const SECTION_IDS: [&str; 12] = [
     "answer",
@@ -316,4 +314,16 @@ pub(crate) fn assert_offline(html: &str) {
     ] {
         assert!(!html.contains(bad), "report.html contains {bad:?}");
     }
+}
+
+/// A server run's report.html.
+pub(crate) fn render_html(a: &ServerAnalysis) -> anyhow::Result<String> {
+    crate::view::servers(a).report_html
+}
+
+/// A server run's summary.md.
+pub(crate) fn render_summary_md(a: &ServerAnalysis) -> String {
+    crate::view::servers(a)
+        .summary_md
+        .expect("summary.md renders")
 }

@@ -250,16 +250,28 @@ fn program_analysis(iterations: u32) -> ProgramAnalysis {
 #[test]
 fn another_iteration_count_than_the_studys_is_said_beside_it() {
     let other = program_analysis(10);
-    assert!(crate::markdown::programs(&other).contains("Not the study's iteration count"));
     assert!(
-        crate::html::programs(&other)
+        crate::view::programs(&other)
+            .summary_md
+            .unwrap()
+            .contains("Not the study's iteration count")
+    );
+    assert!(
+        crate::view::programs(&other)
+            .report_html
             .unwrap()
             .contains("Not the study's iteration count")
     );
     let same = program_analysis(200);
-    assert!(!crate::markdown::programs(&same).contains("Not the study's iteration count"));
     assert!(
-        !crate::html::programs(&same)
+        !crate::view::programs(&same)
+            .summary_md
+            .unwrap()
+            .contains("Not the study's iteration count")
+    );
+    assert!(
+        !crate::view::programs(&same)
+            .report_html
             .unwrap()
             .contains("iteration count")
     );
@@ -302,7 +314,7 @@ fn a_studys_sizing_rule_is_set_beside_every_measured_servers_capacity() {
         Some("native generator-limited in 1/2 runs")
     );
     // 17,500 req/s per node of 8 to 16 cores: 1,094 to 2,188 req/s per core.
-    let md = crate::markdown::servers(&a);
+    let md = render_summary_md(&a);
     assert!(
         md.contains("### Capacity planning: hello at 150 connections (ours at 100 connections)"),
         "{md}"
@@ -320,7 +332,7 @@ fn a_studys_sizing_rule_is_set_beside_every_measured_servers_capacity() {
         md.contains("| 21,053 n=1 (left out: native generator-limited in 1/2 runs) | 4.8 |"),
         "native from its one saturated run: {md}"
     );
-    let html = crate::html::servers(&a).unwrap();
+    let html = render_html(&a).unwrap();
     assert!(html.contains("Capacity planning: hello at 150 connections"));
     assert!(
         html.contains("nodes needed = target req"),

@@ -8,9 +8,9 @@ use wasmlab_analysis::stats::Estimate;
 use wasmlab_model::sample::Kind;
 
 use crate::format::thousands;
-use crate::html::Figure;
 use crate::plot::{self, Axis, LegendEntry, Line, Plot, Scale, Stroke, Whisker, bars};
 use crate::sections::connection_levels;
+use crate::view::Figure;
 
 /// The variant's palette index (its position in `a.variants`).
 pub(super) fn colour_of(a: &ServerAnalysis, variant: &str) -> usize {

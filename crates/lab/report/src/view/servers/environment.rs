@@ -6,7 +6,7 @@ use wasmlab_analysis::ServerAnalysis;
 use wasmlab_model::suite::ServerSuite;
 
 use crate::format::grouped;
-use crate::html::{Cell, Table};
+use crate::view::{Cell, Table};
 
 #[derive(Serialize)]
 pub(super) struct Environment {

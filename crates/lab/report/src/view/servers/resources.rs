@@ -8,13 +8,16 @@ use wasmlab_analysis::servers::ThroughputCell;
 
 use super::plots::{self, BarGroup, BarValue, swatch_of};
 use crate::format::{fmt_bytes, grouped, thousands};
-use crate::html::{Cell, Figure, Table};
 use crate::sections;
+use crate::view::{Cell, Figure, Table};
 
 #[derive(Serialize)]
 pub(super) struct Resources {
     /// None when no cell recorded its process tree's resources.
     best: Option<BestCells>,
+    /// Every variant's cell per workload at the reference concurrency, where the others' are
+    /// too (summary.md's table).
+    at_reference: Option<Table>,
     artifacts: Option<Table>,
 }
 
@@ -96,6 +99,23 @@ pub(super) fn resources(a: &ServerAnalysis) -> Resources {
                 crate::format::cpu_per_1k,
             ),
         });
+    let at_reference: Vec<sections::Resources> = a
+        .reference_connections
+        .into_iter()
+        .flat_map(|conns| {
+            a.workloads.iter().flat_map(move |w| {
+                a.variants
+                    .iter()
+                    .filter_map(move |v| a.throughput_cell(v, w, conns))
+            })
+        })
+        .filter_map(sections::resources)
+        .collect();
+    let at_reference = (!at_reference.is_empty()).then(|| {
+        Table::laid(&sections::resources_columns(), &at_reference, &|v| {
+            swatch_of(a, v)
+        })
+    });
     let artifacts = a
         .info
         .artifacts
@@ -111,6 +131,7 @@ pub(super) fn resources(a: &ServerAnalysis) -> Resources {
         .collect();
     Resources {
         best,
+        at_reference,
         artifacts: Table::some(&["Artifact", "Path", "Size", "Bytes"], 2, artifacts),
     }
 }

@@ -19,6 +19,7 @@ use plots::swatch_of;
 use resources::{Capacity, Resources};
 
 use super::{Cell, Table, shell_join};
+use crate::notes;
 use crate::sections::{self, Saturation, connection_levels};
 
 /// The whole page; a section that is `None` says it was not measured.
@@ -42,11 +43,16 @@ pub(super) struct Report {
     not_observable: Option<String>,
     /// Which variants' compute runs a library's SHA-256 (their compute cells are marked).
     other_compute_code: Option<String>,
-    /// The sentences every output shares: what the generator's saturation flag, a capacity
-    /// ratio (and its absence) and the cost at equal load mean.
+    /// The variant every ratio is to.
+    baseline: &'static str,
+    /// The sentences every output shares (see `notes`): what the generator's saturation flag, a
+    /// capacity ratio (and its absence) and the cost at equal load mean, what the costs' table
+    /// holds, how a core's capacity sizes a fleet.
     saturation_note: String,
     capacity_note: String,
     equal_load_note: String,
+    cost_lead: String,
+    per_core_note: &'static str,
 }
 
 impl Report {
@@ -68,9 +74,12 @@ impl Report {
             environment: environment::environment(a),
             not_observable: crate::sections::not_observable(a),
             other_compute_code: crate::sections::other_compute_code(a),
-            saturation_note: crate::format::saturation_note(),
-            capacity_note: crate::format::capacity_note(),
-            equal_load_note: crate::format::equal_load_note(),
+            baseline: BASELINE,
+            saturation_note: notes::saturation_note(),
+            capacity_note: notes::capacity_note(),
+            equal_load_note: notes::equal_load_note(),
+            cost_lead: notes::cost_lead(),
+            per_core_note: notes::PER_CORE,
         }
     }
 }
@@ -163,6 +172,8 @@ struct Study {
     /// The study's baseline server, and the variant of ours that stands for it.
     baseline: String,
     baseline_variant: String,
+    /// How its figures are set beside ours.
+    intro: String,
     /// This run measured at least one of the study's variants and cells.
     measured: bool,
     comparisons: Vec<StudyTable>,
@@ -177,6 +188,8 @@ struct Study {
 struct CapacityPlan {
     title: String,
     rule: String,
+    /// The rule beside ours, in a sentence.
+    intro: String,
     table: Table,
 }
 
@@ -210,6 +223,7 @@ fn study(a: &ServerAnalysis) -> Study {
         .collect();
     let capacity_plan = sections::capacity_plan(a).map(|p| CapacityPlan {
         title: p.title,
+        intro: notes::sizing_rule(&p.rule),
         rule: p.rule,
         table: Table::new(
             &p.columns.iter().map(String::as_str).collect::<Vec<_>>(),
@@ -231,7 +245,10 @@ fn study(a: &ServerAnalysis) -> Study {
                 .collect(),
         ),
     });
+    let baseline = a.study.baseline.clone().unwrap_or_else(|| "native".into());
+    let baseline_variant = wasmlab_analysis::study::baseline_of(&a.study).to_owned();
     Study {
+        intro: notes::study_intro(&a.study.machine, &baseline, &baseline_variant),
         measured: sections::study_measured(a),
         comparisons,
         capacity_plan,
@@ -244,8 +261,8 @@ fn study(a: &ServerAnalysis) -> Study {
         name: a.study.name.clone(),
         source: a.study.source.clone(),
         machine: a.study.machine.clone(),
-        baseline: a.study.baseline.clone().unwrap_or_else(|| "native".into()),
-        baseline_variant: wasmlab_analysis::study::baseline_of(&a.study).to_owned(),
+        baseline,
+        baseline_variant,
     }
 }
 

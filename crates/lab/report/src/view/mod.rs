@@ -1,11 +1,13 @@
-//! report.html: one offline file, inline CSS and SVG, no scripts and no network references.
+//! report.html and summary.md, from one view model a run, each through its templates.
 //!
-//! The markup is in templates rendered by minijinja with HTML auto-escaping (their names end in
+//! report.html is one offline file, inline CSS and SVG, no scripts and no network references.
+//! Its markup is in templates rendered by minijinja with HTML auto-escaping (their names end in
 //! `.html.j2`): `page` holds the head and styles, `macros` the tables, cells and figures, and a
-//! template per kind of suite its sections. This module and its children build the view model:
-//! every figure comes formatted from the report's sections, cells that need markup (swatch,
-//! bold ratio, flags, code) as structured [`Cell`]s, and the plotters SVGs, the only markup made
-//! in Rust, passed as safe strings.
+//! template per kind of suite its sections. summary.md's templates (`.md.j2`) read the same view
+//! model, with Markdown's escaping of a table cell as the `cell` filter. This module and its
+//! children build the view model: every figure comes formatted from the report's sections, cells
+//! that need markup (swatch, bold ratio, flags, code) as structured [`Cell`]s, and the plotters
+//! SVGs, the only markup made in Rust, passed as safe strings.
 
 mod programs;
 mod servers;
@@ -25,28 +27,57 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("macros.html.j2", include_str!("macros.html.j2")),
     ("servers.html.j2", include_str!("servers.html.j2")),
     ("programs.html.j2", include_str!("programs.html.j2")),
+    ("macros.md.j2", include_str!("macros.md.j2")),
+    ("servers.md.j2", include_str!("servers.md.j2")),
+    ("programs.md.j2", include_str!("programs.md.j2")),
 ];
 
-fn render(template: &str, view: impl Serialize) -> anyhow::Result<String> {
+/// A run's summary.md and report.html, each made or why not.
+pub(crate) struct Pages {
+    pub(crate) summary_md: anyhow::Result<String>,
+    pub(crate) report_html: anyhow::Result<String>,
+}
+
+impl Pages {
+    /// Both pages from one view model, through the kind of suite's two templates (`KIND.md.j2`,
+    /// `KIND.html.j2`).
+    fn render(kind: &str, view: impl Serialize) -> Self {
+        let view = Value::from_serialize(view);
+        let render = |ext: &str| -> anyhow::Result<String> {
+            let env = environment()?;
+            Ok(env
+                .get_template(&format!("{kind}.{ext}.j2"))?
+                .render(&view)?)
+        };
+        Self {
+            summary_md: render("md"),
+            report_html: render("html"),
+        }
+    }
+}
+
+fn environment() -> anyhow::Result<minijinja::Environment<'static>> {
     let mut env = minijinja::Environment::new();
     // Lines that hold only a block tag leave nothing behind: one table row stays one line.
     env.set_trim_blocks(true);
     env.set_lstrip_blocks(true);
     env.set_keep_trailing_newline(true);
+    // Text safe inside a Markdown table cell (summary.md's templates).
+    env.add_filter("cell", |s: String| table::markdown_cell(&s));
     for (name, text) in TEMPLATES {
         env.add_template(name, text)?;
     }
-    Ok(env.get_template(template)?.render(view)?)
+    Ok(env)
 }
 
-/// report.html of a server suite's run.
-pub(crate) fn servers(a: &ServerAnalysis) -> anyhow::Result<String> {
-    render("servers.html.j2", servers::Report::new(a))
+/// summary.md and report.html of a server suite's run.
+pub(crate) fn servers(a: &ServerAnalysis) -> Pages {
+    Pages::render("servers", servers::Report::new(a))
 }
 
-/// report.html of a program suite's run.
-pub(crate) fn programs(a: &ProgramAnalysis) -> anyhow::Result<String> {
-    render("programs.html.j2", programs::Report::new(a))
+/// summary.md and report.html of a program suite's run.
+pub(crate) fn programs(a: &ProgramAnalysis) -> Pages {
+    Pages::render("programs", programs::Report::new(a))
 }
 
 /// A table cell. The template escapes `text` and adds the markup the other fields ask for.
@@ -143,11 +174,14 @@ impl From<&str> for Cell {
     }
 }
 
-/// A table: `head` is text; a column is left-aligned (text) where `left` holds for it.
+/// A table: `head` is text; a column is left-aligned (text) where `left` holds for it, and
+/// shown in report.html where `html` does, in summary.md where `md` does.
 #[derive(Serialize)]
 struct Table {
     head: Vec<String>,
     left: Vec<bool>,
+    html: Vec<bool>,
+    md: Vec<bool>,
     rows: Vec<Vec<Cell>>,
 }
 
@@ -160,6 +194,8 @@ impl Table {
     fn owned(head: Vec<String>, left: usize, rows: Vec<Vec<Cell>>) -> Self {
         Self {
             left: (0..head.len()).map(|i| i < left).collect(),
+            html: vec![true; head.len()],
+            md: vec![true; head.len()],
             head,
             rows,
         }
@@ -170,13 +206,16 @@ impl Table {
         (!rows.is_empty()).then(|| Self::new(head, left, rows))
     }
 
-    /// A section's table as report.html shows it: its columns for HTML, a variant's name with
-    /// its `swatch`.
+    /// A section's table as report.html and summary.md show it: the columns either shows, a
+    /// variant's name with its `swatch`.
     fn laid<R>(columns: &[Column<'_, R>], rows: &[R], swatch: &dyn Fn(&str) -> String) -> Self {
-        let columns: Vec<&Column<'_, R>> = table::shown(columns, Shows::HTML).collect();
+        let columns: Vec<&Column<'_, R>> =
+            table::shown(columns, Shows::HTML.and(Shows::MARKDOWN)).collect();
         Self {
             head: columns.iter().map(|c| c.head.clone()).collect(),
             left: columns.iter().map(|c| c.left).collect(),
+            html: columns.iter().map(|c| c.shows(Shows::HTML)).collect(),
+            md: columns.iter().map(|c| c.shows(Shows::MARKDOWN)).collect(),
             rows: rows
                 .iter()
                 .map(|r| {

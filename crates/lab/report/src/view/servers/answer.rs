@@ -11,11 +11,11 @@ use wasmlab_model::run::Status;
 
 use super::plots;
 use crate::format::{fmt_ms, fmt_rps};
-use crate::html::{Cell, Figure, Table};
 use crate::sections;
+use crate::view::{Cell, Figure, Table};
 
 #[derive(Serialize)]
-pub(in crate::html) struct Answer {
+pub(in crate::view) struct Answer {
     /// The concurrency level the saturated figures are at.
     connections: Option<usize>,
     /// The native baseline was measured: without it there is no ratio to give.
@@ -24,6 +24,8 @@ pub(in crate::html) struct Answer {
     workloads: Vec<WorkloadAnswer>,
     /// Every variant's costs: a row a variant, two columns a workload (equal load, saturated).
     costs: Option<Table>,
+    /// The same costs a row a variant and workload, each with its rate (summary.md's table).
+    cost_rows: Option<Table>,
     /// How the equal-load rates were chosen, a line a workload.
     rates: Vec<String>,
     /// The cold start, in a sentence.
@@ -70,7 +72,13 @@ pub(super) fn answer(a: &ServerAnalysis) -> Answer {
             ),
         ]
     };
+    let cost_rows = sections::costs(a);
     Answer {
+        cost_rows: (!cost_rows.is_empty()).then(|| {
+            Table::laid(&sections::cost_columns(), &cost_rows, &|v| {
+                plots::swatch_of(a, v)
+            })
+        }),
         connections: a.reference_connections,
         baseline,
         costs: (!workloads.is_empty()).then(|| costs_table(a)).flatten(),

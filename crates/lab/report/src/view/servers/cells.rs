@@ -7,8 +7,8 @@ use wasmlab_analysis::servers::ThroughputCell;
 use wasmlab_model::sample::Kind;
 
 use super::plots::{self, swatch_of};
-use crate::html::{Figure, Table};
 use crate::sections;
+use crate::view::{Figure, Table};
 
 #[derive(Serialize)]
 pub(super) struct Throughput {
@@ -24,6 +24,8 @@ pub(super) struct Workload {
     name: String,
     figure: Figure,
     table: Table,
+    /// Its rows at the reference concurrency alone (summary.md's table).
+    at_reference: Option<Table>,
 }
 
 pub(super) fn throughput(a: &ServerAnalysis) -> Option<Throughput> {
@@ -47,10 +49,17 @@ pub(super) fn throughput(a: &ServerAnalysis) -> Option<Throughput> {
         let mine: Vec<sections::Throughput> =
             rows.iter().filter(|r| &r.workload == w).cloned().collect();
         let table = Table::laid(&columns, &mine, &swatch);
+        let at_reference: Vec<sections::Throughput> = mine
+            .iter()
+            .filter(|r| Some(r.connections) == a.reference_connections)
+            .cloned()
+            .collect();
         workloads.push(Workload {
             name: w.clone(),
             figure,
             table,
+            at_reference: (!at_reference.is_empty())
+                .then(|| Table::laid(&columns, &at_reference, &swatch)),
         });
     }
     Some(Throughput {
@@ -102,6 +111,7 @@ pub(super) fn equal_load(a: &ServerAnalysis) -> Option<EqualLoad> {
                     &plot,
                 ),
                 table: Table::laid(&columns, &mine, &swatch),
+                at_reference: None,
             })
         })
         .collect();

@@ -1,0 +1,80 @@
+//! The sentences every output shares (the terminal, summary.md and report.html), written once:
+//! what a flag, a figure or its absence means, and how a study's figures are set beside ours.
+
+use wasmlab_analysis::servers::BASELINE;
+
+/// The note that explains the saturation flag.
+pub(crate) fn saturation_note() -> String {
+    format!(
+        "⚠ generator saturated in k/n runs: in k of the cell's n runs the load generator's \
+         threads were on a CPU for at least {:.0}% of the run, so the generator (not the server) \
+         may have been the limit: the server may be faster than shown. Flagged on a variant's \
+         cell, its ratio to native may be understated; flagged on native's cell, overstated.",
+        wasmlab_load::SATURATED_SHARE * 100.0
+    )
+}
+
+/// The note that explains a capacity ratio and its absence, in every output.
+pub(crate) fn capacity_note() -> String {
+    format!(
+        "capacity × native: responses per CPU-second of the variant's processes over native's in \
+         the same cell, from the runs in which both servers kept their CPUs at least {:.0}% busy \
+         (a server's CPU per request falls as it gets busier, so only saturated servers compare \
+         fairly); where either was not, \"none\" says what set its pace instead: the load \
+         generator (generator-limited), the upstream (upstream-limited) or the requests' own \
+         latency (latency-bound). The cost at equal load holds there.",
+        wasmlab_model::sample::SATURATED_UTILIZATION * 100.0
+    )
+}
+
+/// The note that explains the cost at equal load, in every output.
+pub(crate) fn equal_load_note() -> String {
+    use wasmlab_model::sample::{DROPPED_OVER_CAPACITY, KEPT_UP};
+    format!(
+        "equal load: every variant offered the same rates (open loop, latency from each \
+         request's intended send time); CPU × native: the variant's CPU per request over \
+         native's at the same rate, paired by repetition; \"over capacity\": runs that dropped \
+         more than {:.0}% of their sends or answered less than {:.0}% of the rate, left out of \
+         the ratio.",
+        DROPPED_OVER_CAPACITY * 100.0,
+        KEPT_UP * 100.0
+    )
+}
+
+/// What the lead table of costs holds.
+pub(crate) fn cost_lead() -> String {
+    format!(
+        "The server's CPU per request as a multiple of {BASELINE}'s (> 1: costlier), at equal load \
+         (the variant and native at the same rate, the highest both kept up with: what a fleet that \
+         is not saturated pays) and where both servers were saturated (capacity × {BASELINE}, \
+         turned over), each with its 95% interval."
+    )
+}
+
+/// How the req/s one core sustains is read, and what it sizes.
+pub(crate) const PER_CORE: &str = "req/s per core = responses / CPU-seconds of the variant's \
+    process tree: cores needed = target req/s ÷ this.";
+
+/// How a study's published figures are set beside this run's: `machine` the study's,
+/// `baseline` its baseline server, `ours` the variant that stands for it here.
+pub(crate) fn study_intro(machine: &str, baseline: &str, ours: &str) -> String {
+    format!(
+        "Its published figures ({machine}), each also as a ratio to its own {baseline} server \
+         ({ours} here); a ratio holds when ours is within a factor of two of it, otherwise the \
+         gap to that server is that many times smaller or larger here. Rows without a study \
+         figure are the same job done with wasmlab's own method. Where that server is not \
+         {BASELINE}, ours is also set against {BASELINE}; resp/CPU-s is what one core of the \
+         server sustains (responses per CPU-second of its process tree, which the study did not \
+         publish)."
+    )
+}
+
+/// A study's sizing rule beside this run's capacity.
+pub(crate) fn sizing_rule(rule: &str) -> String {
+    format!(
+        "The study's sizing rule: {rule}. Its req/s per core is its req/s per node over the \
+         node's cores, with the load generator on the same machine; ours is what one core of \
+         each server sustains (responses per CPU-second of its processes, mean over the runs \
+         with its 95% interval), and the cores a target load would need at that rate."
+    )
+}
