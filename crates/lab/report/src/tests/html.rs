@@ -118,8 +118,8 @@ fn report_rows_have_as_many_cells_as_headers() {
 
 #[test]
 fn report_escapes_hostile_names() {
-    const EVIL: &str = "<script>&\"'";
-    const ESCAPED: &str = "&lt;script&gt;&amp;&quot;&#x27;";
+    const EVIL: &str = "<script>&\"'|";
+    const ESCAPED: &str = "&lt;script&gt;&amp;&quot;&#x27;|";
     let mut i = info(RunState::Complete);
     i.suite.description = format!("described {EVIL}");
     i.variants[2].reason = Some(format!("failed {EVIL}"));
@@ -154,4 +154,14 @@ fn report_escapes_hostile_names() {
         assert!(html.contains(&shown), "{shown} missing");
     }
     assert_rows_match_headers(&html);
+    // summary.md: in a table cell the name's `<` is an entity (no tag) and no `|` of it splits
+    // the row: every row of a table has as many cells as its head.
+    let md = render_summary_md(&a);
+    assert!(md.contains("| pooled&lt;script>&\"'\\| |"), "{md}");
+    let cells = |line: &str| line.replace("\\|", "").matches('|').count();
+    for table in md.split("\n\n").filter(|b| b.starts_with('|')) {
+        let mut lines = table.lines();
+        let head = cells(lines.next().unwrap());
+        assert!(lines.all(|l| cells(l) == head), "{table}");
+    }
 }
