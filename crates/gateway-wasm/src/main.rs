@@ -250,6 +250,9 @@ fn serve<E: Load>(
         // SAFETY: a precompiled file is this gateway's own, or one the operator passed as such
         // (see --precompile's help); Wasmtime checks its version and settings.
         let executor = unsafe { E::load(compiled.source(), options, caps, limits) };
+        // The module is mapped now, and a mapped file outlives its name: the directory a child
+        // compiled it into goes at once, so a server stopped by a signal leaves nothing behind.
+        drop(compiled);
         executor.map_err(refused)?.ready().await.map_err(refused)
     })
 }

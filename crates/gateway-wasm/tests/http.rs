@@ -177,6 +177,38 @@ fn precompiled_guest_serves_every_route() {
     assert!(String::from_utf8_lossy(&again.stderr).contains("precompiled already"));
 }
 
+/// A guest compiled at start by a child process leaves nothing in the temporary directory once
+/// the server listens: a server killed by a signal (as the lab and the tests stop them) leaves
+/// no compiled module behind.
+#[test]
+fn a_guest_compiled_at_start_leaves_no_file_behind() {
+    use std::io::BufRead;
+    for executor in ["pooled", "component"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut child = std::process::Command::new(BIN)
+            .args(["--port", "0", "--executor", executor])
+            .env("TMPDIR", tmp.path())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        let listening = stdout
+            .lines()
+            .map_while(Result::ok)
+            .any(|l| l.starts_with("listening on"));
+        let left: Vec<_> = std::fs::read_dir(tmp.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(listening, "{executor}: never listened");
+        assert!(left.is_empty(), "{executor}: left {left:?}");
+    }
+}
+
 /// Starts the gateway expecting it to refuse to start; returns what it printed on stderr.
 fn refused(args: &[&str]) -> String {
     let out = std::process::Command::new(BIN)
