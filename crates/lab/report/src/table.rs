@@ -13,7 +13,7 @@ use crate::format::RatioStyle;
 pub(crate) struct Shows(u8);
 
 impl Shows {
-    /// The terminal's default table, which keeps within [`crate::terminal::COLUMNS`].
+    /// The terminal's default table, which keeps within its 120 columns.
     pub(crate) const NARROW: Self = Self(1);
     /// The terminal with `--wide`.
     pub(crate) const WIDE: Self = Self(2);
