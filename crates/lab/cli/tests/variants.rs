@@ -165,6 +165,7 @@ path = "{prepared}/marker"
 [start]
 command = ["{bin}/wasmlab-gateway-native", "--host", "127.0.0.1", "--port", "{port}", "--upstream", "{upstream}"]
 address = "port"
+env = { WASMLAB_MINE = "set by the variant" }
 "#,
     );
     let suite = format!(
@@ -196,6 +197,21 @@ command = ["{{bin}}/wasmlab-gateway-native", "--port", "{{port}}", "--upstream",
         assert_eq!(run["variant_specs"][i]["name"], *name);
     }
     assert_eq!(run["variant_tools"][0]["version"], "sh from the test");
+    // The servers' environment is the lab's minimal one and the variant's own, recorded: the
+    // caller's RUST_BACKTRACE=1 (run_suite sets it) does not reach them.
+    let env = &run["variants"][0]["env"];
+    assert_eq!(env["WASMLAB_MINE"], "set by the variant", "{env}");
+    assert!(
+        env["PATH"].is_string() && env.get("RUST_BACKTRACE").is_none(),
+        "{env}"
+    );
+    let inline = run["variants"][1]["env"].as_object().unwrap();
+    assert!(
+        inline
+            .keys()
+            .all(|k| wasmlab_plan::environment::INHERITED.contains(&k.as_str())),
+        "{inline:?}"
+    );
     assert!(
         run["artifacts"]
             .as_array()

@@ -289,7 +289,9 @@ impl<'a> ServerRun<'a> {
             .filter(|c| !c.ok)
             .map(|c| format!("{}: {}", c.what, c.detail))
             .collect();
-        self.rec.outcome(v.name()).checks = checks;
+        let outcome = self.rec.outcome(v.name());
+        outcome.checks = checks;
+        outcome.env = running.env.clone();
         if !failed.is_empty() {
             running.stop();
             self.rec.fail(

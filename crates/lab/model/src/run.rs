@@ -222,6 +222,10 @@ pub struct VariantOutcome {
     pub reason: Option<String>,
     /// Its verification's checks (the last launch's).
     pub checks: Vec<Check>,
+    /// The environment its servers were started with: the lab's minimal one and what the
+    /// variant sets (none for a remote target, or in runs recorded before it was).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub env: std::collections::BTreeMap<String, String>,
 }
 
 /// One check of a verification: a workload's answer (one per request of a workload that rotates

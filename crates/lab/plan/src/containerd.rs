@@ -178,6 +178,8 @@ fn launch(
         .stdin(Stdio::null())
         .stdout(log.try_clone().map_err(|e| e.to_string())?)
         .stderr(log);
+    // Its shims are the servers measured, and they inherit its environment.
+    crate::environment::minimal(&mut cmd);
     // SAFETY: prctl is async-signal-safe. containerd stops with the lab, even if the lab is killed.
     unsafe {
         use std::os::unix::process::CommandExt;

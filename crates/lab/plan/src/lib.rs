@@ -9,6 +9,7 @@
 pub mod containerd;
 pub mod containers;
 pub mod cpus;
+pub mod environment;
 pub mod machine;
 pub mod setup;
 pub mod tools;

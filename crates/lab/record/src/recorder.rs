@@ -207,6 +207,7 @@ impl Recorder<Servers> {
                     status: Status::Measured,
                     reason: None,
                     checks: Vec::new(),
+                    env: Default::default(),
                 });
                 variants.len() - 1
             }

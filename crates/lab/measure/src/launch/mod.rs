@@ -122,6 +122,8 @@ pub struct Running {
     pub start: StartTimes,
     /// The process the lab started; None for a remote target.
     child: Option<Child>,
+    /// The environment it was started with (empty for a remote target).
+    pub env: std::collections::BTreeMap<String, String>,
     /// Run before SIGTERM (e.g. removing a container), with the variant's environment.
     stop_command: Option<Command>,
     /// Prints more process ids of the variant (see `Start::processes`); run once, on first use.
@@ -243,6 +245,7 @@ fn reach(
         protocol: Protocol::Http1,
         start: StartTimes::default(),
         child: None,
+        env: Default::default(),
         stop_command: None,
         processes_command: None,
         roots: None,
@@ -276,6 +279,7 @@ pub fn spawn_server(
         None => Stdio::piped(),
     };
     cmd.stdin(Stdio::null()).stdout(stdout).stderr(log);
+    let env = wasmlab_plan::environment::minimal(&mut cmd);
     wasmlab_plan::cpus::confine_server(ctx.cpus, &mut cmd);
     // SAFETY: prctl is async-signal-safe; the child dies with wasmlab, so none outlives it.
     unsafe {
@@ -306,6 +310,7 @@ pub fn spawn_server(
         protocol: Protocol::Http1,
         start: StartTimes::default(),
         child: Some(child),
+        env,
         stop_command: None,
         processes_command: None,
         roots: None,

@@ -108,6 +108,8 @@ impl Engine {
             .stdin(Stdio::null())
             .stdout(std::fs::File::create(&out_path)?)
             .stderr(std::fs::File::create(&err_path)?);
+        // Measured as a server is: the lab's minimal environment and the engine's own.
+        wasmlab_plan::environment::minimal(&mut cmd);
         wasmlab_plan::cpus::confine_server(&self.cpus, &mut cmd);
         let t0 = Instant::now();
         let mut child = cmd

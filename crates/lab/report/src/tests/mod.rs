@@ -123,6 +123,7 @@ fn outcome(name: &str, status: Status, reason: Option<&str>) -> VariantOutcome {
         status,
         reason: reason.map(str::to_owned),
         checks: Vec::new(),
+        env: Default::default(),
     }
 }
 
