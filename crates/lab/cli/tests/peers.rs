@@ -223,7 +223,10 @@ study = "net-limits"
         "the study's ratio to its C -O3: {row}"
     );
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
-    assert!(html.contains("reproduced here by <code>c-O3</code>"));
+    assert!(
+        html.contains("reproduced here by c-O3"),
+        "the study's baseline named"
+    );
 }
 
 #[test]

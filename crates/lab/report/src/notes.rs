@@ -59,13 +59,13 @@ pub(crate) const PER_CORE: &str = "req/s per core = responses / CPU-seconds of t
 /// `baseline` its baseline server, `ours` the variant that stands for it here.
 pub(crate) fn study_intro(machine: &str, baseline: &str, ours: &str) -> String {
     format!(
-        "Its published figures ({machine}), each also as a ratio to its own {baseline} server \
-         ({ours} here); a ratio holds when ours is within a factor of two of it, otherwise the \
-         gap to that server is that many times smaller or larger here. Rows without a study \
-         figure are the same job done with wasmlab's own method. Where that server is not \
-         {BASELINE}, ours is also set against {BASELINE}; resp/CPU-s is what one core of the \
-         server sustains (responses per CPU-second of its process tree, which the study did not \
-         publish)."
+        "Its published figures ({machine}), each also as a ratio to its own baseline server \
+         ({baseline}, reproduced here by {ours}); a ratio holds when ours is within a factor of \
+         two of it, otherwise the gap to that server is that many times smaller or larger here. \
+         Rows without a study figure are the same job done with wasmlab's own method. Where \
+         that server is not {BASELINE}, ours is also set against {BASELINE}; resp/CPU-s is what \
+         one core of the server sustains (responses per CPU-second of its process tree, which \
+         the study did not publish)."
     )
 }
 
