@@ -88,6 +88,29 @@ fn report_full_run() {
 }
 
 #[test]
+fn the_servers_environment_is_said_where_the_run_recorded_it() {
+    let mut i = info(RunState::Complete);
+    let minimal = [("HOME", "/root"), ("PATH", "/usr/bin")];
+    for v in &mut i.variants {
+        v.env = minimal
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+    }
+    i.variants[1].env.insert("EXTRA".into(), "1".into());
+    let md = render_summary_md(&analyse(&i, &samples()));
+    let line = format!(
+        "- Servers' environment: HOME, PATH from the lab's environment, nothing else of the \
+         caller's; {}: EXTRA=1",
+        i.variants[1].name
+    );
+    assert!(md.contains(&line), "{md}");
+    // A run recorded before the environment was says nothing of it.
+    let old = render_summary_md(&analyse(&info(RunState::Complete), &samples()));
+    assert!(!old.contains("Servers' environment"));
+}
+
+#[test]
 fn report_without_samples() {
     let mut i = info(RunState::Interrupted);
     i.header.finished_utc = None;

@@ -18,6 +18,9 @@ pub(super) struct Environment {
     sha_extensions: bool,
     compute_sha256: String,
     native_code: String,
+    /// The environment the servers were started with, in a sentence (None for runs recorded
+    /// before it was).
+    server_env: Option<String>,
     /// (tool, version: None when unknown).
     tools: Vec<(&'static str, Option<String>)>,
     suite: SuiteParameters,
@@ -130,6 +133,7 @@ pub(super) fn environment(a: &ServerAnalysis) -> Environment {
         sha_extensions: m.cpu_sha_extensions,
         compute_sha256: m.compute_sha256.clone(),
         native_code: m.native_code.clone(),
+        server_env: server_env(a),
         tools: vec![
             ("wasmlab", Some(m.tools.wasmlab.clone())),
             ("rustc", m.tools.rustc.clone()),
@@ -173,4 +177,42 @@ pub(super) fn environment(a: &ServerAnalysis) -> Environment {
         orders: (!rows.is_empty()).then(|| Table::new(&["Repetition", "Order"], 2, rows)),
         seed: a.info.header.seed,
     }
+}
+
+/// What the servers' environment held: the variables every measured variant had, by name (their
+/// values are the lab's own: PATH, HOME…), then each variant's others with their values.
+fn server_env(a: &ServerAnalysis) -> Option<String> {
+    let envs: Vec<_> = a
+        .info
+        .variants
+        .iter()
+        .filter(|v| !v.env.is_empty())
+        .collect();
+    let first = envs.first()?;
+    let common: Vec<&String> = first
+        .env
+        .iter()
+        .filter(|(k, v)| envs.iter().all(|o| o.env.get(*k) == Some(v)))
+        .map(|(k, _)| k)
+        .collect();
+    let mut text = format!(
+        "{} from the lab's environment, nothing else of the caller's",
+        common
+            .iter()
+            .map(|k| k.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    for v in &envs {
+        let own: Vec<String> = v
+            .env
+            .iter()
+            .filter(|(k, _)| !common.contains(k))
+            .map(|(k, val)| format!("{k}={val}"))
+            .collect();
+        if !own.is_empty() {
+            text += &format!("; {}: {}", v.name, own.join(", "));
+        }
+    }
+    Some(text)
 }
