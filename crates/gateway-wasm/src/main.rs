@@ -191,8 +191,8 @@ struct Guest {
 
 /// Serves `guest` with executor `E`, made with `options`: with `--precompile`, compiles it to
 /// the file and exits; otherwise says the start banner and loads the module to serve (the
-/// operator's precompiled file, one compiled for this start in a child process, held in a
-/// temporary directory until it is mapped, or with --compile-in-process, or for an executor that
+/// operator's precompiled file, one compiled for this start in a child process into a temporary
+/// directory removed once it is mapped, or with --compile-in-process, or for an executor that
 /// compiles at every start, the Wasm itself).
 fn serve<E: Load>(
     mut args: Args,
@@ -264,8 +264,8 @@ enum Compiled {
     InProcess(Vec<u8>),
     /// The operator's precompiled file.
     Precompiled(std::path::PathBuf),
-    /// Compiled for this start by a child process, into a temporary directory kept until the
-    /// server ends.
+    /// Compiled for this start by a child process, into a temporary directory removed once the
+    /// module is mapped.
     #[cfg(feature = "compiler")]
     InChild {
         file: std::path::PathBuf,
