@@ -276,6 +276,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_guest_is_linked_and_called_as_its_calls_and_its_waits_say() {
+        let linked = |calls, waits| {
+            let l = Linked::for_guest(calls, waits);
+            (l.sync, l.async_)
+        };
+        assert_eq!(linked(GuestCalls::Sync, false), (true, false));
+        assert_eq!(linked(GuestCalls::Sync, true), (true, true));
+        assert_eq!(linked(GuestCalls::Async, false), (false, true));
+        assert_eq!(linked(GuestCalls::Async, true), (false, true));
+        let waiting = WaitingPaths::default();
+        waiting.remember("/proxy");
+        let both = Linked::for_guest(GuestCalls::Sync, true);
+        assert_eq!(both.call_for("/proxy?n=1", &waiting), Call::Async);
+        assert_eq!(both.call_for("/", &waiting), Call::Sync);
+        // Linked for sync calls alone, a path that waited is still called synchronously.
+        let sync = Linked::for_guest(GuestCalls::Sync, false);
+        assert_eq!(sync.call_for("/proxy", &waiting), Call::Sync);
+        let async_only = Linked::for_guest(GuestCalls::Async, false);
+        assert_eq!(async_only.call_for("/", &waiting), Call::Async);
+    }
+
+    #[test]
     fn a_path_is_remembered_without_its_query_and_the_set_is_bounded() {
         let w = WaitingPaths::default();
         assert!(!w.waits("/proxy"));
