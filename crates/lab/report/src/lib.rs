@@ -32,34 +32,25 @@ pub struct Rendered {
 
 /// Renders a run's analysis; `wide`: every column in the terminal, not only what fits 120.
 pub fn render(a: &Analysis, wide: bool) -> Rendered {
-    match a {
-        Analysis::Servers(a) => {
-            let pages = view::servers(a);
-            Rendered {
-                terminal: terminal::servers(a, wide),
-                files: vec![
-                    ("summary.md", pages.summary_md),
-                    ("report.html", pages.report_html),
-                ],
-            }
-        }
-        Analysis::Programs(a) => {
-            let pages = view::programs(a);
-            Rendered {
-                terminal: terminal::programs(a, wide),
-                files: vec![
-                    ("summary.md", pages.summary_md),
-                    ("report.html", pages.report_html),
-                    (
-                        "analysis.json",
-                        serde_json::to_string_pretty(a.as_ref())
-                            .map(|j| j + "\n")
-                            .map_err(anyhow::Error::from),
-                    ),
-                ],
-            }
-        }
-    }
+    let (terminal, pages, analysis_json) = match a {
+        Analysis::Servers(a) => (terminal::servers(a, wide), view::servers(a), None),
+        Analysis::Programs(a) => (
+            terminal::programs(a, wide),
+            view::programs(a),
+            // A program run's analysis, for tools: a server run's is rebuilt from its samples.
+            Some(
+                serde_json::to_string_pretty(a.as_ref())
+                    .map(|j| j + "\n")
+                    .map_err(anyhow::Error::from),
+            ),
+        ),
+    };
+    let mut files = vec![
+        ("summary.md", pages.summary_md),
+        ("report.html", pages.report_html),
+    ];
+    files.extend(analysis_json.map(|j| ("analysis.json", j)));
+    Rendered { terminal, files }
 }
 
 #[cfg(test)]

@@ -211,9 +211,7 @@ pub(crate) fn shown<'c, 'a, R>(
 pub(crate) fn terminal<R>(columns: &[Column<'_, R>], rows: &[R], wide: bool) -> comfy_table::Table {
     let output = if wide { Shows::WIDE } else { Shows::NARROW };
     let columns: Vec<&Column<'_, R>> = shown(columns, output).collect();
-    let mut t = comfy_table::Table::new();
-    t.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED);
-    t.set_header(columns.iter().map(|c| c.head.clone()).collect::<Vec<_>>());
+    let mut t = comfy(columns.iter().map(|c| c.head.clone()));
     for r in rows {
         t.add_row(
             columns
@@ -222,6 +220,14 @@ pub(crate) fn terminal<R>(columns: &[Column<'_, R>], rows: &[R], wide: bool) -> 
                 .collect::<Vec<_>>(),
         );
     }
+    t
+}
+
+/// An empty terminal table with its head, in the one style every terminal table has.
+pub(crate) fn comfy(head: impl IntoIterator<Item = impl Into<String>>) -> comfy_table::Table {
+    let mut t = comfy_table::Table::new();
+    t.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED);
+    t.set_header(head.into_iter().map(Into::into).collect::<Vec<String>>());
     t
 }
 

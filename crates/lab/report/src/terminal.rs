@@ -2,7 +2,7 @@
 //! columns: the figures a reader compares first, the rest in the CSVs, summary.md and
 //! report.html, or here with `wide` (`--wide`).
 
-use comfy_table::{ContentArrangement, Table};
+use comfy_table::ContentArrangement;
 use wasmlab_analysis::compare::{Change, Verdict};
 use wasmlab_analysis::programs::EngineSummary;
 use wasmlab_analysis::servers::BASELINE;
@@ -16,13 +16,6 @@ use crate::table;
 
 /// The width a default table keeps within.
 pub const COLUMNS: u16 = 120;
-
-fn table(head: &[&str]) -> Table {
-    let mut t = Table::new();
-    t.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED);
-    t.set_header(head.to_vec());
-    t
-}
 
 /// A server suite's tables: throughput (with each ratio to native and its CI), cold start, warm
 /// latency and open loop, whichever the run measured, then what was not measured and why.
@@ -126,7 +119,7 @@ fn not_measured(out: &mut String, a: &ServerAnalysis) {
     if rows.is_empty() {
         return;
     }
-    let mut t = table(&["variant", "status", "why (and what would enable it)"]);
+    let mut t = table::comfy(["variant", "status", "why (and what would enable it)"]);
     t.set_content_arrangement(ContentArrangement::Dynamic);
     if t.width().is_none() {
         t.set_width(COLUMNS);
@@ -177,7 +170,7 @@ pub fn compare(changes: &[Change]) -> String {
         "significant",
         "runs left out",
     ];
-    let mut t = table(&head[..if notes { 8 } else { 7 }]);
+    let mut t = table::comfy(head[..if notes { 8 } else { 7 }].iter().copied());
     let count = |v: Verdict| changes.iter().filter(|c| c.verdict == v).count();
     for c in changes {
         let f = &c.figure;

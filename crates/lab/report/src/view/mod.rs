@@ -43,8 +43,10 @@ impl Pages {
     /// `KIND.html.j2`).
     fn render(kind: &str, view: impl Serialize) -> Self {
         let view = Value::from_serialize(view);
+        // The templates parsed once for both pages.
+        let env = environment();
         let render = |ext: &str| -> anyhow::Result<String> {
-            let env = environment()?;
+            let env = env.as_ref().map_err(|e| anyhow::anyhow!("{e:#}"))?;
             Ok(env
                 .get_template(&format!("{kind}.{ext}.j2"))?
                 .render(&view)?)
