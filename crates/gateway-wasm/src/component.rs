@@ -82,7 +82,7 @@ impl ComponentExecutor {
         limits: GuestLimits,
     ) -> anyhow::Result<Self> {
         // SAFETY: Wasm, not a precompiled file.
-        unsafe { Self::load(Source::Wasm(wasm), options, no_capabilities(), limits) }
+        unsafe { Self::from_source(Source::Wasm(wasm), options, limits) }
     }
 
     /// Loads a component precompiled by [`Load::precompile`] (a `.cwasm` file).
@@ -95,14 +95,7 @@ impl ComponentExecutor {
         limits: GuestLimits,
     ) -> anyhow::Result<Self> {
         // SAFETY: passed on to the caller.
-        unsafe {
-            Self::load(
-                Source::Precompiled(path),
-                options,
-                no_capabilities(),
-                limits,
-            )
-        }
+        unsafe { Self::from_source(Source::Precompiled(path), options, limits) }
     }
 
     /// Compiles `wasm` ahead of time (see [`Load::precompile`]).
@@ -134,6 +127,34 @@ impl ComponentExecutor {
             .wasm_component_model(true)
             .epoch_interruption(true);
         config
+    }
+
+    /// The executor for `source` (see [`Load::load`]; it takes no core capabilities).
+    ///
+    /// # Safety
+    /// As [`Load::load`].
+    unsafe fn from_source(
+        source: Source<'_>,
+        options: ComponentOptions,
+        limits: GuestLimits,
+    ) -> anyhow::Result<Self> {
+        let engine = Engine::new(&Self::config(limits))?;
+        let component = match source {
+            #[cfg(feature = "compiler")]
+            Source::Wasm(wasm) => {
+                if wasmparser::Parser::is_core_wasm(wasm) {
+                    return Err(not_a_component(anyhow::anyhow!("it is a core module")));
+                }
+                Component::new(&engine, wasm)
+                    .map_err(|e| anyhow::anyhow!("it cannot be compiled as a component: {e:#}"))?
+            }
+            // SAFETY: passed on to the caller.
+            Source::Precompiled(path) => unsafe { Component::deserialize_file(&engine, path) }
+                .map_err(|e| {
+                    anyhow::anyhow!("{e:#} (a precompiled core module needs --executor pooled)")
+                })?,
+        };
+        Self::from_component(engine, component, options, limits)
     }
 
     fn from_component(
@@ -319,12 +340,6 @@ impl ComponentExecutor {
     }
 }
 
-/// The capabilities a component is given: none of the core ABI's (it reaches its upstream
-/// through wasi:http, as [`ComponentOptions::upstream`] allows).
-fn no_capabilities() -> Arc<Capabilities> {
-    Arc::new(Capabilities::new(None).expect("no upstream to parse"))
-}
-
 impl Load for ComponentExecutor {
     type Options = ComponentOptions;
     /// wasi:http's imports wait: always async.
@@ -337,23 +352,8 @@ impl Load for ComponentExecutor {
         _caps: Arc<Capabilities>,
         limits: GuestLimits,
     ) -> anyhow::Result<Self> {
-        let engine = Engine::new(&Self::config(limits))?;
-        let component = match source {
-            #[cfg(feature = "compiler")]
-            Source::Wasm(wasm) => {
-                if wasmparser::Parser::is_core_wasm(wasm) {
-                    return Err(not_a_component(anyhow::anyhow!("it is a core module")));
-                }
-                Component::new(&engine, wasm)
-                    .map_err(|e| anyhow::anyhow!("it cannot be compiled as a component: {e:#}"))?
-            }
-            // SAFETY: passed on to the caller.
-            Source::Precompiled(path) => unsafe { Component::deserialize_file(&engine, path) }
-                .map_err(|e| {
-                    anyhow::anyhow!("{e:#} (a precompiled core module needs --executor pooled)")
-                })?,
-        };
-        Self::from_component(engine, component, options, limits)
+        // SAFETY: passed on to the caller.
+        unsafe { Self::from_source(source, options, limits) }
     }
 
     #[cfg(feature = "compiler")]
