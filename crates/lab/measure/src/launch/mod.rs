@@ -177,7 +177,9 @@ impl Launchable {
             .with("port", port.to_string())
             .with("instance", instance);
         let mut cmd = vars.command(&start.command)?;
-        cmd.envs(&start.env);
+        for (k, v) in &start.env {
+            cmd.env(k, vars.expand_one(v)?);
+        }
         let known = match start.address {
             Address::Stdout => None,
             Address::Port => Some(SocketAddr::from(([127, 0, 0, 1], port))),

@@ -461,6 +461,9 @@ impl VariantSpec {
         match (&self.start, &self.program) {
             (Some(start), None) => {
                 templates.check("[start] command", &start.command)?;
+                for v in start.env.values() {
+                    templates.check("[start] env", std::slice::from_ref(v))?;
+                }
                 if !start.http2_args.is_empty() {
                     templates.check("[start] http2_args", &start.http2_args)?;
                 }
@@ -711,6 +714,13 @@ address = "port"
                     "address = \"port\"\nprocesses_only = true",
                 ),
                 "need a `processes` command",
+            ),
+            (
+                GOOD.replace(
+                    "address = \"port\"",
+                    "address = \"port\"\nenv = { UPSTREAM = \"{upstrem}\" }",
+                ),
+                "[start] env: unknown placeholder {upstrem}",
             ),
             (
                 format!("{GOOD}\n[[artifacts]]\nname = \"x\"\n"),
