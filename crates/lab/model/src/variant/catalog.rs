@@ -84,6 +84,10 @@ const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../../../variants/js-component-wasmtime-serve.toml"),
     ),
     (
+        "wasmcloud-dev",
+        include_str!("../../../../../variants/wasmcloud-dev.toml"),
+    ),
+    (
         "wasmtime-cli",
         include_str!("../../../../../variants/wasmtime-cli.toml"),
     ),
