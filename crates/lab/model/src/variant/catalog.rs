@@ -88,6 +88,14 @@ const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../../../variants/wasmcloud-dev.toml"),
     ),
     (
+        "workerd-wasm",
+        include_str!("../../../../../variants/workerd-wasm.toml"),
+    ),
+    (
+        "workerd-js",
+        include_str!("../../../../../variants/workerd-js.toml"),
+    ),
+    (
         "wasmtime-cli",
         include_str!("../../../../../variants/wasmtime-cli.toml"),
     ),

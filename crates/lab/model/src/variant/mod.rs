@@ -191,6 +191,10 @@ pub enum Install {
         /// where only their dependents find them, or not at all.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         also: Vec<String>,
+        /// The version the program prints, where it is not the package's (`workerd`
+        /// 1.20261117.1 prints `workerd 2026-11-17`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        prints: Option<String>,
     },
     /// `go install MODULE@VERSION` with `GOBIN=TOOLS/bin` (the Go module proxy).
     Go {
@@ -242,6 +246,9 @@ impl Install {
     pub fn version(&self) -> &str {
         match self {
             Install::Pip {
+                prints: Some(v), ..
+            }
+            | Install::Npm {
                 prints: Some(v), ..
             } => v,
             Install::Cargo { version, .. }
