@@ -36,6 +36,10 @@ const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../../../suites/wasmcloud.toml"),
     ),
     (
+        "platforms",
+        include_str!("../../../../../suites/platforms.toml"),
+    ),
+    (
         "containerd",
         include_str!("../../../../../suites/containerd.toml"),
     ),
