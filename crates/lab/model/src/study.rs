@@ -313,7 +313,7 @@ mod tests {
         assert_eq!(libsodium.iterations, Some(200));
         assert!(libsodium.systems.len() >= 10);
         let wasmcloud = Study::load("wasmcloud").unwrap();
-        assert_eq!(wasmcloud.baseline_variant(), Some("wasmcloud-dev"));
+        assert_eq!(wasmcloud.baseline_variant(), Some("wasmcloud-host"));
         let plan = wasmcloud.capacity.as_ref().unwrap();
         assert_eq!((plan.workload.as_str(), plan.connections), ("hello", 150));
         // 17,500 req/s per node of 8 to 16 cores.

@@ -88,6 +88,14 @@ const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../../../variants/wasmcloud-dev.toml"),
     ),
     (
+        "wasmcloud-host",
+        include_str!("../../../../../variants/wasmcloud-host.toml"),
+    ),
+    (
+        "wasmcloud-host-2",
+        include_str!("../../../../../variants/wasmcloud-host-2.toml"),
+    ),
+    (
         "workerd-wasm",
         include_str!("../../../../../variants/workerd-wasm.toml"),
     ),
