@@ -115,3 +115,70 @@ fn wasmcloud_host_2() {
 fn wasmcloud_host_2_interrupted_leaves_nothing_running() {
     interrupted_leaves_nothing_running("wasmcloud-host-2");
 }
+
+/// One of wasmcloud-host-2's hosts killed while it is measured: the variant fails, said why, the
+/// run goes on with the next, and none of its processes is left.
+#[test]
+fn wasmcloud_host_2_losing_a_host_fails_alone_and_leaves_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let catalog = wasmlab_model::variant::Catalog::builtin();
+    let spec = catalog.find("wasmcloud-host-2").unwrap();
+    // The variant as it is, its second host killed 2 s after the start (during its 3 s cell).
+    let command: Vec<String> = std::iter::once("{tool:sh}".to_owned())
+        .chain([
+            "-c".into(),
+            "(sleep 2; pkill -KILL -f \"$0/oci-cache-1\") & exec \"$@\"".into(),
+            "{prepared}/{instance}".into(),
+        ])
+        .chain(spec.start.as_ref().unwrap().command.iter().cloned())
+        .collect();
+    let mut variant: toml::Table = toml::from_str(&toml::to_string(spec).unwrap()).unwrap();
+    variant.insert("name".into(), "host-lost".into());
+    let requires = variant["requires"].as_array().unwrap().clone();
+    let mut requires = requires;
+    requires.push(toml::Value::Table(
+        toml::from_str("tool = \"sh\"\nversion_args = [\"-c\", \"echo sh\"]").unwrap(),
+    ));
+    variant.insert("requires".into(), requires.into());
+    variant["start"]
+        .as_table_mut()
+        .unwrap()
+        .insert("command".into(), command.into());
+    let mut suite: toml::Table = toml::from_str(
+        r#"name = "host-lost"
+variants = ["host-lost", "wasmcloud-dev"]
+workloads = ["hello"]
+connections = [2]
+duration_secs = 3.0
+"#,
+    )
+    .unwrap();
+    suite.insert("variant".into(), toml::Value::Array(vec![variant.into()]));
+    let (out, results) = run_suite(
+        tmp.path(),
+        &toml::to_string(&suite).unwrap(),
+        &["--no-setup"],
+    );
+    let dir = only_run_dir(&results);
+    let run = read_json(&dir.join("run.json"));
+    if was_skipped(&run, "host-lost") {
+        return;
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let lost = outcome(&run, "host-lost");
+    assert_eq!(lost["status"], "failed", "{lost}");
+    let why = lost["reason"].as_str().unwrap();
+    assert!(why.contains("exited during measurement"), "{why}");
+    // The driver's own last words, in the variant's log the reason names.
+    let log = std::fs::read_to_string(dir.join("host-lost.log")).unwrap();
+    assert!(
+        log.contains("wasmlab-wasmcloud: error: host-1 exited"),
+        "{log}"
+    );
+    // The next variant (one whose tools the lost one's include) is measured.
+    let next = outcome(&run, "wasmcloud-dev");
+    assert_eq!(next["status"], "measured", "{next}");
+    let left = processes_naming(tmp.path());
+    assert!(left.is_empty(), "{left:?} outlived the run");
+}

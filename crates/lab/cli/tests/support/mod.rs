@@ -301,6 +301,9 @@ warmup_secs = 0.1
     if was_skipped(&run, variant) {
         return;
     }
+    // Every process of a variant with a {prepared} directory names the run's directory.
+    let left = processes_naming(tmp.path());
+    assert!(left.is_empty(), "{variant}'s {left:?} outlived the run");
     let outcome = outcome(&run, variant);
     assert!(out.status.success(), "{stderr}");
     assert_eq!(outcome["status"], "measured", "{outcome}");
