@@ -11,6 +11,7 @@ use wasmlab_model::study::{FigureKind, Study};
 
 use crate::programs::ProgramAnalysis;
 use crate::servers::{ServerAnalysis, describe};
+use crate::stats::Estimate;
 
 /// The variant standing for the study's baseline server when the study names none.
 pub const STUDY_BASELINE: &str = "native-close";
@@ -84,6 +85,8 @@ pub struct ComparedRow {
     pub variant: String,
     pub study: Option<f64>,
     pub ours: Option<f64>,
+    /// Ours with its 95% interval over the runs, where the figure has one (req/s, warm p50).
+    pub ours_estimate: Option<Estimate>,
     /// Each against its own baseline server (see [`baseline_of`]).
     pub study_ratio: Option<f64>,
     pub ours_ratio: Option<f64>,
@@ -92,6 +95,8 @@ pub struct ComparedRow {
     /// A throughput figure's capacity here: mean responses per CPU-second of the server's
     /// process tree over the runs in which it was saturated.
     pub capacity: Option<f64>,
+    /// The capacity with its 95% interval over the runs in which the server was saturated.
+    pub capacity_estimate: Option<Estimate>,
     /// Why there is no capacity: what set the pace of the cell instead.
     #[serde(default)]
     pub capacity_note: Option<String>,
@@ -200,6 +205,11 @@ pub fn beside_servers(a: &ServerAnalysis, study: &Study) -> Vec<Comparison> {
                     variant: v.to_owned(),
                     study: study_value,
                     ours,
+                    ours_estimate: ours_estimate(a, f.figure, v, workload, conns),
+                    capacity_estimate: capacity
+                        .and_then(|_| cell_of(v)?.resources)
+                        .map(|r| r.rps_per_core)
+                        .filter(|e| e.n > 0),
                     study_ratio,
                     ours_ratio,
                     capacity_note: cell_of(v)
@@ -350,6 +360,25 @@ fn mean(runs: &[(u32, f64)]) -> Option<f64> {
 
 /// This run's figure of a kind for `variant`, in the study's cell (`conns`: the level measured
 /// closest to the study's).
+/// Ours as an estimate over the runs, for the figures that have one.
+fn ours_estimate(
+    a: &ServerAnalysis,
+    figure: FigureKind,
+    variant: &str,
+    workload: &str,
+    conns: Option<usize>,
+) -> Option<Estimate> {
+    match figure {
+        FigureKind::Throughput => a.throughput_cell(variant, workload, conns?).map(|c| c.rps),
+        FigureKind::WarmP50 => a
+            .warm
+            .iter()
+            .find(|r| r.variant == variant && r.workload == workload)
+            .map(|r| r.p50),
+        _ => None,
+    }
+}
+
 fn ours(
     a: &ServerAnalysis,
     figure: FigureKind,

@@ -200,7 +200,14 @@ study = "net-limits"
         }
         None => {
             assert_eq!(c_o3[8], "1.000", "{c_o3:?}");
-            let capacity: f64 = c_o3[7].replace(',', "").parse().unwrap();
+            // `value [lo–hi] n=N`, or `value n=1`.
+            let capacity: f64 = c_o3[7]
+                .split(' ')
+                .next()
+                .unwrap()
+                .replace(',', "")
+                .parse()
+                .unwrap();
             assert!(capacity > 0.0, "{c_o3:?}");
         }
     }

@@ -992,7 +992,8 @@ pub(crate) fn study(a: &ServerAnalysis) -> Vec<StudyFigure> {
                     .map(|r| {
                         let mut values = vec![
                             opt(r.study, value),
-                            opt(r.ours, value),
+                            r.ours_estimate
+                                .map_or_else(|| opt(r.ours, value), |e| e.show(value)),
                             opt(r.study_ratio, times),
                             opt(r.ours_ratio, times),
                         ];
@@ -1002,7 +1003,10 @@ pub(crate) fn study(a: &ServerAnalysis) -> Vec<StudyFigure> {
                         if capacity {
                             values.push(match (&r.capacity, &r.capacity_note) {
                                 (None, Some(why)) => format!("none: {why}"),
-                                _ => opt(r.capacity, thousands),
+                                _ => r.capacity_estimate.map_or_else(
+                                    || opt(r.capacity, thousands),
+                                    |e| e.show(thousands),
+                                ),
                             });
                             values.push(opt(r.capacity_ratio, times));
                             if native {
