@@ -387,19 +387,14 @@ fn ours(
     conns: Option<usize>,
 ) -> Option<f64> {
     match figure {
-        FigureKind::Throughput => a
-            .throughput_cell(variant, workload, conns?)
-            .map(|c| c.rps.value),
+        FigureKind::Throughput | FigureKind::WarmP50 => {
+            ours_estimate(a, figure, variant, workload, conns).map(|e| e.value)
+        }
         FigureKind::ColdStartP50 => a
             .cold_start
             .iter()
             .find(|r| r.variant == variant)
             .map(|r| r.first_200.p50),
-        FigureKind::WarmP50 => a
-            .warm
-            .iter()
-            .find(|r| r.variant == variant && r.workload == workload)
-            .map(|r| r.p50.value),
         FigureKind::Rss => a
             .throughput
             .iter()
