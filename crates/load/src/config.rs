@@ -52,6 +52,9 @@ pub struct LoadConfig {
     /// would put on it; spinning takes it away. Only for a generator with CPUs of its own:
     /// spinning threads take their CPUs whole.
     pub spin: bool,
+    /// Start at this wall-clock time (after the run's set-up), so generators on several
+    /// machines begin together; at once if it has passed.
+    pub start_at: Option<std::time::SystemTime>,
 }
 
 /// One request of a rotation.
@@ -91,6 +94,7 @@ impl LoadConfig {
             threads: 1,
             duration: Some(Duration::from_secs(10)),
             requests: None,
+            start_at: None,
             rate: None,
             timeout: Duration::from_secs(10),
             cancel: None,

@@ -118,6 +118,7 @@ pub(crate) fn count(
                 x.end - x.first_byte,
             ]);
             st.responses += 1;
+            st.completed_at(x.end);
             st.body_bytes += x.answer.body_bytes;
             st.by_status[usize::from(status).min(999)] += 1;
             let ok = match expect_status {

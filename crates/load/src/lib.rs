@@ -23,10 +23,13 @@ mod histogram;
 mod http1;
 mod http1_client;
 mod http2_client;
+mod merge;
 mod pacing;
+mod part;
 mod report;
 mod request;
 mod shared;
+mod spec;
 mod threshold;
 mod timing;
 pub mod tls;
@@ -36,21 +39,34 @@ mod worker;
 pub use config::{LoadConfig, RequestParts, parse_duration};
 pub use exchange::LATE_AFTER;
 pub use histogram::{LatencyMs, histogram_buckets, histogram_from_buckets, new_histogram};
+pub use merge::{Interval, LATE_START_MS, MIN_OVERLAP, Merged, PartSummary, merge};
+pub use part::{FORMAT, Part, PartFile, VERSION, parse_time, rfc3339};
 pub use report::{ErrorCounts, LoadReport, OpenLoop, SATURATED_SHARE};
+pub use spec::{LoadSpec, RequestSpec};
 pub use threshold::{Crossed, Threshold};
 pub use timing::Phases;
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime};
 
 use pacing::Pacer;
-use report::WorkerStats;
+use report::{Shape, WorkerStats};
 use shared::Shared;
 use worker::worker;
 
-/// Runs the load and returns its report. Blocks the calling thread for the run's duration.
-pub fn run(config: LoadConfig) -> anyhow::Result<LoadReport> {
+/// A run as its workers left it, before it is summed up as a report or kept as a part.
+pub(crate) struct Finished {
+    pub(crate) shape: Shape,
+    pub(crate) stats: WorkerStats,
+    pub(crate) elapsed: f64,
+    pub(crate) threads: usize,
+    /// The wall-clock time the run started, and the time it was told to start at.
+    pub(crate) started: SystemTime,
+    pub(crate) start_at: Option<SystemTime>,
+}
+
+fn execute(config: LoadConfig) -> anyhow::Result<Finished> {
     anyhow::ensure!(config.connections > 0, "connections must be at least 1");
     anyhow::ensure!(
         config.duration.is_some() || config.requests.is_some(),
@@ -78,10 +94,16 @@ pub fn run(config: LoadConfig) -> anyhow::Result<LoadReport> {
         false => Vec::new(),
     };
     let tls = tls::client(&config)?;
+    let start_at = config.start_at;
+    if let Some(at) = start_at {
+        wait_until(at, config.cancel.as_deref());
+    }
+    let started = SystemTime::now();
     let start = Instant::now();
     let shared = Arc::new(Shared {
         tls,
         h2_requests,
+        start,
         deadline: config.duration.map(|d| start + d),
         budget: config.requests.map(AtomicU64::new),
         requests,
@@ -110,18 +132,45 @@ pub fn run(config: LoadConfig) -> anyhow::Result<LoadReport> {
             .map_err(|_| anyhow::anyhow!("load worker panicked"))??;
         stats.add(&ws);
     }
-    Ok(report::assemble(
-        &shared.config,
+    let elapsed = start.elapsed().as_secs_f64();
+    let shared = Arc::into_inner(shared).expect("every worker has ended");
+    Ok(Finished {
+        shape: Shape::of(&shared.config),
         stats,
-        start.elapsed().as_secs_f64(),
+        elapsed,
         threads,
-    ))
+        started,
+        start_at,
+    })
+}
+
+/// Runs the load and returns its report. Blocks the calling thread for the run's duration (and
+/// until the configuration's `start_at`).
+pub fn run(config: LoadConfig) -> anyhow::Result<LoadReport> {
+    let f = execute(config)?;
+    Ok(report::assemble(&f.shape, f.stats, f.elapsed, f.threads))
+}
+
+/// As [`run`], and keeps what a lossless merge with other generators' runs needs.
+pub fn run_part(config: LoadConfig) -> anyhow::Result<Part> {
+    Ok(Part::from_run(execute(config)?))
+}
+
+/// Sleeps until `at` on the wall clock (at once when it has passed), in short steps so a
+/// cancellation is seen.
+fn wait_until(at: SystemTime, cancel: Option<&AtomicBool>) {
+    const STEP: Duration = Duration::from_millis(50);
+    while let Ok(left) = at.duration_since(SystemTime::now()) {
+        if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) || left.is_zero() {
+            return;
+        }
+        std::thread::sleep(left.min(STEP));
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     #[test]
     fn counts_connect_errors_against_a_closed_port() {

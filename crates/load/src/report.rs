@@ -2,7 +2,7 @@
 //! histograms (merged from the workers' once, at the end), the open loop's counts, and the
 //! generator's own CPU.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -78,6 +78,9 @@ pub struct LoadReport {
     pub method: String,
     pub connections: usize,
     pub threads: usize,
+    /// How many generators' runs this report merges (`wasmlab merge`); 1 for one run.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub generators: usize,
     /// HTTP/2, with `streams` concurrent streams per connection.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub http2: bool,
@@ -151,7 +154,15 @@ pub(crate) struct WorkerStats {
     pub(crate) cpu: Duration,
     /// Spinning: time in polls that completed no exchange.
     pub(crate) idle_spin: Duration,
+    /// Complete responses per [`TICK`] of the run, from its start: what a merge of several
+    /// generators' parts counts over the interval all of them were running.
+    pub(crate) timeline: Vec<u64>,
+    /// When the run started, the timeline's origin.
+    pub(crate) origin: Instant,
 }
+
+/// The width of a timeline's slot.
+pub const TICK: Duration = Duration::from_millis(100);
 
 impl Default for WorkerStats {
     fn default() -> Self {
@@ -171,6 +182,8 @@ impl Default for WorkerStats {
             intended: 0,
             cpu: Duration::ZERO,
             idle_spin: Duration::ZERO,
+            timeline: Vec::new(),
+            origin: Instant::now(),
         }
     }
 }
@@ -200,6 +213,23 @@ impl WorkerStats {
         self.intended += o.intended;
         self.cpu += o.cpu;
         self.idle_spin += o.idle_spin;
+        if self.timeline.len() < o.timeline.len() {
+            self.timeline.resize(o.timeline.len(), 0);
+        }
+        for (a, b) in self.timeline.iter_mut().zip(&o.timeline) {
+            *a += b;
+        }
+    }
+
+    /// Counts a response completed at `end` in the timeline.
+    pub(crate) fn completed_at(&mut self, end: Instant) {
+        let since_start = end.saturating_duration_since(self.origin);
+        // Seconds and tenths ([`TICK`]) without a 128-bit division: this runs once per response.
+        let slot = since_start.as_secs() as usize * 10 + since_start.subsec_millis() as usize / 100;
+        if slot >= self.timeline.len() {
+            self.timeline.resize(slot + 1, 0);
+        }
+        self.timeline[slot] += 1;
     }
 
     /// Exchanges finished, whatever their outcome: what a spinning worker watches for progress.
@@ -208,14 +238,39 @@ impl WorkerStats {
     }
 }
 
-/// The report of a run of `c` from its workers' merged stats, `elapsed` seconds over `threads`
-/// threads.
-pub(crate) fn assemble(
-    c: &LoadConfig,
-    stats: WorkerStats,
-    elapsed: f64,
-    threads: usize,
-) -> LoadReport {
+/// What a report says of the run's configuration: where it sent, how, and at what pace.
+#[derive(Debug, Clone)]
+pub(crate) struct Shape {
+    pub(crate) url: String,
+    pub(crate) method: String,
+    pub(crate) connections: usize,
+    pub(crate) http2: bool,
+    pub(crate) streams: usize,
+    /// Open loop: the arrival rate.
+    pub(crate) rate: Option<f64>,
+    /// How long sending lasted at most (the open loop's rate is counted over it).
+    pub(crate) duration: Option<Duration>,
+    pub(crate) spin: bool,
+}
+
+impl Shape {
+    pub(crate) fn of(c: &LoadConfig) -> Self {
+        Self {
+            url: c.url.to_string(),
+            method: c.method.to_string(),
+            connections: c.connections,
+            http2: c.http2,
+            streams: c.streams,
+            rate: c.rate,
+            duration: c.duration,
+            spin: c.spin,
+        }
+    }
+}
+
+/// The report of a run shaped `c` from its workers' merged stats, `elapsed` seconds over
+/// `threads` threads.
+pub(crate) fn assemble(c: &Shape, stats: WorkerStats, elapsed: f64, threads: usize) -> LoadReport {
     let cpu = stats.cpu.as_secs_f64();
     let idle_spin = stats.idle_spin.as_secs_f64();
     let span = elapsed * threads as f64;
@@ -245,8 +300,9 @@ pub(crate) fn assemble(
         }
     });
     LoadReport {
-        url: c.url.to_string(),
-        method: c.method.to_string(),
+        url: c.url.clone(),
+        method: c.method.clone(),
+        generators: 1,
         connections: c.connections,
         threads,
         http2: c.http2,

@@ -17,6 +17,8 @@ pub(crate) struct Shared {
     pub(crate) h2_requests: Vec<H2Request>,
     /// HTTPS: the run's TLS client.
     pub(crate) tls: Option<Tls>,
+    /// When the run started: its workers' timelines count from here.
+    pub(crate) start: Instant,
     pub(crate) deadline: Option<Instant>,
     /// Requests still allowed to start, when `requests` bounds the run.
     pub(crate) budget: Option<AtomicU64>,

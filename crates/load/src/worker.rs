@@ -24,7 +24,10 @@ pub(crate) fn worker(
         .enable_all()
         .build()?;
     let local = tokio::task::LocalSet::new();
-    let stats = Rc::new(RefCell::new(WorkerStats::default()));
+    let stats = Rc::new(RefCell::new(WorkerStats {
+        origin: shared.start,
+        ..WorkerStats::default()
+    }));
     let pacer = pacer.map(Rc::new);
     local.block_on(&rt, async {
         let schedule = match &pacer {

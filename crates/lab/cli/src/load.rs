@@ -1,10 +1,11 @@
 //! `wasmlab load`: the load generator on the command line.
 
-use std::time::Duration;
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 use hyper::header::{HeaderName, HeaderValue};
-use wasmlab_load::{LoadConfig, LoadReport, Threshold, parse_duration};
+use wasmlab_load::{LoadConfig, LoadReport, PartFile, Threshold, parse_duration};
 use wasmlab_model::run::Ending;
 
 use crate::stdout::show;
@@ -12,7 +13,17 @@ use crate::stdout::show;
 #[derive(Debug, clap::Args)]
 pub struct LoadArgs {
     /// Target URL, e.g. http://127.0.0.1:8080/ or https://example.test/
-    pub url: String,
+    #[arg(required_unless_present = "config", conflicts_with = "config")]
+    pub url: Option<String>,
+    /// The run's whole configuration as JSON (FILE, or `-` for stdin) instead of a URL and the
+    /// options below: what `wasmlab run` sends each generator of a cell (`generators`,
+    /// `generator_commands` in a suite). --start-at, --out, --quiet, --json and --fail-if still
+    /// apply.
+    #[arg(long, value_name = "FILE", conflicts_with_all = [
+        "h2", "streams", "cacert", "insecure", "connections", "duration", "requests", "threads",
+        "rate", "spin", "timeout", "method", "body", "headers",
+    ])]
+    pub config: Option<PathBuf>,
     /// HTTP/2: by prior knowledge over cleartext (h2c), by ALPN over TLS; a server that does not
     /// speak it fails every connection, with the reason.
     #[arg(long)]
@@ -70,10 +81,115 @@ pub struct LoadArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Also write the run whole to FILE for `wasmlab merge`: every HDR histogram, counts by
+    /// status and error class, wall-clock start and end, the generator's host and CPU. `-`
+    /// writes it to stdout (the report then goes to stderr).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Print no report and no progress (errors still go to stderr): with `--out -`, stdout and
+    /// stderr then hold only the part, as `kubectl logs` of a generator's pod must.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+    /// Begin at this wall-clock time, so generators on several machines start together: RFC
+    /// 3339 (2026-11-27T10:00:00Z) or Unix seconds. A part that began late is named by
+    /// `wasmlab merge`.
+    #[arg(long, value_name = "TIME", value_parser = wasmlab_load::parse_time)]
+    pub start_at: Option<SystemTime>,
 }
 
 pub fn load(args: LoadArgs) -> anyhow::Result<()> {
-    let mut c = LoadConfig::new(&args.url)?;
+    anyhow::ensure!(
+        !(args.json && args.out.as_deref() == Some(std::path::Path::new("-"))),
+        "--json and --out - would both write to stdout: give --out a file, or drop --json"
+    );
+    let c = config(&args)?;
+    // Made before any load is sent: a path that cannot be written fails now, not after the run.
+    let out = args.out.as_deref().map(PartFile::create).transpose()?;
+    if let Some(at) = c.start_at.filter(|_| !args.quiet) {
+        say_when(at);
+    }
+    let to_stderr = out.as_ref().is_some_and(PartFile::is_stdout);
+    let report = match out {
+        None => wasmlab_load::run(c)?,
+        Some(file) => match wasmlab_load::run_part(c) {
+            Ok(part) => {
+                // Kept before the report is judged: what was measured is never lost.
+                file.commit(&part)?;
+                part.report
+            }
+            Err(e) => {
+                file.abandon();
+                return Err(e);
+            }
+        },
+    };
+    let text = match args.json {
+        true => serde_json::to_string_pretty(&report)?,
+        false => report_text(&report),
+    };
+    match (args.quiet, to_stderr) {
+        (true, _) => {}
+        (false, true) => eprintln!("{text}"),
+        (false, false) => show(text),
+    }
+    if cancelled() {
+        eprintln!("wasmlab: interrupted: the report covers what finished before");
+    }
+    judge(&report, &args.fail_if)
+}
+
+/// Whether SIGINT or SIGTERM stopped the run.
+fn cancelled() -> bool {
+    crate::signals::cancel_flag().load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Says on stderr how long the run waits for its start (or that it has passed).
+fn say_when(at: SystemTime) {
+    let when = wasmlab_load::rfc3339(at);
+    match at.duration_since(SystemTime::now()) {
+        Ok(wait) => eprintln!(
+            "wasmlab: starting at {when}, in {:.1} s",
+            wait.as_secs_f64()
+        ),
+        Err(past) => eprintln!(
+            "wasmlab: the start {when} passed {:.1} s ago: starting now (a merge names this part late)",
+            past.duration().as_secs_f64()
+        ),
+    }
+}
+
+/// The load generator's configuration from the command line.
+fn config(args: &LoadArgs) -> anyhow::Result<LoadConfig> {
+    let mut c = match (&args.config, &args.url) {
+        (Some(file), _) => spec_config(file)?,
+        (None, Some(url)) => options_config(args, url)?,
+        (None, None) => anyhow::bail!("give a URL, or --config FILE"),
+    };
+    c.start_at = args.start_at;
+    c.cancel = Some(crate::signals::cancel_flag());
+    Ok(c)
+}
+
+/// A configuration as `wasmlab run` writes it for its generators.
+fn spec_config(file: &std::path::Path) -> anyhow::Result<LoadConfig> {
+    let text = match file == std::path::Path::new("-") {
+        true => std::io::read_to_string(std::io::stdin())
+            .map_err(|e| anyhow::anyhow!("reading the configuration from stdin: {e}"))?,
+        false => std::fs::read_to_string(file)
+            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?,
+    };
+    let name = match file == std::path::Path::new("-") {
+        true => "the configuration on stdin".to_owned(),
+        false => file.display().to_string(),
+    };
+    let spec: wasmlab_load::LoadSpec = serde_json::from_str(&text)
+        .map_err(|e| anyhow::anyhow!("{name} is not a load configuration: {e}"))?;
+    spec.config().map_err(|e| anyhow::anyhow!("{name}: {e:#}"))
+}
+
+/// The configuration the command line's options give.
+fn options_config(args: &LoadArgs, url: &str) -> anyhow::Result<LoadConfig> {
+    let mut c = LoadConfig::new(url)?;
     c.connections = args.connections;
     c.threads = args.threads;
     c.requests = args.requests;
@@ -93,7 +209,7 @@ pub fn load(args: LoadArgs) -> anyhow::Result<()> {
         .method
         .parse()
         .map_err(|_| anyhow::anyhow!("{:?} is not an HTTP method", args.method))?;
-    c.body = Bytes::from(args.body.unwrap_or_default());
+    c.body = Bytes::from(args.body.clone().unwrap_or_default());
     for h in &args.headers {
         let (k, v) = h
             .split_once(':')
@@ -103,18 +219,12 @@ pub fn load(args: LoadArgs) -> anyhow::Result<()> {
             HeaderValue::from_str(v.trim())?,
         ));
     }
-    let report = wasmlab_load::run(c)?;
-    if args.json {
-        show(serde_json::to_string_pretty(&report)?);
-    } else {
-        print_report(&report);
-    }
-    judge(&report, &args.fail_if)
+    Ok(c)
 }
 
 /// A run with no successful answer fails (exit 1), whatever was asked; then each `--fail-if`
 /// that held is named with its measured value (exit 99).
-fn judge(report: &LoadReport, fail_if: &[Threshold]) -> anyhow::Result<()> {
+pub fn judge(report: &LoadReport, fail_if: &[Threshold]) -> anyhow::Result<()> {
     if report.ok == 0 {
         let why = report
             .first_error
@@ -142,17 +252,24 @@ fn judge(report: &LoadReport, fail_if: &[Threshold]) -> anyhow::Result<()> {
 }
 
 /// The report as a reader of wrk or oha expects it.
-fn print_report(r: &LoadReport) {
+pub fn report_text(r: &LoadReport) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
     let protocol = match r.http2 {
         true => format!("HTTP/2 with {} streams each", r.streams),
         false => "HTTP/1.1".into(),
     };
+    let span = match r.generators {
+        1 => format!("{} threads, {:.2}s", r.threads, r.elapsed_secs),
+        n => format!(
+            "{} threads in {n} generators, {:.2}s together",
+            r.threads, r.elapsed_secs
+        ),
+    };
     let _ = writeln!(
         out,
-        "{} {}  {} connections ({protocol}), {} threads, {:.2}s",
-        r.method, r.url, r.connections, r.threads, r.elapsed_secs
+        "{} {}  {} connections ({protocol}), {span}",
+        r.method, r.url, r.connections
     );
     let _ = writeln!(
         out,
@@ -234,5 +351,5 @@ fn print_report(r: &LoadReport) {
     if let Some(msg) = &r.first_error {
         let _ = writeln!(out, "  first error: {msg}");
     }
-    show(out.trim_end());
+    out.trim_end().to_owned()
 }

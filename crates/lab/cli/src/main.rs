@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 
 mod image;
 mod load;
+mod merge;
 mod results;
 mod run;
 mod signals;
@@ -38,6 +39,10 @@ enum Command {
     /// closed loop (like wrk, oha) or open loop at a constant rate with --rate (like wrk2), with
     /// thresholds that fail a pipeline (--fail-if).
     Load(load::LoadArgs),
+    /// Merge the parts several `wasmlab load --out` runs wrote (on one machine or many) into one
+    /// report: percentiles from the added histograms, req/s over the interval all parts were
+    /// running, the parts that did not run together named, thresholds on the whole.
+    Merge(merge::MergeArgs),
     /// Serve the upstream echo server that /proxy forwards to (the lab starts it itself).
     Upstream {
         #[arg(long, default_value = "127.0.0.1")]
@@ -70,6 +75,7 @@ fn main() -> ExitCode {
         Command::Report(args) => results::report(args),
         Command::Compare(args) => results::compare(args),
         Command::Load(args) => load::load(args),
+        Command::Merge(args) => merge::merge(args),
         Command::Upstream { host, port } => serve_upstream(host, port),
         Command::Variants(args) => variants::list(args),
         Command::Setup(args) => variants::setup(args),

@@ -166,6 +166,7 @@ fn load(conns: usize, rps: f64, base_ms: f64, saturated: bool, rate: Option<f64>
         method: "GET".into(),
         connections: conns,
         threads: 1,
+        generators: 1,
         http2: false,
         streams: 1,
         responses,
