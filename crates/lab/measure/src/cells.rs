@@ -13,6 +13,7 @@ use wasmlab_model::suite::ServerSuite;
 use wasmlab_model::variant::Protocol;
 use wasmlab_record::{Recorder, Servers};
 
+use crate::generators::Fleet;
 use crate::launch::Running;
 use crate::requests::{self, SentRequest, Workloads};
 use crate::resources::{Sampler, Watch};
@@ -203,9 +204,21 @@ fn measure_cell(
     }
     config.duration = Some(Duration::from_secs_f64(cell.duration));
     config.rate = cell.rate;
+    let fleet = (cell.kind != Kind::Warm)
+        .then(|| fleet(lab, suite))
+        .flatten();
     let sampler = sub.watch(lab.info.cpus.server_count()).map(Sampler::start);
-    let report = wasmlab_load::run(config)?;
+    let report = match &fleet {
+        None => wasmlab_load::run(config),
+        Some(fleet) => fleet.run(&config).map(|merged| {
+            for w in merged.warnings.iter().chain(&merged.notes) {
+                lab.say(format!("{name} {} {what}: {w}", cell.workload));
+            }
+            merged.report
+        }),
+    };
     let resources = sampler.map(Sampler::finish);
+    let report = report?;
     if lab.cancelled() {
         // Cut short: not a measurement of the configured duration.
         return Ok(None);
@@ -216,6 +229,9 @@ fn measure_cell(
             sub.log.display()
         ))
         .into());
+    }
+    if let Some(fleet) = &fleet {
+        what = format!("{what} ({} gen.)", fleet.size());
     }
     lab.say(cell_line(
         name,
@@ -237,6 +253,20 @@ fn measure_cell(
     lab.record(s)?;
     lab.progress.inc(1);
     Ok(Some(report))
+}
+
+/// The suite's generators when a cell has more than the lab's own (several local processes, or
+/// commands that run one elsewhere).
+fn fleet<'a>(lab: &'a Recorder<Servers>, suite: &'a ServerSuite) -> Option<Fleet<'a>> {
+    if suite.generators == 1 && suite.generator_commands.is_empty() {
+        return None;
+    }
+    Some(Fleet {
+        local: suite.generators,
+        commands: &suite.generator_commands,
+        cpus: &lab.info.cpus,
+        cancel: lab.cancel_flag(),
+    })
 }
 
 /// The load generator's configuration for `requests` against a running variant: `connections`

@@ -27,6 +27,16 @@ pub fn confine_server(plan: &CpuPlan, cmd: &mut Command) {
     }
 }
 
+/// Makes `cmd`'s process run on `cpus` only (one of several local load generators).
+pub fn pin_command(cpus: &[usize], cmd: &mut Command) {
+    let set = cpu_set(cpus);
+    use std::os::unix::process::CommandExt;
+    // SAFETY: sched_setaffinity is a plain syscall on a set built before the fork.
+    unsafe {
+        cmd.pre_exec(move || set_affinity(&set));
+    }
+}
+
 /// Makes every thread of a running process `pid` run on the servers' CPUs (threads and
 /// processes it makes later inherit that): a daemon whose children are servers (containerd).
 pub fn confine_running(plan: &CpuPlan, pid: u32) -> std::io::Result<()> {

@@ -152,7 +152,12 @@ pub fn plan(req: &RunRequest) -> anyhow::Result<Plan> {
     let allowed = cpus::allowed()
         .map_err(|e| anyhow::anyhow!("cannot read this process's CPU affinity: {e}"))?;
     let cpus = match &suite {
-        Suite::Servers(s) => CpuPlan::new(&allowed, s.load_threads, s.cpu_partition),
+        // Each local generator process has `load_threads` CPUs of its own.
+        Suite::Servers(s) => CpuPlan::new(
+            &allowed,
+            s.load_threads * s.generators.max(1),
+            s.cpu_partition,
+        ),
         // Programs run one at a time, on the CPUs a server would have.
         Suite::Programs(_) => CpuPlan::new(&allowed, 1, true),
     };

@@ -31,6 +31,18 @@ pub struct ServerSuite {
     pub warmup_secs: f64,
     #[serde(default = "default_load_threads")]
     pub load_threads: usize,
+    /// Load generators per load cell (throughput, equal load, open loop; warm latency has one
+    /// connection, one generator): this many local `wasmlab load` processes, each with
+    /// `load_threads` CPUs of its own when the machine has them, started together; the cell's
+    /// figures are their parts merged exactly (`wasmlab merge`). 1: the lab's own generator.
+    #[serde(default = "default_generators", skip_serializing_if = "is_one")]
+    pub generators: usize,
+    /// Commands that each run one more generator elsewhere, e.g. `ssh load1 wasmlab` or
+    /// `kubectl exec -i gen-0 -- wasmlab`: the lab runs `COMMAND load --config - --start-at
+    /// TIME --out -` with `sh -c`, sends the cell's configuration on stdin and reads the part
+    /// from stdout.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub generator_commands: Vec<String>,
     /// Give the load generator its own `load_threads` CPUs and confine the servers to the others
     /// (see `cpus.rs`); off, both share every CPU.
     #[serde(default = "default_cpu_partition")]
@@ -259,6 +271,12 @@ fn default_equal_load_connections() -> usize {
 
 fn default_load_threads() -> usize {
     1
+}
+fn default_generators() -> usize {
+    1
+}
+fn is_one(n: &usize) -> bool {
+    *n == 1
 }
 fn default_cpu_partition() -> bool {
     true
@@ -653,11 +671,49 @@ impl ServerSuite {
                 "`open_loop.connections` must be in 1..=100000"
             );
         }
-        Ok(())
+        self.validate_generators()
     }
 }
 
 impl ServerSuite {
+    /// How many generators each load cell has: local processes and commands run elsewhere.
+    pub fn generator_count(&self) -> usize {
+        self.generators + self.generator_commands.len()
+    }
+
+    fn validate_generators(&self) -> anyhow::Result<()> {
+        let n = self.generator_count();
+        anyhow::ensure!(
+            n >= 1,
+            "`generators = 0` needs `generator_commands`: a cell needs at least one generator"
+        );
+        anyhow::ensure!(
+            self.generators <= 64,
+            "`generators = {}`: at most 64 local generators",
+            self.generators
+        );
+        for c in &self.generator_commands {
+            anyhow::ensure!(
+                !c.trim().is_empty(),
+                "`generator_commands`: an empty command (give e.g. \"ssh load1 wasmlab\")"
+            );
+        }
+        // Each generator needs a connection of its own.
+        let levels = self
+            .connections
+            .iter()
+            .copied()
+            .chain(self.equal_load.as_ref().map(|e| e.connections))
+            .chain(self.open_loop.as_ref().map(|o| o.connections));
+        for c in levels.filter(|_| n > 1) {
+            anyhow::ensure!(
+                c >= n,
+                "{n} generators need at least {n} connections in every load cell; one has {c}"
+            );
+        }
+        Ok(())
+    }
+
     fn validate_equal_load(&self, e: &EqualLoad) -> anyhow::Result<()> {
         let positive = |v: f64| v.is_finite() && v > 0.0;
         anyhow::ensure!(
@@ -931,6 +987,22 @@ duration_secs = 1.0
         );
         assert!(err(base.replace("[1]", "[0]")).contains("connections"));
         assert!(err(base.replace("1.0", "-1.0")).contains("duration_secs"));
+        // Generators: each needs a connection; none at all, or an empty command, is refused.
+        let two = base.replace("[1]", "[1, 4]") + "generators = 2\n";
+        assert!(
+            err(two.clone()).contains("2 generators need at least 2 connections"),
+            "{}",
+            err(two)
+        );
+        let ok = base.replace("[1]", "[2]") + "generators = 2\n";
+        assert_eq!(ServerSuite::parse(&ok).unwrap().generator_count(), 2);
+        assert!(err(format!("{base}generators = 0\n")).contains("needs `generator_commands`"));
+        assert!(
+            err(format!(
+                "{base}generators = 0\ngenerator_commands = [\" \"]\n"
+            ))
+            .contains("an empty command")
+        );
         assert!(err(format!("{base}colour = 1\n")).contains("colour"));
         assert!(err(base.replace("duration_secs = 1.0\n", "")).contains("duration_secs"));
         assert!(err(format!("{base}repetitions = 0\n")).contains("repetitions"));

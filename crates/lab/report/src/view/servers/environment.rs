@@ -39,6 +39,8 @@ struct SuiteParameters {
     duration_secs: String,
     warmup_secs: String,
     load_threads: usize,
+    /// The generators of each load cell, when more than the lab's own: "2 local processes" ...
+    generators: Option<String>,
     repetitions: u32,
     timeout_secs: String,
     start_timeout_secs: String,
@@ -148,6 +150,7 @@ pub(super) fn environment(a: &ServerAnalysis) -> Environment {
             duration_secs: s.duration_secs.to_string(),
             warmup_secs: s.warmup_secs.to_string(),
             load_threads: s.load_threads,
+            generators: generators(s),
             repetitions: s.repetitions,
             timeout_secs: s.timeout_secs.to_string(),
             start_timeout_secs: s.start_timeout_secs.to_string(),
@@ -215,4 +218,26 @@ fn server_env(a: &ServerAnalysis) -> Option<String> {
         }
     }
     Some(text)
+}
+
+/// A suite's generators per load cell, when more than the lab's own one, for a reader: their
+/// parts were merged (histograms added) into each cell's figures.
+fn generators(s: &ServerSuite) -> Option<String> {
+    if s.generators == 1 && s.generator_commands.is_empty() {
+        return None;
+    }
+    let mut parts = Vec::new();
+    if s.generators > 0 {
+        parts.push(format!(
+            "{} local process{}",
+            s.generators,
+            if s.generators == 1 { "" } else { "es" }
+        ));
+    }
+    parts.extend(s.generator_commands.iter().map(|c| format!("`{c}`")));
+    Some(format!(
+        "{} per load cell ({}), started together, their parts merged; warm latency: one",
+        s.generator_count(),
+        parts.join(", ")
+    ))
 }
