@@ -213,11 +213,7 @@ pub fn merge(parts: &[(String, Part)]) -> anyhow::Result<Merged> {
         Some(c) => in_common / c.secs,
         None => summaries.iter().map(|s| s.rps).sum(),
     };
-    report.generator_busy = match (span > 0.0, all_spin) {
-        (false, _) => 0.0,
-        (true, true) => (1.0 - idle / span).clamp(0.0, 1.0),
-        (true, false) => cpu / span,
-    };
+    report.generator_busy = report::busy_share(span, all_spin, cpu, idle);
     report.generator_saturated = summaries.iter().any(|s| s.generator_saturated);
     if let Some(o) = report.open_loop.as_mut() {
         o.achieved_rate = achieved;

@@ -238,6 +238,19 @@ impl WorkerStats {
     }
 }
 
+/// The share of `span` (thread-seconds) the generator's workers were busy, from their CPU
+/// seconds, or when spinning from the seconds they polled in vain.
+pub(crate) fn busy_share(span: f64, spin: bool, cpu: f64, idle_spin: f64) -> f64 {
+    // A spinning worker is on its CPU all the time, so its CPU time says nothing: it was busy
+    // whenever it was not polling in vain (time it lost to other threads counts as busy: it
+    // wanted to run).
+    match (span > 0.0, spin) {
+        (false, _) => 0.0,
+        (true, true) => (1.0 - idle_spin / span).clamp(0.0, 1.0),
+        (true, false) => cpu / span,
+    }
+}
+
 /// What a report says of the run's configuration: where it sent, how, and at what pace.
 #[derive(Debug, Clone)]
 pub(crate) struct Shape {
@@ -273,15 +286,7 @@ impl Shape {
 pub(crate) fn assemble(c: &Shape, stats: WorkerStats, elapsed: f64, threads: usize) -> LoadReport {
     let cpu = stats.cpu.as_secs_f64();
     let idle_spin = stats.idle_spin.as_secs_f64();
-    let span = elapsed * threads as f64;
-    // A spinning worker is on its CPU all the time, so its CPU time says nothing: it was busy
-    // whenever it was not polling in vain (time it lost to other threads counts as busy: it
-    // wanted to run).
-    let busy = match (span > 0.0, c.spin) {
-        (false, _) => 0.0,
-        (true, true) => (1.0 - idle_spin / span).clamp(0.0, 1.0),
-        (true, false) => cpu / span,
-    };
+    let busy = busy_share(elapsed * threads as f64, c.spin, cpu, idle_spin);
     let open_loop = c.rate.map(|rate| {
         let sending = c.duration.map_or(elapsed, |d| d.as_secs_f64().min(elapsed));
         OpenLoop {
