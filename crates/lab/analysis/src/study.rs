@@ -358,8 +358,6 @@ fn mean(runs: &[(u32, f64)]) -> Option<f64> {
     (!runs.is_empty()).then(|| runs.iter().map(|(_, v)| v).sum::<f64>() / runs.len() as f64)
 }
 
-/// This run's figure of a kind for `variant`, in the study's cell (`conns`: the level measured
-/// closest to the study's).
 /// Ours as an estimate over the runs, for the figures that have one.
 fn ours_estimate(
     a: &ServerAnalysis,
@@ -379,6 +377,8 @@ fn ours_estimate(
     }
 }
 
+/// This run's figure of a kind for `variant`, in the study's cell (`conns`: the level measured
+/// closest to the study's).
 fn ours(
     a: &ServerAnalysis,
     figure: FigureKind,

@@ -258,10 +258,7 @@ fn measure_cell(
 /// The suite's generators when a cell has more than the lab's own (several local processes, or
 /// commands that run one elsewhere).
 fn fleet<'a>(lab: &'a Recorder<Servers>, suite: &'a ServerSuite) -> Option<Fleet<'a>> {
-    if suite.generators == 1 && suite.generator_commands.is_empty() {
-        return None;
-    }
-    Some(Fleet {
+    suite.has_fleet().then(|| Fleet {
         local: suite.generators,
         commands: &suite.generator_commands,
         cpus: &lab.info.cpus,

@@ -16,18 +16,12 @@ pub fn pin_lab(plan: &CpuPlan) -> std::io::Result<()> {
 
 /// Makes `cmd`'s process run on the servers' CPUs only.
 pub fn confine_server(plan: &CpuPlan, cmd: &mut Command) {
-    if !plan.apart() {
-        return;
-    }
-    let set = cpu_set(&plan.server);
-    use std::os::unix::process::CommandExt;
-    // SAFETY: sched_setaffinity is a plain syscall on a set built before the fork.
-    unsafe {
-        cmd.pre_exec(move || set_affinity(&set));
+    if plan.apart() {
+        pin_command(&plan.server, cmd);
     }
 }
 
-/// Makes `cmd`'s process run on `cpus` only (one of several local load generators).
+/// Makes `cmd`'s process run on `cpus` only (the servers', or one local load generator's).
 pub fn pin_command(cpus: &[usize], cmd: &mut Command) {
     let set = cpu_set(cpus);
     use std::os::unix::process::CommandExt;

@@ -681,6 +681,12 @@ impl ServerSuite {
         self.generators + self.generator_commands.len()
     }
 
+    /// Whether a load cell has more generators than the lab's own one (local processes, or
+    /// commands that run one elsewhere).
+    pub fn has_fleet(&self) -> bool {
+        !(self.generators == 1 && self.generator_commands.is_empty())
+    }
+
     fn validate_generators(&self) -> anyhow::Result<()> {
         let n = self.generator_count();
         anyhow::ensure!(

@@ -223,7 +223,7 @@ fn server_env(a: &ServerAnalysis) -> Option<String> {
 /// A suite's generators per load cell, when more than the lab's own one, for a reader: their
 /// parts were merged (histograms added) into each cell's figures.
 fn generators(s: &ServerSuite) -> Option<String> {
-    if s.generators == 1 && s.generator_commands.is_empty() {
+    if !s.has_fleet() {
         return None;
     }
     let mut parts = Vec::new();
