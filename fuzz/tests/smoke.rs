@@ -37,3 +37,11 @@ fn recycled_equals_fresh_runs_its_seed() {
         "recycled_equals_fresh.bin",
     );
 }
+
+#[test]
+fn component_recycled_equals_fresh_runs_its_seed() {
+    run_seed(
+        env!("CARGO_BIN_EXE_component_recycled_equals_fresh"),
+        "component_recycled_equals_fresh.bin",
+    );
+}

@@ -1,9 +1,9 @@
 //! `cargo bench -p wasmlab-gateway-wasm`: the per-request cost of each executor without HTTP,
 //! side by side in one run (median of several rounds, microseconds per request): the pooled,
 //! recycled and shared executors each with synchronous guest calls (`…:sync`, no fiber) and async
-//! ones (`…:async`, a fiber per call), and Wasmtime's
-//! floor under the pooled and component executors: what a fresh instance costs before any guest
-//! code runs.
+//! ones (`…:async`, a fiber per call), the wasi:http component fresh per request
+//! (`component-pooled`) and recycled (`component-recycled`), and Wasmtime's floor under the pooled
+//! and component executors: what a fresh instance costs before any guest code runs.
 //!
 //! The floors: `floor:instance` a fresh instance of an empty core module, `floor:inst+call` with
 //! one async call (a fiber made and switched into and out of), `floor:sync-inst` and
@@ -288,23 +288,23 @@ fn main() {
     // The wasi:http component: hello only, as its /state is an outgoing request to an upstream
     // (this bench runs none).
     #[cfg(feature = "components")]
-    if wanted("component-pooled") {
+    for (name, recycled) in [("component-pooled", false), ("component-recycled", true)] {
+        if !wanted(name) {
+            continue;
+        }
+        let options = ComponentOptions {
+            recycled,
+            ..ComponentOptions::default()
+        };
         let component = rt
             .block_on(
-                ComponentExecutor::new(
-                    wasmlab_guest_artifacts::HTTP,
-                    ComponentOptions::default(),
-                    limits,
-                )
-                .unwrap()
-                .checked(),
+                ComponentExecutor::new(wasmlab_guest_artifacts::HTTP, options, limits)
+                    .unwrap()
+                    .checked(),
             )
             .unwrap();
         let hello = per_request_us(&rt, &component, "/", iters(50_000));
-        println!(
-            "{:<24} {hello:>12.3} {:>12}",
-            "component-pooled", "(upstream)"
-        );
+        println!("{name:<24} {hello:>12.3} {:>12}", "(upstream)");
     }
     // Not per workload: the same figure is printed in both columns' place once.
     for (name, call, sync) in [

@@ -4,6 +4,15 @@
 //! limit and bounded instances with a bounded queue (503), a trap is a 500, the host frames every
 //! response, and a client never sees the guest's insides.
 //!
+//! Or (`component-recycled`) instances kept between requests and put back after each to a fresh
+//! instance's state: the component is rewritten so that its handler resets its core instance's
+//! memory and globals when it returns (`component_reset.rs`), and the host gives each request new
+//! WASI and HTTP contexts and an empty resource table. An instance is reused only after a request
+//! that returned with its response whole, its memory and tables never grown and every resource
+//! it was given dropped; any other is discarded. What is not reset: the numbers the component
+//! model gives the next request's resource handles, which follow the order in which the last
+//! request dropped its own (Wasmtime has no way to reset an instance's handle table).
+//!
 //! Where it differs from `wasmtime serve`, by design:
 //! - the response is read whole (up to the guest's memory limit) and sent with its length, as
 //!   every other executor's; a streamed body is buffered, and trailers are dropped; a body that
@@ -14,8 +23,8 @@
 //! - the guest's stdout and stderr are discarded unless `--inherit-stdio` asks for them.
 
 use std::pin::pin;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::task::Poll;
 use std::time::Instant;
 
@@ -29,11 +38,12 @@ use wasmlab_gateway::admission::Admission;
 use wasmlab_gateway::{Capabilities, ExecRequest, Executor, Failure, Reply};
 use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime::{
-    Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, StoreLimits,
+    Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter, Store,
+    StoreLimits,
 };
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
-use wasmtime_wasi_http::p2::bindings::ProxyPre;
 use wasmtime_wasi_http::p2::bindings::http::types::{ErrorCode, Scheme};
+use wasmtime_wasi_http::p2::bindings::{Proxy, ProxyPre};
 use wasmtime_wasi_http::p2::body::{HostOutgoingBody, StreamContext};
 use wasmtime_wasi_http::{
     RequestOptions, WasiBody, WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks, WasiHttpView,
@@ -60,6 +70,19 @@ pub struct ComponentOptions {
     pub upstream: Option<String>,
     /// Give the guest the gateway's stdout and stderr (for debugging a component).
     pub inherit_stdio: bool,
+    /// Keep instances between requests, each reset to a fresh instance's state after its request
+    /// (`component-recycled`), instead of a fresh instance per request.
+    pub recycled: bool,
+}
+
+/// The name the reset wrapper has in a rewritten component (`component_reset.rs`).
+pub(crate) const WRAPPER_NAME: &str = "wasmlab:reset-after-handle";
+
+/// Whether `component` was rewritten to reset its instances.
+fn is_rewritten(component: &Component) -> bool {
+    component
+        .functions()
+        .any(|f| f.name.as_deref() == Some(WRAPPER_NAME))
 }
 
 pub struct ComponentExecutor {
@@ -70,7 +93,18 @@ pub struct ComponentExecutor {
     env: Arc<[(String, String)]>,
     inherit_stdio: bool,
     outbound: Arc<Outbound>,
+    /// Idle instances, for `component-recycled`; `None` for a fresh instance per request.
+    kept: Option<Mutex<Vec<Kept>>>,
+    /// Instances made, and (recycled) instances discarded instead of reused.
+    made: AtomicU64,
+    discarded: AtomicU64,
     _ticker: EpochTicker,
+}
+
+/// An instance kept between requests, with its store.
+struct Kept {
+    store: Store<ComponentCtx>,
+    proxy: Proxy,
 }
 
 impl ComponentExecutor {
@@ -145,6 +179,13 @@ impl ComponentExecutor {
                 if wasmparser::Parser::is_core_wasm(wasm) {
                     return Err(not_a_component(anyhow::anyhow!("it is a core module")));
                 }
+                let rewritten;
+                let wasm = if options.recycled {
+                    rewritten = crate::component_reset::rewrite(wasm)?;
+                    &rewritten[..]
+                } else {
+                    wasm
+                };
                 Component::new(&engine, wasm)
                     .map_err(|e| anyhow::anyhow!("it cannot be compiled as a component: {e:#}"))?
             }
@@ -154,6 +195,10 @@ impl ComponentExecutor {
                     anyhow::anyhow!("{e:#} (a precompiled core module needs --executor pooled)")
                 })?,
         };
+        anyhow::ensure!(
+            !options.recycled || is_rewritten(&component),
+            "the component was not rewritten for resetting: precompile it with --executor component-recycled"
+        );
         Self::from_component(engine, component, options, limits)
     }
 
@@ -190,6 +235,9 @@ impl ComponentExecutor {
             env: options.env.into(),
             inherit_stdio: options.inherit_stdio,
             outbound,
+            kept: options.recycled.then(Default::default),
+            made: AtomicU64::new(0),
+            discarded: AtomicU64::new(0),
             _ticker: ticker,
         })
     }
@@ -212,19 +260,18 @@ impl ComponentExecutor {
 
     /// A store for one request: what the instance sees of WASI, its memory limit, its deadline.
     fn store(&self, deadline: Instant) -> Store<ComponentCtx> {
-        let mut wasi = WasiCtxBuilder::new();
-        wasi.envs(&self.env);
-        if self.inherit_stdio {
-            wasi.inherit_stdout().inherit_stderr();
-        }
         let ctx = ComponentCtx {
             table: ResourceTable::new(),
-            wasi: wasi.build(),
+            wasi: self.wasi(),
             http: WasiHttpCtx::new(),
             outbound: OutboundHooks(self.outbound.clone()),
-            limits: self
-                .limits
-                .store_limits_for(CORE_INSTANCES_PER_COMPONENT as usize),
+            limits: GrowthWatch {
+                limits: self
+                    .limits
+                    .store_limits_for(CORE_INSTANCES_PER_COMPONENT as usize),
+                instantiated: false,
+                grew: false,
+            },
             deadline,
         };
         let mut store = Store::new(&self.engine, ctx);
@@ -233,14 +280,55 @@ impl ComponentExecutor {
         store
     }
 
+    /// What an instance sees of WASI: the environment, and stdio if asked for.
+    fn wasi(&self) -> WasiCtx {
+        let mut wasi = WasiCtxBuilder::new();
+        wasi.envs(&self.env);
+        if self.inherit_stdio {
+            wasi.inherit_stdout().inherit_stderr();
+        }
+        wasi.build()
+    }
+
+    /// Instances made so far, and how many of them were discarded rather than reused (always
+    /// none for a fresh instance per request).
+    pub fn instances(&self) -> (u64, u64) {
+        (
+            self.made.load(Ordering::Relaxed),
+            self.discarded.load(Ordering::Relaxed),
+        )
+    }
+
+    /// An instance for a request ending at `deadline`: an idle one given new contexts, or a new one.
+    async fn instance(&self, deadline: Instant) -> anyhow::Result<Kept> {
+        if let Some(mut k) = self
+            .kept
+            .as_ref()
+            .and_then(|idle| idle.lock().expect("never poisoned").pop())
+        {
+            let ctx = k.store.data_mut();
+            // What the last request left here was checked empty; new contexts make this one's
+            // random generators and HTTP state a fresh instance's.
+            ctx.table = ResourceTable::new();
+            ctx.wasi = self.wasi();
+            ctx.http = WasiHttpCtx::new();
+            ctx.deadline = deadline;
+            k.store.set_epoch_deadline(1);
+            return Ok(k);
+        }
+        let mut store = self.store(deadline);
+        let proxy = self.pre.instantiate_async(&mut store).await?;
+        store.data_mut().limits.instantiated = true;
+        self.made.fetch_add(1, Ordering::Relaxed);
+        Ok(Kept { store, proxy })
+    }
+
     async fn run(&self, req: ExecRequest) -> Result<Reply, Failure> {
         let deadline = Instant::now() + self.limits.deadline;
-        let mut store = self.store(deadline);
-        let proxy = self
-            .pre
-            .instantiate_async(&mut store)
+        let Kept { mut store, proxy } = self
+            .instance(deadline)
             .await
-            .map_err(|e| guest_failure(&e.into(), &self.limits))?;
+            .map_err(|e| guest_failure(&e, &self.limits))?;
         let (sender, receiver) = tokio::sync::oneshot::channel();
         // Set the moment the guest sets its response, in its call: whether the guest gave one
         // must not depend on when the receiver is next polled (tokio's cooperative budget may
@@ -314,7 +402,20 @@ impl ComponentExecutor {
         if called.is_some() && answered.is_none() {
             abort_unfinished_bodies(&mut store.data_mut().table);
         }
-        drop(store);
+        // A recycled instance may be kept only if its handler returned (and so reset it),
+        // nothing grew, and the guest holds no resource (each one it holds, an unfinished body
+        // among them, is an entry in the table); then the response, if not read yet, ends
+        // without the store going. Any other store goes now, and ends whatever the guest held.
+        let keep = self.kept.is_some() && matches!(called, Some(Ok(()))) && {
+            let ctx = store.data_mut();
+            !ctx.limits.grew && ctx.table.iter_mut().next().is_none()
+        };
+        let kept = if keep {
+            Some(store)
+        } else {
+            drop(store);
+            None
+        };
         if answered.is_none()
             && matches!(called, Some(Ok(())))
             && response_set.load(Ordering::Acquire)
@@ -325,6 +426,18 @@ impl ComponentExecutor {
                 Poll::Pending => Poll::Pending,
             })
             .await;
+        }
+        if let Some(idle) = &self.kept {
+            match kept {
+                Some(store) if matches!(answered, Some(Ok(_))) => {
+                    idle.lock()
+                        .expect("never poisoned")
+                        .push(Kept { store, proxy });
+                }
+                _ => {
+                    self.discarded.fetch_add(1, Ordering::Relaxed);
+                }
+            }
         }
         match (called, answered) {
             // A whole response counts, even if the guest then trapped or ran out of time.
@@ -359,13 +472,17 @@ impl Load for ComponentExecutor {
     #[cfg(feature = "compiler")]
     fn precompile(
         wasm: &[u8],
-        _: &ComponentOptions,
+        options: &ComponentOptions,
         limits: GuestLimits,
     ) -> anyhow::Result<Vec<u8>> {
         if wasmparser::Parser::is_core_wasm(wasm) {
             return Err(not_a_component(anyhow::anyhow!("it is a core module")));
         }
         let engine = Engine::new(&Self::config(limits))?;
+        if options.recycled {
+            let rewritten = crate::component_reset::rewrite(wasm)?;
+            return Ok(engine.precompile_component(&rewritten)?);
+        }
         Ok(engine.precompile_component(wasm)?)
     }
 
@@ -376,7 +493,11 @@ impl Load for ComponentExecutor {
 
 impl Executor for ComponentExecutor {
     fn name(&self) -> &'static str {
-        "component-pooled"
+        if self.kept.is_some() {
+            "component-recycled"
+        } else {
+            "component-pooled"
+        }
     }
 
     /// As the pooled executor: a fresh instance costs microseconds.
@@ -457,8 +578,58 @@ pub struct ComponentCtx {
     wasi: WasiCtx,
     http: WasiHttpCtx,
     outbound: OutboundHooks,
-    limits: StoreLimits,
+    limits: GrowthWatch,
     deadline: Instant,
+}
+
+/// The store's limits, noting growth after instantiation: a memory cannot be shrunk back, so a
+/// recycled instance whose memory or table grew is discarded rather than reset.
+struct GrowthWatch {
+    limits: StoreLimits,
+    instantiated: bool,
+    grew: bool,
+}
+
+impl ResourceLimiter for GrowthWatch {
+    fn memory_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        self.grew |= self.instantiated;
+        self.limits.memory_growing(current, desired, maximum)
+    }
+
+    fn memory_grow_failed(&mut self, error: wasmtime::Error) -> wasmtime::Result<()> {
+        self.limits.memory_grow_failed(error)
+    }
+
+    fn table_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        self.grew |= self.instantiated;
+        self.limits.table_growing(current, desired, maximum)
+    }
+
+    fn table_grow_failed(&mut self, error: wasmtime::Error) -> wasmtime::Result<()> {
+        self.limits.table_grow_failed(error)
+    }
+
+    fn instances(&self) -> usize {
+        self.limits.instances()
+    }
+
+    fn tables(&self) -> usize {
+        self.limits.tables()
+    }
+
+    fn memories(&self) -> usize {
+        self.limits.memories()
+    }
 }
 
 impl WasiView for ComponentCtx {

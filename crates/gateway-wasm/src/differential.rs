@@ -32,6 +32,30 @@ pub async fn answers<E: Executor>(ex: &E, targets: &[String]) -> Vec<Answer> {
     out
 }
 
+/// A request sequence for the hostile guest's component from arbitrary bytes (each byte one
+/// request): its state (`/fingerprint`, the secret), faults that discard an instance, and plain
+/// answers.
+pub fn hostile_component_targets(bytes: &[u8]) -> Vec<String> {
+    const ROUTES: &[&str] = &[
+        "/fingerprint",
+        "/secret/write?s=hunter2",
+        "/secret/read",
+        "/",
+        "/header?name=x-a&value=b",
+        "/status?code=201",
+        "/trap",
+        "/stack",
+        "/grow",
+        "/no-response",
+        "/drop-response",
+        "/unfinished",
+    ];
+    bytes
+        .iter()
+        .map(|b| ROUTES[*b as usize % ROUTES.len()].to_owned())
+        .collect()
+}
+
 /// A request sequence for the secret keeper from arbitrary bytes (each byte one request).
 pub fn secret_keeper_targets(bytes: &[u8]) -> Vec<String> {
     const COMMANDS: &[&str] = &["/g", "/t", "/m", "/w", "/x", "/r"];

@@ -15,6 +15,8 @@
 mod calls;
 #[cfg(feature = "components")]
 mod component;
+#[cfg(all(feature = "components", feature = "compiler"))]
+mod component_reset;
 pub mod differential;
 mod guest;
 mod imports;

@@ -1,6 +1,6 @@
 //! `wasmlab-gateway-wasm`: the gateway running the handlers in Wasmtime: a core module in a fresh,
-//! recycled or shared instance per request, a `wasi:http` component in a fresh one, or the
-//! gateway study's naive method.
+//! recycled or shared instance per request, a `wasi:http` component in a fresh or recycled one, or
+//! the gateway study's naive method.
 
 use clap::{Parser, ValueEnum};
 use std::time::Duration;
@@ -23,6 +23,10 @@ enum ExecutorKind {
     /// A wasi:http/proxy component, a fresh instance per request (`ProxyPre`, pooling allocator),
     /// as `wasmtime serve` runs one.
     Component,
+    /// A wasi:http/proxy component, instances kept and reset to a fresh instance's memory and
+    /// globals after every request (one that traps, times out, grows or keeps a resource is
+    /// discarded); resource handle numbers continue from the last request's.
+    ComponentRecycled,
     /// The gateway study's method: per request a new Linker, WASI context, Store and `_start`
     /// (WASI command guest).
     Naive,
@@ -40,7 +44,7 @@ struct Args {
     executor: ExecutorKind,
     /// Run this guest instead of the built-in one: a core module implementing the handler ABI
     /// (docs/guest-abi.md) for `pooled`, `recycled` and `shared`, a WASI command for `naive`, any
-    /// wasi:http/proxy component for `component`.
+    /// wasi:http/proxy component for `component` and `component-recycled`.
     #[arg(long, value_name = "PATH")]
     wasm: Option<std::path::PathBuf>,
     /// An environment variable every component instance sees (`component`; repeatable), as
@@ -144,8 +148,10 @@ fn run(args: Args) -> anyhow::Result<()> {
         .as_ref()
         .map_or_else(|| "built-in".to_owned(), |p| p.display().to_string());
     anyhow::ensure!(
-        matches!(args.executor, ExecutorKind::Component)
-            || (args.env.is_empty() && !args.inherit_stdio),
+        matches!(
+            args.executor,
+            ExecutorKind::Component | ExecutorKind::ComponentRecycled
+        ) || (args.env.is_empty() && !args.inherit_stdio),
         "--env and --inherit-stdio are for --executor component: a core module has no environment or stdio"
     );
     let guest = Guest {
@@ -158,16 +164,17 @@ fn run(args: Args) -> anyhow::Result<()> {
         ExecutorKind::Recycled => serve::<KeptExecutor>(args, guest, limits, Reuse::Recycled),
         ExecutorKind::Shared => serve::<KeptExecutor>(args, guest, limits, Reuse::Shared),
         #[cfg(feature = "components")]
-        ExecutorKind::Component => {
+        ExecutorKind::Component | ExecutorKind::ComponentRecycled => {
             let options = wasmlab_gateway_wasm::ComponentOptions {
                 env: args.env.clone(),
                 upstream: args.server.upstream.clone(),
                 inherit_stdio: args.inherit_stdio,
+                recycled: matches!(args.executor, ExecutorKind::ComponentRecycled),
             };
             serve::<wasmlab_gateway_wasm::ComponentExecutor>(args, guest, limits, options)
         }
         #[cfg(not(feature = "components"))]
-        ExecutorKind::Component => anyhow::bail!(
+        ExecutorKind::Component | ExecutorKind::ComponentRecycled => anyhow::bail!(
             "this gateway was built without its component executor (the `components` cargo feature)"
         ),
         #[cfg(feature = "compiler")]
@@ -326,7 +333,9 @@ const NO_COMPILER: &str = "this gateway was built without its compiler (cargo's 
 fn built_in_guest(kind: ExecutorKind) -> anyhow::Result<Vec<u8>> {
     Ok(match kind {
         ExecutorKind::Naive => wasmlab_guest_artifacts::COMMAND.to_vec(),
-        ExecutorKind::Component => wasmlab_guest_artifacts::HTTP.to_vec(),
+        ExecutorKind::Component | ExecutorKind::ComponentRecycled => {
+            wasmlab_guest_artifacts::HTTP.to_vec()
+        }
         _ => wasmlab_guest_artifacts::CORE.to_vec(),
     })
 }

@@ -150,7 +150,7 @@ impl Survey {
                         s.existing.push((e.name.to_owned(), e.kind, e.index));
                     }
                 }
-                Payload::CodeSectionEntry(body) => s.tables_change |= Self::code(&body)?,
+                Payload::CodeSectionEntry(body) => s.tables_change |= changes_tables(&body)?,
                 _ => {}
             }
         }
@@ -161,29 +161,30 @@ impl Survey {
         anyhow::ensure!(memories > 0, "the guest has no memory (handler ABI)");
         Ok(s)
     }
+}
 
-    /// Whether a function body can change a table; an error when it drops a segment.
-    fn code(body: &wasmparser::FunctionBody<'_>) -> anyhow::Result<bool> {
-        let mut changes = false;
-        let mut ops = body.get_operators_reader()?;
-        while !ops.eof() {
-            match ops.read()? {
-                Operator::DataDrop { .. } => anyhow::bail!(
-                    "the guest drops a data segment (data.drop), which resetting an instance cannot undo: run it with the pooled executor"
-                ),
-                Operator::ElemDrop { .. } => anyhow::bail!(
-                    "the guest drops an element segment (elem.drop), which resetting an instance cannot undo: run it with the pooled executor"
-                ),
-                Operator::TableSet { .. }
-                | Operator::TableGrow { .. }
-                | Operator::TableFill { .. }
-                | Operator::TableCopy { .. }
-                | Operator::TableInit { .. } => changes = true,
-                _ => {}
-            }
+/// Whether a function body can change a table; an error when it drops a segment.
+#[cfg(feature = "compiler")]
+pub(crate) fn changes_tables(body: &wasmparser::FunctionBody<'_>) -> anyhow::Result<bool> {
+    let mut changes = false;
+    let mut ops = body.get_operators_reader()?;
+    while !ops.eof() {
+        match ops.read()? {
+            Operator::DataDrop { .. } => anyhow::bail!(
+                "the guest drops a data segment (data.drop), which resetting an instance cannot undo: run it with the pooled executor"
+            ),
+            Operator::ElemDrop { .. } => anyhow::bail!(
+                "the guest drops an element segment (elem.drop), which resetting an instance cannot undo: run it with the pooled executor"
+            ),
+            Operator::TableSet { .. }
+            | Operator::TableGrow { .. }
+            | Operator::TableFill { .. }
+            | Operator::TableCopy { .. }
+            | Operator::TableInit { .. } => changes = true,
+            _ => {}
         }
-        Ok(changes)
     }
+    Ok(changes)
 }
 
 /// `wasm` with every section as it was and its export section replaced by `exports` (or added in

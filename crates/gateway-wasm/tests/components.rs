@@ -14,14 +14,21 @@ use wasmlab_gateway_wasm::{ComponentExecutor, ComponentOptions, GuestLimits};
 
 const DEADLINE: Duration = Duration::from_millis(300);
 
-/// The executor for `wasm`, its upstream `up` (given to the guest in WASMLAB_UPSTREAM too).
-async fn executor(wasm: &[u8], up: Option<&str>, limits: GuestLimits) -> ComponentExecutor {
+/// The executor for `wasm` (`component-recycled` with `recycled`), its upstream `up` (given to the
+/// guest in WASMLAB_UPSTREAM too).
+async fn executor(
+    recycled: bool,
+    wasm: &[u8],
+    up: Option<&str>,
+    limits: GuestLimits,
+) -> ComponentExecutor {
     let options = ComponentOptions {
         env: up
             .map(|u| vec![("WASMLAB_UPSTREAM".to_owned(), u.to_owned())])
             .unwrap_or_default(),
         upstream: up.map(str::to_owned),
         inherit_stdio: false,
+        recycled,
     };
     ComponentExecutor::new(wasm, options, limits)
         .unwrap()
@@ -71,6 +78,11 @@ fn unframed(mut r: Reply) -> Reply {
 
 #[test]
 fn the_component_answers_every_route_as_native() {
+    the_component_answers_every_route_as_native_with(false);
+    the_component_answers_every_route_as_native_with(true);
+}
+
+fn the_component_answers_every_route_as_native_with(recycled: bool) {
     runtime().block_on(async {
         // Each upstream counts from 0, as each native executor's counter does.
         let native = NativeExecutor::new(std::sync::Arc::new(
@@ -78,6 +90,7 @@ fn the_component_answers_every_route_as_native() {
         ));
         let up = upstream().await;
         let component = executor(
+            recycled,
             wasmlab_guest_artifacts::HTTP,
             Some(&up),
             GuestLimits {
@@ -97,8 +110,19 @@ fn the_component_answers_every_route_as_native() {
 
 #[test]
 fn without_an_upstream_proxy_and_state_answer_502() {
+    without_an_upstream_proxy_and_state_answer_502_with(false);
+    without_an_upstream_proxy_and_state_answer_502_with(true);
+}
+
+fn without_an_upstream_proxy_and_state_answer_502_with(recycled: bool) {
     runtime().block_on(async {
-        let ex = executor(wasmlab_guest_artifacts::HTTP, None, GuestLimits::default()).await;
+        let ex = executor(
+            recycled,
+            wasmlab_guest_artifacts::HTTP,
+            None,
+            GuestLimits::default(),
+        )
+        .await;
         for target in ["/proxy", "/state"] {
             let r = ex
                 .execute(ExecRequest::new(hyper::Method::GET, target, Bytes::new()))
@@ -123,9 +147,15 @@ fn hostile_limits() -> GuestLimits {
 
 #[test]
 fn the_component_executor_survives_the_hostile_component() {
+    the_component_executor_survives_the_hostile_component_with(false);
+    the_component_executor_survives_the_hostile_component_with(true);
+}
+
+fn the_component_executor_survives_the_hostile_component_with(recycled: bool) {
     runtime().block_on(async {
         let up = upstream().await;
         let ex = executor(
+            recycled,
             wasmlab_guest_artifacts::HOSTILE_HTTP,
             Some(&up),
             hostile_limits(),
@@ -170,10 +200,16 @@ fn the_component_executor_survives_the_hostile_component() {
 
 #[test]
 fn outgoing_requests_go_only_to_the_upstream() {
+    outgoing_requests_go_only_to_the_upstream_with(false);
+    outgoing_requests_go_only_to_the_upstream_with(true);
+}
+
+fn outgoing_requests_go_only_to_the_upstream_with(recycled: bool) {
     runtime().block_on(async {
         let up = upstream().await;
         let other = upstream().await;
         let ex = executor(
+            recycled,
             wasmlab_guest_artifacts::HOSTILE_HTTP,
             Some(&up),
             hostile_limits(),
@@ -192,6 +228,11 @@ fn outgoing_requests_go_only_to_the_upstream() {
 
 #[test]
 fn a_full_pool_queues_then_answers_503() {
+    a_full_pool_queues_then_answers_503_with(false);
+    a_full_pool_queues_then_answers_503_with(true);
+}
+
+fn a_full_pool_queues_then_answers_503_with(recycled: bool) {
     // One slot, busy until its deadline; one request may wait, briefly, the next finds the
     // queue full.
     let limits = GuestLimits {
@@ -201,7 +242,13 @@ fn a_full_pool_queues_then_answers_503() {
     };
     runtime().block_on(async {
         let ex = std::sync::Arc::new(
-            executor(wasmlab_guest_artifacts::HOSTILE_HTTP, None, limits).await,
+            executor(
+                recycled,
+                wasmlab_guest_artifacts::HOSTILE_HTTP,
+                None,
+                limits,
+            )
+            .await,
         );
         common::a_full_pool_queues_then_answers_503(ex).await;
     });
@@ -251,6 +298,11 @@ fn a_component_larger_than_the_memory_limit_is_refused_at_start() {
 
 #[test]
 fn every_request_of_a_long_task_gets_its_response() {
+    every_request_of_a_long_task_gets_its_response_with(false);
+    every_request_of_a_long_task_gets_its_response_with(true);
+}
+
+fn every_request_of_a_long_task_gets_its_response_with(recycled: bool) {
     // Thousands of requests in one task, as a busy connection (or the bench) makes them: tokio's
     // cooperative budget runs out along the way and makes a ready response receiver wait a turn,
     // which must not be taken for a component that gave no response.
@@ -260,6 +312,7 @@ fn every_request_of_a_long_task_gets_its_response() {
         .unwrap();
     rt.block_on(async {
         let ex = executor(
+            recycled,
             wasmlab_guest_artifacts::HTTP,
             None,
             GuestLimits {
@@ -313,13 +366,24 @@ async fn answered_at_once(ex: &ComponentExecutor, target: &str, diagnosis: &str)
 
 #[test]
 fn a_component_that_fails_without_answering_is_answered_at_once() {
+    a_component_that_fails_without_answering_is_answered_at_once_with(false);
+    a_component_that_fails_without_answering_is_answered_at_once_with(true);
+}
+
+fn a_component_that_fails_without_answering_is_answered_at_once_with(recycled: bool) {
     runtime().block_on(async {
         let up = upstream().await;
         let limits = GuestLimits {
             deadline: LONG_DEADLINE,
             ..hostile_limits()
         };
-        let ex = executor(wasmlab_guest_artifacts::HOSTILE_HTTP, Some(&up), limits).await;
+        let ex = executor(
+            recycled,
+            wasmlab_guest_artifacts::HOSTILE_HTTP,
+            Some(&up),
+            limits,
+        )
+        .await;
         // Returns with its outparam unset (kept, or dropped), or sets a response and never
         // finishes its body: the call is over, so nothing more will come.
         answered_at_once(&ex, "/no-response", "returned without setting a response").await;
@@ -380,7 +444,7 @@ fn a_javascript_handler_that_throws_is_answered_at_once() {
             max_memory_bytes: 64 << 20,
             ..hostile_limits()
         };
-        let ex = executor(&wasm, Some(&up), limits).await;
+        let ex = executor(false, &wasm, Some(&up), limits).await;
         assert_eq!(get(&ex, "/").await.text, "ok");
         // The handler throws; its fetch is refused and the rejection escapes it.
         for target in ["/throw", "/fetch?authority=example.com"] {
@@ -405,4 +469,86 @@ fn a_javascript_handler_that_throws_is_answered_at_once() {
             );
         }
     });
+}
+
+#[test]
+fn a_recycled_instance_is_reused_and_reset_to_a_fresh_ones_state() {
+    runtime().block_on(async {
+        let ex = executor(
+            true,
+            wasmlab_guest_artifacts::HOSTILE_HTTP,
+            None,
+            hostile_limits(),
+        )
+        .await;
+        // Its counter, a changed .data value, its stack and heap as a fresh instance has them,
+        // every time, from the one instance the single slot allows.
+        let first = get(&ex, "/fingerprint").await;
+        assert!(
+            first.text.starts_with("calls=1 seed=0x5eed "),
+            "{}",
+            first.text
+        );
+        for _ in 0..20 {
+            assert_eq!(get(&ex, "/fingerprint").await.text, first.text);
+        }
+        let r = get(&ex, "/secret/write?s=hunter2").await;
+        assert_eq!((r.status, r.text.as_str()), (200, "stored"));
+        let r = get(&ex, "/secret/read").await;
+        assert_eq!((r.status, r.text.as_str()), (200, ""), "secret leaked");
+        assert_eq!(ex.instances(), (1, 0), "one instance, reused");
+        // An instance that trapped, grew, ran out of time, or returned without a whole response
+        // is discarded, never reset.
+        for (n, target) in [
+            "/trap",
+            "/grow",
+            "/stack",
+            "/loop",
+            "/no-response",
+            "/drop-response",
+            "/unfinished",
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            assert!(get(&ex, target).await.failed, "{target}");
+            assert_eq!(ex.instances().1, n as u64 + 1, "{target} discarded");
+            assert_eq!(
+                get(&ex, "/fingerprint").await.text,
+                first.text,
+                "after {target}"
+            );
+        }
+        assert_eq!(ex.instances(), (8, 7));
+    });
+}
+
+#[test]
+fn a_recycled_executor_refuses_a_component_not_rewritten_for_it() {
+    use wasmlab_gateway_wasm::Load;
+    let dir = tempfile::tempdir().unwrap();
+    let limits = GuestLimits::default();
+    let recycled = ComponentOptions {
+        recycled: true,
+        ..ComponentOptions::default()
+    };
+    let plain = dir.path().join("plain.cwasm");
+    std::fs::write(
+        &plain,
+        ComponentExecutor::precompile(wasmlab_guest_artifacts::HTTP, limits).unwrap(),
+    )
+    .unwrap();
+    // SAFETY: written just above by this build.
+    let e = unsafe { ComponentExecutor::from_precompiled_file(&plain, recycled.clone(), limits) }
+        .err()
+        .expect("refused");
+    assert!(format!("{e:#}").contains("not rewritten"), "{e:#}");
+    let rewritten = dir.path().join("rewritten.cwasm");
+    let bytes =
+        <ComponentExecutor as Load>::precompile(wasmlab_guest_artifacts::HTTP, &recycled, limits)
+            .unwrap();
+    std::fs::write(&rewritten, bytes).unwrap();
+    // SAFETY: as above.
+    let ex = unsafe { ComponentExecutor::from_precompiled_file(&rewritten, recycled, limits) };
+    assert_eq!(ex.unwrap().name(), "component-recycled");
 }

@@ -1,14 +1,20 @@
 //! The isolation spectrum, proved: a recycled instance answers every request sequence exactly as
 //! a fresh instance per request does (differential, random sequences through a guest that keeps
 //! state in memory, a global, a table and its memory size, and through the hostile guest's
-//! secret); one that trapped or grew is discarded; and a shared instance really does keep state.
+//! secret); so does a recycled component (the hostile component's state, faults and failures to
+//! answer, in random order); one that trapped or grew is discarded; and a shared instance really
+//! does keep state.
 
 use std::sync::Arc;
 
 use proptest::prelude::*;
 use wasmlab_gateway::Capabilities;
-use wasmlab_gateway_wasm::differential::{SECRET_KEEPER, answers, secret_keeper_targets};
-use wasmlab_gateway_wasm::{GuestLimits, KeptExecutor, PooledExecutor, Reuse};
+use wasmlab_gateway_wasm::differential::{
+    SECRET_KEEPER, answers, hostile_component_targets, secret_keeper_targets,
+};
+use wasmlab_gateway_wasm::{
+    ComponentExecutor, ComponentOptions, GuestLimits, KeptExecutor, PooledExecutor, Reuse,
+};
 
 fn limits() -> GuestLimits {
     GuestLimits {
@@ -38,8 +44,40 @@ fn kept(wasm: &[u8], reuse: Reuse) -> KeptExecutor {
     KeptExecutor::new(wasm, reuse, caps(), limits()).unwrap()
 }
 
+/// The hostile component fresh per request and recycled, compiled once for every case.
+fn components() -> &'static (ComponentExecutor, ComponentExecutor) {
+    static C: std::sync::OnceLock<(ComponentExecutor, ComponentExecutor)> =
+        std::sync::OnceLock::new();
+    C.get_or_init(|| {
+        let limits = GuestLimits {
+            deadline: std::time::Duration::from_millis(300),
+            ..limits()
+        };
+        let make = |recycled| {
+            let options = ComponentOptions {
+                recycled,
+                ..ComponentOptions::default()
+            };
+            ComponentExecutor::new(wasmlab_guest_artifacts::HOSTILE_HTTP, options, limits).unwrap()
+        };
+        (make(false), make(true))
+    })
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn a_recycled_component_answers_every_sequence_as_fresh_instances_do(
+        bytes in proptest::collection::vec(any::<u8>(), 1..24)
+    ) {
+        let targets = hostile_component_targets(&bytes);
+        let (fresh, recycled) = components();
+        let rt = runtime();
+        let fresh = rt.block_on(answers(fresh, &targets));
+        let recycled = rt.block_on(answers(recycled, &targets));
+        prop_assert_eq!(fresh, recycled, "targets {:?}", targets);
+    }
 
     #[test]
     fn recycled_answers_every_sequence_as_fresh_instances_do(

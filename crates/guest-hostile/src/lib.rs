@@ -10,6 +10,7 @@
 //! | `/stack` | recurses until the stack overflows |
 //! | `/secret/write?s=X` | writes X into a static buffer and the heap |
 //! | `/secret/read` | returns what the static buffer holds (empty in a fresh instance) |
+//! | `/fingerprint` | its state as a fresh instance has it the same every time: a counter in `.bss` and a value in `.data` (both changed on each call), where its stack and a new heap block are, its memory's size |
 //! | `/header?name=N&value=V` | 200 `framed by the host` with the header `N: V` (any name, even one the host owns) |
 //! | `/status?code=N` | answers status N (even one HTTP cannot end an exchange with) |
 //! | `/block` | (component only) waits on a clock an hour away: a wait in the host, not in guest code |
@@ -27,6 +28,8 @@ use wasmlab_handlers::{Request, Response};
 const SECRET_CAP: usize = 256;
 static SECRET: [AtomicUsize; SECRET_CAP] = [const { AtomicUsize::new(0) }; SECRET_CAP];
 static SECRET_LEN: AtomicUsize = AtomicUsize::new(0);
+static CALLS: AtomicUsize = AtomicUsize::new(0);
+static SEED: AtomicUsize = AtomicUsize::new(0x5eed);
 
 pub fn hostile(req: Request<'_>) -> Response {
     match req.path() {
@@ -64,6 +67,24 @@ pub fn hostile(req: Request<'_>) -> Response {
                 .map(|b| b.load(Ordering::Relaxed) as u8)
                 .collect();
             Response::text(200, bytes)
+        }
+        "/fingerprint" => {
+            let calls = CALLS.fetch_add(1, Ordering::Relaxed) + 1;
+            let seed = SEED.swap(0xdead, Ordering::Relaxed);
+            let on_stack = black_box(0u8);
+            let stack = core::ptr::addr_of!(on_stack) as usize;
+            let heap = black_box(Box::new([0u8; 24]));
+            #[cfg(target_arch = "wasm32")]
+            let pages = core::arch::wasm32::memory_size(0);
+            #[cfg(not(target_arch = "wasm32"))]
+            let pages = 0;
+            let heap = core::ptr::addr_of!(*heap) as usize;
+            Response::text(
+                200,
+                format!(
+                    "calls={calls} seed={seed:#x} stack={stack:#x} heap={heap:#x} pages={pages}"
+                ),
+            )
         }
         "/header" => {
             let mut resp = Response::text(200, "framed by the host");
