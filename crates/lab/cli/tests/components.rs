@@ -1,7 +1,7 @@
 //! The wasi:http components, each started by the lab, verified on every route (hello, compute's
 //! digest, state's counter on the upstream, proxy through the lab's upstream, echo, 404, 405) and
 //! measured for a moment: wasmlab's Rust component in the Wasm gateway's component executor
-//! (compiled at start and from a .cwasm) and in `wasmtime serve`, and the JavaScript component in
+//! (compiled at start and from a .cwasm, and recycled) and in `wasmtime serve`, and the JavaScript component in
 //! both. One whose tool is not here is skipped, said so; the JavaScript ones are never set up by a
 //! test (`--no-setup`): `wasmlab setup js-component` installs componentize-js.
 
@@ -12,6 +12,11 @@ use support::*;
 #[test]
 fn component_pooled() {
     verified_and_measured("component-pooled");
+}
+
+#[test]
+fn component_recycled() {
+    verified_and_measured("component-recycled");
 }
 
 #[test]

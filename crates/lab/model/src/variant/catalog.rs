@@ -72,6 +72,10 @@ const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../../../variants/component-pooled-cwasm.toml"),
     ),
     (
+        "component-recycled",
+        include_str!("../../../../../variants/component-recycled.toml"),
+    ),
+    (
         "component-wasmtime-serve",
         include_str!("../../../../../variants/component-wasmtime-serve.toml"),
     ),
