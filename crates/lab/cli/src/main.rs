@@ -25,11 +25,37 @@ struct Cli {
     command: Command,
 }
 
+const RUN_EXAMPLES: &str = "\
+Examples:
+  Every variant ready here on every workload, with intervals (about 5 minutes once built):
+    wasmlab run --suite quick
+  Two variants of a suite, at two concurrency levels, 5 s cells:
+    wasmlab run --suite isolation --variant native --variant wasmtime-pooled --connections 50,100 --duration 5s
+  Your own core-module guest in the pooled gateway, on your own routes:
+    wasmlab run --suite my.toml --wasm my-guest.wasm
+  Your own server, from a variant file (docs/variants.md):
+    wasmlab run --variant-file my-server.toml --variant native --variant my-server
+  What a suite measures, to start your own from:
+    wasmlab show-suite quick";
+
+const LOAD_EXAMPLES: &str = "\
+Examples:
+  Closed loop, 50 connections for 10 s (like wrk):
+    wasmlab load http://127.0.0.1:8080/ -c 50 -d 10s
+  Open loop at 20,000 req/s, latency corrected for coordinated omission (like wrk2):
+    wasmlab load http://127.0.0.1:8080/ -c 50 -d 10s -R 20000
+  A POST over HTTP/2, 10 streams per connection, failing a pipeline past a threshold (like k6):
+    wasmlab load https://example.internal/echo -m POST -b hello --h2 --streams 10 --fail-if 'p99>50ms'
+  One part of a load from many machines, started together, then merged:
+    wasmlab load http://10.0.0.12:8080/ -c 100 -d 30s --start-at 2026-11-27T12:00:00Z --out part-1.json
+    wasmlab merge part-*.json";
+
 #[derive(Subcommand)]
 enum Command {
     /// Run a suite: build, start and verify each variant; measure cold start, throughput, warm and
     /// open-loop latency and resources (or, for a program suite, run its programs in every
     /// engine); write results/<run-id>/ with report.html.
+    #[command(after_help = RUN_EXAMPLES)]
     Run(run::RunArgs),
     /// Rebuild a results directory's CSVs, summary.md and report.html from its raw samples.
     Report(results::ReportArgs),
@@ -38,6 +64,7 @@ enum Command {
     /// Load against any http:// or https:// URL over keep-alive HTTP/1.1 (or HTTP/2 with --h2):
     /// closed loop (like wrk, oha) or open loop at a constant rate with --rate (like wrk2), with
     /// thresholds that fail a pipeline (--fail-if).
+    #[command(after_help = LOAD_EXAMPLES)]
     Load(load::LoadArgs),
     /// Merge the parts several `wasmlab load --out` runs wrote (on one machine or many) into one
     /// report: percentiles from the added histograms, req/s over the interval all parts were
@@ -45,6 +72,7 @@ enum Command {
     Merge(merge::MergeArgs),
     /// Serve the upstream echo server that /proxy forwards to (the lab starts it itself).
     Upstream {
+        /// The address to listen on (loopback unless you say otherwise).
         #[arg(long, default_value = "127.0.0.1")]
         host: std::net::IpAddr,
         /// 0 takes an ephemeral port, printed on stdout.
@@ -59,7 +87,10 @@ enum Command {
     Setup(variants::SetupArgs),
     /// Print a suite's TOML (a built-in suite's name, or a file) with the definitions of the
     /// workloads it names inline: a starting point for your own --suite FILE.toml.
-    ShowSuite { name: String },
+    ShowSuite {
+        /// A built-in suite's name (quick, isolation, wasmcloud, ...) or a suite file's path.
+        name: String,
+    },
     /// Package a static executable or a Wasm program as an OCI image archive (an OCI image
     /// layout in a tar file) for `ctr images import`, `podman load` or `skopeo copy
     /// oci-archive:`; a Wasm program in the layout runwasi's containerd shims read.
