@@ -7,8 +7,8 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use libfuzzer_sys::fuzz_target;
-use wasmlab_gateway_wasm::differential::{answers, hostile_component_targets};
-use wasmlab_gateway_wasm::{ComponentExecutor, ComponentOptions, GuestLimits};
+use wasmlab_gateway_wasm::differential::{answers, hostile_component_targets, hostile_components};
+use wasmlab_gateway_wasm::{ComponentExecutor, GuestLimits};
 
 struct Executors {
     rt: tokio::runtime::Runtime,
@@ -19,26 +19,19 @@ struct Executors {
 fn executors() -> &'static Executors {
     static E: OnceLock<Executors> = OnceLock::new();
     E.get_or_init(|| {
-        let limits = GuestLimits {
+        let (fresh, recycled) = hostile_components(GuestLimits {
             max_instances: 1,
             max_memory_bytes: 16 << 20,
             deadline: Duration::from_millis(300),
             ..GuestLimits::default()
-        };
-        let make = |recycled| {
-            let options = ComponentOptions {
-                recycled,
-                ..ComponentOptions::default()
-            };
-            ComponentExecutor::new(wasmlab_guest_artifacts::HOSTILE_HTTP, options, limits).unwrap()
-        };
+        });
         Executors {
             rt: tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
                 .unwrap(),
-            fresh: make(false),
-            recycled: make(true),
+            fresh,
+            recycled,
         }
     })
 }

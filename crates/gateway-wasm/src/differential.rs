@@ -32,6 +32,23 @@ pub async fn answers<E: Executor>(ex: &E, targets: &[String]) -> Vec<Answer> {
     out
 }
 
+/// The hostile guest's component, fresh per request and recycled, under `limits`: the pair the
+/// component isolation tests and the `component_recycled_equals_fresh` fuzz target compare.
+#[cfg(all(feature = "components", feature = "compiler"))]
+pub fn hostile_components(
+    limits: crate::GuestLimits,
+) -> (crate::ComponentExecutor, crate::ComponentExecutor) {
+    let make = |recycled| {
+        let options = crate::ComponentOptions {
+            recycled,
+            ..crate::ComponentOptions::default()
+        };
+        crate::ComponentExecutor::new(wasmlab_guest_artifacts::HOSTILE_HTTP, options, limits)
+            .expect("the hostile component loads")
+    };
+    (make(false), make(true))
+}
+
 /// A request sequence for the hostile guest's component from arbitrary bytes (each byte one
 /// request): its state (`/fingerprint`, the secret), faults that discard an instance, and plain
 /// answers.

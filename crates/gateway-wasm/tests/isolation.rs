@@ -10,11 +10,9 @@ use std::sync::Arc;
 use proptest::prelude::*;
 use wasmlab_gateway::Capabilities;
 use wasmlab_gateway_wasm::differential::{
-    SECRET_KEEPER, answers, hostile_component_targets, secret_keeper_targets,
+    SECRET_KEEPER, answers, hostile_component_targets, hostile_components, secret_keeper_targets,
 };
-use wasmlab_gateway_wasm::{
-    ComponentExecutor, ComponentOptions, GuestLimits, KeptExecutor, PooledExecutor, Reuse,
-};
+use wasmlab_gateway_wasm::{ComponentExecutor, GuestLimits, KeptExecutor, PooledExecutor, Reuse};
 
 fn limits() -> GuestLimits {
     GuestLimits {
@@ -49,18 +47,10 @@ fn components() -> &'static (ComponentExecutor, ComponentExecutor) {
     static C: std::sync::OnceLock<(ComponentExecutor, ComponentExecutor)> =
         std::sync::OnceLock::new();
     C.get_or_init(|| {
-        let limits = GuestLimits {
+        hostile_components(GuestLimits {
             deadline: std::time::Duration::from_millis(300),
             ..limits()
-        };
-        let make = |recycled| {
-            let options = ComponentOptions {
-                recycled,
-                ..ComponentOptions::default()
-            };
-            ComponentExecutor::new(wasmlab_guest_artifacts::HOSTILE_HTTP, options, limits).unwrap()
-        };
-        (make(false), make(true))
+        })
     })
 }
 
