@@ -7,7 +7,9 @@
 //!   after each ([`Reuse::Recycled`]: the same isolation, without making an instance) or not at
 //!   all ([`Reuse::Shared`]: no isolation, as plugin hosts run).
 //! - [`ComponentExecutor`]: `wasi:http/proxy` components, a fresh instance per request, as
-//!   `wasmtime serve` runs them, under the pooled executor's limits and rules.
+//!   `wasmtime serve` runs them, under the pooled executor's limits and rules; or instances kept
+//!   and reset to a fresh instance's memory and globals after each request (`component-recycled`,
+//!   `component_reset.rs`).
 //! - [`NaiveExecutor`]: the gateway study's method, kept to show what it costs. Per request a new
 //!   `Linker` with WASI, an in-memory stdin/stdout, a `Store`, instantiation and `_start` of the
 //!   WASI command guest.
