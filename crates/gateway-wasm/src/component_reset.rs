@@ -13,7 +13,8 @@
 //! That is a fresh instance's state only when instantiation did nothing else, so a module with a
 //! start function, with instructions that change a table or drop a segment, with more than one
 //! memory or imported globals, is refused; so is a component with more than one such module or
-//! with nested components. A memory that grew cannot be shrunk back: the executor discards such an
+//! with core modules in a nested component (wit-component nests one without modules, to type its
+//! exports). A memory that grew cannot be shrunk back: the executor discards such an
 //! instance (it sees the growth through its resource limiter), as it discards one that trapped.
 //! The wrapper's name in the name section marks a rewritten component, so that a precompiled one
 //! that was not rewritten is refused.
