@@ -179,14 +179,7 @@ impl ComponentExecutor {
                 if wasmparser::Parser::is_core_wasm(wasm) {
                     return Err(not_a_component(anyhow::anyhow!("it is a core module")));
                 }
-                let rewritten;
-                let wasm = if options.recycled {
-                    rewritten = crate::component_reset::rewrite(wasm)?;
-                    &rewritten[..]
-                } else {
-                    wasm
-                };
-                Component::new(&engine, wasm)
+                Component::new(&engine, for_executor(wasm, &options)?)
                     .map_err(|e| anyhow::anyhow!("it cannot be compiled as a component: {e:#}"))?
             }
             // SAFETY: passed on to the caller.
@@ -408,7 +401,7 @@ impl ComponentExecutor {
         // without the store going. Any other store goes now, and ends whatever the guest held.
         let keep = self.kept.is_some() && matches!(called, Some(Ok(()))) && {
             let ctx = store.data_mut();
-            !ctx.limits.grew && ctx.table.iter_mut().next().is_none()
+            !ctx.limits.grew && ctx.table.is_empty()
         };
         let kept = if keep {
             Some(store)
@@ -479,11 +472,7 @@ impl Load for ComponentExecutor {
             return Err(not_a_component(anyhow::anyhow!("it is a core module")));
         }
         let engine = Engine::new(&Self::config(limits))?;
-        if options.recycled {
-            let rewritten = crate::component_reset::rewrite(wasm)?;
-            return Ok(engine.precompile_component(&rewritten)?);
-        }
-        Ok(engine.precompile_component(wasm)?)
+        Ok(engine.precompile_component(&for_executor(wasm, options)?)?)
     }
 
     fn ready(self) -> impl Future<Output = anyhow::Result<Self>> + Send {
@@ -746,6 +735,20 @@ impl WasiHttpHooks for OutboundHooks {
             Ok((response, done))
         })
     }
+}
+
+/// The component as the executor compiles it: rewritten to reset its instances when they are
+/// recycled, else as given.
+#[cfg(feature = "compiler")]
+fn for_executor<'a>(
+    wasm: &'a [u8],
+    options: &ComponentOptions,
+) -> anyhow::Result<std::borrow::Cow<'a, [u8]>> {
+    Ok(if options.recycled {
+        std::borrow::Cow::Owned(crate::component_reset::rewrite(wasm)?)
+    } else {
+        std::borrow::Cow::Borrowed(wasm)
+    })
 }
 
 /// The error for a file that is not a component at all.

@@ -23,12 +23,13 @@ use std::ops::Range;
 
 use anyhow::{Context as _, bail, ensure};
 use wasm_encoder::{
-    CodeSection, ComponentSectionId, DataCountSection, DataSection, ExportKind, ExportSection,
-    FunctionSection, IndirectNameMap, NameMap, NameSection, RawSection,
+    CodeSection, ComponentSectionId, DataCountSection, DataSection, ExportSection, FunctionSection,
+    IndirectNameMap, NameMap, NameSection, RawSection,
 };
 use wasmparser::{DataKind, Encoding, ExternalKind, KnownCustom, Name, Parser, Payload, TypeRef};
 
 use crate::component::WRAPPER_NAME;
+use crate::reset::export_kind;
 
 /// The export whose calls the wrapper takes over (any 0.2.x version of the interface).
 fn is_handler(name: &str) -> bool {
@@ -118,8 +119,11 @@ struct Survey<'a> {
     imported_globals: u32,
     memories: Vec<wasmparser::MemoryType>,
     imports_memory: bool,
-    /// Each defined function's type.
+    /// Each defined function's type, and each type's number of parameters.
     func_types: Vec<u32>,
+    type_params: Vec<u32>,
+    /// Each defined function's body, as encoded (locals and code).
+    bodies: Vec<&'a [u8]>,
     /// (index, the initial value's expression without its `end`).
     mutable_globals: Vec<(u32, &'a [u8])>,
     /// Active segments into memory 0: (offset expression without `end`, bytes).
@@ -143,6 +147,11 @@ impl<'a> Survey<'a> {
                             TypeRef::Memory(_) => s.imports_memory = true,
                             _ => {}
                         }
+                    }
+                }
+                Payload::TypeSection(reader) => {
+                    for t in reader.into_iter_err_on_gc_types() {
+                        s.type_params.push(t?.params().len() as u32);
                     }
                 }
                 Payload::FunctionSection(reader) => {
@@ -189,6 +198,7 @@ impl<'a> Survey<'a> {
                 }
                 Payload::CodeSectionEntry(body) => {
                     s.changes_tables |= crate::reset::changes_tables(&body)?;
+                    s.bodies.push(body.as_bytes());
                 }
                 _ => {}
             }
@@ -253,7 +263,10 @@ fn module_with_reset(module: &[u8]) -> anyhow::Result<Option<Vec<u8>>> {
         .context("the initial memory is 4 GiB or more")?;
 
     let mut body = wasm_encoder::Function::new([]);
-    let params = params_of(module, handler_type)?;
+    let params = *s
+        .type_params
+        .get(handler_type as usize)
+        .context("the handler's type is not in the type section")?;
     for i in 0..params {
         body.instructions().local_get(i);
     }
@@ -306,7 +319,7 @@ fn module_with_reset(module: &[u8]) -> anyhow::Result<Option<Vec<u8>>> {
                     } else {
                         export.index
                     };
-                    e.export(export.name, export_kind(export.kind)?, index);
+                    e.export(export.name, export_kind(export.kind), index);
                 }
                 out.section(&e);
             }
@@ -325,10 +338,8 @@ fn module_with_reset(module: &[u8]) -> anyhow::Result<Option<Vec<u8>>> {
                     counted = true;
                 }
                 let mut code = CodeSection::new();
-                for p in Parser::new(0).parse_all(module) {
-                    if let Payload::CodeSectionEntry(b) = p? {
-                        code.raw(b.as_bytes());
-                    }
+                for b in &s.bodies {
+                    code.raw(b);
                 }
                 code.function(&body);
                 out.section(&code);
@@ -370,22 +381,6 @@ fn module_with_reset(module: &[u8]) -> anyhow::Result<Option<Vec<u8>>> {
         .validate_all(&out)
         .context("the rewritten module does not validate")?;
     Ok(Some(out))
-}
-
-/// How many parameters the function type `index` has.
-fn params_of(module: &[u8], index: u32) -> anyhow::Result<u32> {
-    for payload in Parser::new(0).parse_all(module) {
-        if let Payload::TypeSection(reader) = payload? {
-            let types: Vec<_> = reader
-                .into_iter_err_on_gc_types()
-                .collect::<Result<_, _>>()?;
-            let t = types
-                .get(index as usize)
-                .context("the handler's type is not in the type section")?;
-            return Ok(t.params().len() as u32);
-        }
-    }
-    bail!("the module has no type section")
 }
 
 /// The module's name section with the wrapper's name added to its function names.
@@ -445,16 +440,6 @@ fn indirect(map: wasmparser::IndirectNameMap<'_>) -> anyhow::Result<IndirectName
         out.append(naming.index, &direct(naming.names)?);
     }
     Ok(out)
-}
-
-fn export_kind(k: ExternalKind) -> anyhow::Result<ExportKind> {
-    Ok(match k {
-        ExternalKind::Func | ExternalKind::FuncExact => ExportKind::Func,
-        ExternalKind::Table => ExportKind::Table,
-        ExternalKind::Memory => ExportKind::Memory,
-        ExternalKind::Global => ExportKind::Global,
-        ExternalKind::Tag => ExportKind::Tag,
-    })
 }
 
 #[cfg(all(test, feature = "compiler"))]

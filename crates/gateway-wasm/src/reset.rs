@@ -218,7 +218,7 @@ fn with_exports(wasm: &[u8], exports: &ExportSection) -> anyhow::Result<Vec<u8>>
 }
 
 #[cfg(feature = "compiler")]
-fn export_kind(k: ExternalKind) -> ExportKind {
+pub(crate) fn export_kind(k: ExternalKind) -> ExportKind {
     match k {
         ExternalKind::Func => ExportKind::Func,
         ExternalKind::Table => ExportKind::Table,
