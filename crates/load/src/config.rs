@@ -26,6 +26,14 @@ pub struct LoadConfig {
     pub threads: usize,
     /// Stop sending after this long (requests in flight are still awaited).
     pub duration: Option<Duration>,
+    /// Send for this long first, on the same connections and at the same pace, and count none of
+    /// it: the measured `duration` then begins on connections that are open and warm, as a
+    /// server's steady state is. In the open loop an exchange belongs to the part its due time
+    /// fell in, in the closed loop to the part it ended in.
+    pub warm_up: Option<Duration>,
+    /// Told when the measured part begins (after the warm-up) and when its last exchange has
+    /// ended, before any connection closes: what a caller reading a server's CPU reads it at.
+    pub window: Option<Window>,
     /// Stop after this many requests in all (closed loop only).
     pub requests: Option<u64>,
     /// Open loop: send at this constant arrival rate (requests per second, all threads together)
@@ -55,6 +63,25 @@ pub struct LoadConfig {
     /// Start at this wall-clock time (after the run's set-up), so generators on several
     /// machines begin together; at once if it has passed.
     pub start_at: Option<std::time::SystemTime>,
+}
+
+/// The edges of a run's measured part, as [`LoadConfig::window`] is told them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Edge {
+    /// The warm-up is over (at once without one): what is sent from now on is counted.
+    Opens,
+    /// Every counted exchange has ended; the connections are still open.
+    Closes,
+}
+
+/// A callback told each [`Edge`] of a run, once, from one of the run's threads.
+#[derive(Clone)]
+pub struct Window(pub Arc<dyn Fn(Edge) + Send + Sync>);
+
+impl std::fmt::Debug for Window {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Window(..)")
+    }
 }
 
 /// One request of a rotation.
@@ -93,6 +120,8 @@ impl LoadConfig {
             connections: 50,
             threads: 1,
             duration: Some(Duration::from_secs(10)),
+            warm_up: None,
+            window: None,
             requests: None,
             start_at: None,
             rate: None,

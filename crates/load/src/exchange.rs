@@ -1,13 +1,12 @@
 //! What both protocols' connections share per exchange: waiting for a sender's turn (closed or
 //! open loop), what a finished exchange is, and counting its outcome in the worker's stats.
 
-use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use crate::histogram::record;
 use crate::pacing::{Alarm, Pacer};
-use crate::report::WorkerStats;
+use crate::report::{Tally, WorkerStats};
 use crate::shared::Shared;
 
 /// In the open loop, a request sent more than this after its intended time counts as late.
@@ -45,7 +44,7 @@ pub(crate) struct Exchange {
 pub(crate) async fn turn(
     shared: &Shared,
     schedule: Option<&Schedule>,
-    stats: &RefCell<WorkerStats>,
+    tally: &Tally,
     now: &mut Instant,
 ) -> Option<Option<Instant>> {
     let Some((p, alarm)) = schedule else {
@@ -62,7 +61,7 @@ pub(crate) async fn turn(
         return None;
     }
     *now = Instant::now();
-    let mut st = stats.borrow_mut();
+    let mut st = tally.at(due).borrow_mut();
     let lag = now.saturating_duration_since(due);
     record(&mut st.send_lag, lag);
     st.sent += 1;

@@ -1,7 +1,6 @@
 //! An HTTP/1.1 keep-alive connection of a worker: its exchanges (the request written once, the
 //! response framed by the worker's own parser), each timed by phase and counted.
 
-use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -10,13 +9,13 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::exchange::{Answer, Counted, Exchange, Failure, Schedule, Timing, count, turn};
 use crate::http1;
-use crate::report::WorkerStats;
+use crate::report::Tally;
 use crate::request::SerializedRequest;
 use crate::shared::Shared;
 use crate::transport::{self, Stream};
 
 /// One keep-alive connection: the socket, the buffer its reads land in, and the response parser.
-struct Connection {
+pub(crate) struct Connection {
     stream: Stream,
     buf: Box<[u8]>,
     parser: http1::ResponseParser,
@@ -82,13 +81,14 @@ impl Connection {
 
 /// Runs connection number `id` until the run ends: each request sent (in the open loop, at its
 /// due time), its response awaited under the timeout, the outcome counted. With several
-/// requests, it sends them in turn from the `id`-th on.
+/// requests, it sends them in turn from the `id`-th on. Returns the connection still open, for
+/// the caller to close when it chooses.
 pub(crate) async fn connection(
     id: usize,
     shared: Arc<Shared>,
-    stats: Rc<RefCell<WorkerStats>>,
+    tally: Rc<Tally>,
     schedule: Option<Schedule>,
-) {
+) -> Option<Connection> {
     let mut conn: Option<Connection> = None;
     let requests = &shared.requests;
     let mut next = id % requests.len();
@@ -103,7 +103,7 @@ pub(crate) async fn connection(
     // clock is read once per phase boundary.
     let mut now = Instant::now();
     loop {
-        let Some(intended) = turn(&shared, schedule.as_ref(), &stats, &mut now).await else {
+        let Some(intended) = turn(&shared, schedule.as_ref(), &tally, &mut now).await else {
             break;
         };
         let started = now;
@@ -111,7 +111,8 @@ pub(crate) async fn connection(
             let (c, begin) = match conn.as_mut() {
                 Some(c) => (c, started),
                 None => {
-                    let (stream, connected) = transport::connect(&shared, &stats, started).await?;
+                    let (stream, connected) =
+                        transport::connect(&shared, tally.at(started), started).await?;
                     (conn.insert(Connection::new(stream)), connected)
                 }
             };
@@ -134,8 +135,9 @@ pub(crate) async fn connection(
         .await;
         let expect_status = requests[next].expect_status;
         next = (next + 1) % requests.len();
+        let ended = outcome.as_ref().map_or_else(|_| Instant::now(), |x| x.end);
         let counted = count(
-            &mut stats.borrow_mut(),
+            &mut tally.of(intended, ended).borrow_mut(),
             outcome,
             Timing {
                 started,
@@ -156,4 +158,5 @@ pub(crate) async fn connection(
             }
         }
     }
+    conn
 }

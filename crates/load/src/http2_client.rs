@@ -15,7 +15,7 @@ use hyper::client::conn::http2::SendRequest;
 use hyper_util::rt::TokioIo;
 
 use crate::exchange::{Answer, Counted, Exchange, Failure, Schedule, Timing, count, turn};
-use crate::report::WorkerStats;
+use crate::report::{Tally, WorkerStats};
 use crate::request::H2Request;
 use crate::shared::Shared;
 use crate::transport;
@@ -35,20 +35,20 @@ impl<F: Future + 'static> hyper::rt::Executor<F> for LocalExec {
 pub(crate) async fn connection(
     id: usize,
     shared: Arc<Shared>,
-    stats: Rc<RefCell<WorkerStats>>,
+    tally: Rc<Tally>,
     schedule: Option<Schedule>,
 ) {
     let streams = shared.config.streams.max(1);
     while !shared.stopped() {
         let started = Instant::now();
-        let sender = match handshake(&shared, &stats, started).await {
+        let sender = match handshake(&shared, tally.at(started), started).await {
             Ok(s) => s,
             Err(f) => {
                 // A connection that could not be made counts as a failed request in a sender's
                 // turn, as over HTTP/1.1: a run bounded by requests ends, an open loop keeps its
                 // pace, when the server is not there.
                 let mut now = started;
-                let Some(intended) = turn(&shared, schedule.as_ref(), &stats, &mut now).await
+                let Some(intended) = turn(&shared, schedule.as_ref(), &tally, &mut now).await
                 else {
                     break;
                 };
@@ -57,7 +57,8 @@ pub(crate) async fn connection(
                     intended,
                     timeout: shared.config.timeout,
                 };
-                count(&mut stats.borrow_mut(), Err(f), timing, None, &mut now);
+                let counts = tally.of(intended, Instant::now());
+                count(&mut counts.borrow_mut(), Err(f), timing, None, &mut now);
                 // A refused connect returns at once; do not spin on it.
                 tokio::time::sleep(Duration::from_millis(1)).await;
                 continue;
@@ -68,7 +69,7 @@ pub(crate) async fn connection(
                 tokio::task::spawn_local(stream(
                     id * streams + k,
                     shared.clone(),
-                    stats.clone(),
+                    tally.clone(),
                     schedule.clone(),
                     sender.clone(),
                 ))
@@ -106,7 +107,7 @@ async fn handshake(
 async fn stream(
     k: usize,
     shared: Arc<Shared>,
-    stats: Rc<RefCell<WorkerStats>>,
+    tally: Rc<Tally>,
     schedule: Option<Schedule>,
     mut sender: SendRequest<Full<Bytes>>,
 ) -> bool {
@@ -117,7 +118,7 @@ async fn stream(
     // Until a first answer, a broken connection may be a server that does not speak HTTP/2.
     let mut answered = false;
     loop {
-        let Some(intended) = turn(&shared, schedule.as_ref(), &stats, &mut now).await else {
+        let Some(intended) = turn(&shared, schedule.as_ref(), &tally, &mut now).await else {
             return false;
         };
         let started = now;
@@ -145,8 +146,9 @@ async fn stream(
             intended,
             timeout,
         };
+        let ended = outcome.as_ref().map_or_else(|_| Instant::now(), |x| x.end);
         let counted = count(
-            &mut stats.borrow_mut(),
+            &mut tally.of(intended, ended).borrow_mut(),
             outcome,
             timing,
             r.expect_status,

@@ -36,7 +36,7 @@ pub mod tls;
 mod transport;
 mod worker;
 
-pub use config::{LoadConfig, RequestParts, parse_duration};
+pub use config::{Edge, LoadConfig, RequestParts, Window, parse_duration};
 pub use exchange::LATE_AFTER;
 pub use histogram::{LatencyMs, histogram_buckets, histogram_from_buckets, new_histogram};
 pub use merge::{Interval, LATE_START_MS, MIN_OVERLAP, Merged, PartSummary, merge};
@@ -82,6 +82,10 @@ fn execute(config: LoadConfig) -> anyhow::Result<Finished> {
             "an open-loop run (--rate) needs a duration and no request count"
         );
     }
+    anyhow::ensure!(
+        config.warm_up.is_none() || (config.duration.is_some() && config.requests.is_none()),
+        "a warm-up needs a duration and no request count (what it sends is not counted)"
+    );
     let threads = config.threads.clamp(1, config.connections);
     let requests = request::for_http1(&config)?;
     anyhow::ensure!(config.streams >= 1, "streams must be at least 1");
@@ -98,32 +102,69 @@ fn execute(config: LoadConfig) -> anyhow::Result<Finished> {
     if let Some(at) = start_at {
         wait_until(at, config.cancel.as_deref());
     }
-    let started = SystemTime::now();
+    let warm_up = config.warm_up.unwrap_or(Duration::ZERO);
+    let window = config.window.clone();
+    let started = SystemTime::now() + warm_up;
     let start = Instant::now();
+    let measure_from = start + warm_up;
     let shared = Arc::new(Shared {
         tls,
         h2_requests,
         start,
-        deadline: config.duration.map(|d| start + d),
+        measure_from,
+        deadline: config.duration.map(|d| measure_from + d),
         budget: config.requests.map(AtomicU64::new),
+        closing: window.is_some().then(Default::default),
         requests,
         config,
+    });
+    // The measured part opens when the warm-up ends: told from a thread of its own, so that no
+    // worker's pace waits for the caller.
+    let opens = window.clone().map(|w| {
+        let cancel = shared.config.cancel.clone();
+        std::thread::spawn(move || {
+            while let Some(left) = measure_from.checked_duration_since(Instant::now()) {
+                if left.is_zero() || cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed)) {
+                    break;
+                }
+                std::thread::sleep(left.min(Duration::from_millis(50)));
+            }
+            (w.0)(Edge::Opens);
+        })
     });
 
     let mut handles = Vec::with_capacity(threads);
     for t in 0..threads {
         // Connections spread evenly: worker t gets every threads-th one.
         let conns: Vec<usize> = (t..shared.config.connections).step_by(threads).collect();
-        let shared = shared.clone();
         let pacer = shared
             .config
             .rate
             .map(|rate| Pacer::new(start, rate, threads, t));
-        handles.push(
-            std::thread::Builder::new()
-                .name(format!("load-{t}"))
-                .spawn(move || worker(shared, conns, pacer))?,
-        );
+        let for_worker = shared.clone();
+        let spawned = std::thread::Builder::new()
+            .name(format!("load-{t}"))
+            .spawn(move || worker(for_worker, conns, pacer));
+        match spawned {
+            Ok(h) => handles.push(h),
+            Err(e) => {
+                // The workers already running must not wait for a release that never comes.
+                if let Some(gate) = &shared.closing {
+                    gate.release();
+                }
+                return Err(e.into());
+            }
+        }
+    }
+    let mut ended = None;
+    if let (Some(gate), Some(w)) = (&shared.closing, &window) {
+        gate.wait_for(handles.len());
+        ended = Some(Instant::now());
+        if let Some(t) = opens {
+            let _ = t.join();
+        }
+        (w.0)(Edge::Closes);
+        gate.release();
     }
     let mut stats = WorkerStats::default();
     for h in handles {
@@ -132,7 +173,8 @@ fn execute(config: LoadConfig) -> anyhow::Result<Finished> {
             .map_err(|_| anyhow::anyhow!("load worker panicked"))??;
         stats.add(&ws);
     }
-    let elapsed = start.elapsed().as_secs_f64();
+    let ended = ended.unwrap_or_else(Instant::now);
+    let elapsed = ended.saturating_duration_since(measure_from).as_secs_f64();
     let shared = Arc::into_inner(shared).expect("every worker has ended");
     Ok(Finished {
         shape: Shape::of(&shared.config),

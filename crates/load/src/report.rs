@@ -2,6 +2,7 @@
 //! histograms (merged from the workers' once, at the end), the open loop's counts, and the
 //! generator's own CPU.
 
+use std::cell::RefCell;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
@@ -235,6 +236,51 @@ impl WorkerStats {
     /// Exchanges finished, whatever their outcome: what a spinning worker watches for progress.
     pub(crate) fn finished(&self) -> u64 {
         self.responses + self.errors.total()
+    }
+}
+
+/// A worker's counts: the measured part's, and the warm-up's, which no report shows. In the open
+/// loop an exchange belongs to the part its due time fell in; in the closed loop to the part it
+/// ended in, as a steady closed loop has exchanges in flight at any moment: the warm-up's last
+/// ones cross into the measured part on their connections (counting them by their send would
+/// leave a server slower than the warm-up, its connections all still waiting, nothing to
+/// answer in the measured part).
+pub(crate) struct Tally {
+    pub(crate) measured: RefCell<WorkerStats>,
+    warm_up: RefCell<WorkerStats>,
+    /// When the measured part begins.
+    from: Instant,
+}
+
+impl Tally {
+    pub(crate) fn new(from: Instant) -> Self {
+        Self {
+            measured: RefCell::new(WorkerStats {
+                origin: from,
+                ..WorkerStats::default()
+            }),
+            warm_up: RefCell::new(WorkerStats::default()),
+            from,
+        }
+    }
+
+    /// The counts what was sent (or due) at `t` goes into.
+    pub(crate) fn at(&self, t: Instant) -> &RefCell<WorkerStats> {
+        if t < self.from {
+            &self.warm_up
+        } else {
+            &self.measured
+        }
+    }
+
+    /// The counts of an exchange due at `intended` (open loop) that ended at `ended`.
+    pub(crate) fn of(&self, intended: Option<Instant>, ended: Instant) -> &RefCell<WorkerStats> {
+        self.at(intended.unwrap_or(ended))
+    }
+
+    /// Exchanges finished in both parts.
+    pub(crate) fn finished(&self) -> u64 {
+        self.measured.borrow().finished() + self.warm_up.borrow().finished()
     }
 }
 

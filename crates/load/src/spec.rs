@@ -20,6 +20,9 @@ pub struct LoadSpec {
     pub connections: usize,
     pub threads: usize,
     pub duration_secs: Option<f64>,
+    /// Seconds sent first and not counted (see [`LoadConfig::warm_up`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warm_up_secs: Option<f64>,
     pub request_budget: Option<u64>,
     pub rate: Option<f64>,
     pub http2: bool,
@@ -69,6 +72,7 @@ impl LoadSpec {
             connections: c.connections,
             threads: c.threads,
             duration_secs: c.duration.map(|d| d.as_secs_f64()),
+            warm_up_secs: c.warm_up.map(|d| d.as_secs_f64()),
             request_budget: c.requests,
             rate: c.rate,
             http2: c.http2,
@@ -116,6 +120,13 @@ impl LoadSpec {
             .duration_secs
             .map(|s| {
                 anyhow::ensure!(s.is_finite() && s >= 0.0, "duration {s} is not a duration");
+                Ok(Duration::from_secs_f64(s))
+            })
+            .transpose()?;
+        c.warm_up = self
+            .warm_up_secs
+            .map(|s| {
+                anyhow::ensure!(s.is_finite() && s >= 0.0, "warm-up {s} is not a duration");
                 Ok(Duration::from_secs_f64(s))
             })
             .transpose()?;
@@ -188,6 +199,7 @@ mod tests {
         c.rate = Some(1234.5);
         c.connections = 7;
         c.duration = Some(Duration::from_millis(1500));
+        c.warm_up = Some(Duration::from_millis(250));
         let spec = LoadSpec::of(&c);
         let back: LoadSpec = serde_json::from_str(&serde_json::to_string(&spec).unwrap()).unwrap();
         assert_eq!(back, spec);
@@ -195,6 +207,7 @@ mod tests {
         assert_eq!(LoadSpec::of(&d), spec);
         assert_eq!(d.url.to_string(), "http://127.0.0.1:9/greet?name=a");
         assert_eq!(d.rotation[0].expect_status, Some(404));
+        assert_eq!(d.warm_up, Some(Duration::from_millis(250)));
         let e = serde_json::from_str::<LoadSpec>("{\"url\": \"http://x/\", \"extra\": 1}")
             .unwrap_err()
             .to_string();

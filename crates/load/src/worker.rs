@@ -2,34 +2,64 @@
 //! the connections, its stats merged into the report at the end; spinning instead of sleeping
 //! when asked (see [`crate::LoadConfig::spin`]).
 
-use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
 
 use crate::pacing::{self, Pacer};
-use crate::report::WorkerStats;
+use crate::report::{Tally, WorkerStats};
 use crate::shared::Shared;
 use crate::{http1_client, http2_client, timing};
 
 /// Runs the connections numbered `conns` on this thread until the run ends; returns what they
-/// counted.
+/// counted in the measured part. With a window, waits (its connections open) for the caller to
+/// have been told the measured part closed before closing them.
 pub(crate) fn worker(
     shared: Arc<Shared>,
     conns: Vec<usize>,
     pacer: Option<Pacer>,
 ) -> anyhow::Result<WorkerStats> {
+    let ran = run(&shared, conns, pacer);
+    if let Some(gate) = &shared.closing {
+        gate.arrive();
+    }
+    // The runtime, its tasks and the connections they returned close here.
+    ran.map(|(stats, open)| {
+        drop(open);
+        stats
+    })
+}
+
+/// What keeps a worker's connections open: its runtime with the tasks still in it (HTTP/2's
+/// connection drivers), and the HTTP/1.1 connections its tasks returned.
+type Open = (
+    tokio::runtime::Runtime,
+    tokio::task::LocalSet,
+    Vec<http1_client::Connection>,
+);
+
+fn run(
+    shared: &Arc<Shared>,
+    conns: Vec<usize>,
+    pacer: Option<Pacer>,
+) -> anyhow::Result<(WorkerStats, Open)> {
     let cpu_before = timing::thread_cpu();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     let local = tokio::task::LocalSet::new();
-    let stats = Rc::new(RefCell::new(WorkerStats {
-        origin: shared.start,
-        ..WorkerStats::default()
-    }));
+    let tally = Rc::new(Tally::new(shared.measure_from));
     let pacer = pacer.map(Rc::new);
-    local.block_on(&rt, async {
+    // The thread's CPU when the measured part began, read then by a task of its own.
+    let cpu_at_open = Rc::new(std::cell::Cell::new(cpu_before));
+    let kept = local.block_on(&rt, async {
+        if shared.measure_from > shared.start {
+            let (at, from) = (cpu_at_open.clone(), shared.measure_from);
+            tokio::task::spawn_local(async move {
+                tokio::time::sleep_until(from.into()).await;
+                at.set(timing::thread_cpu());
+            });
+        }
         let schedule = match &pacer {
             Some(p) => {
                 let alarm = pacing::Alarm::new(p.interval())?;
@@ -43,51 +73,57 @@ pub(crate) fn worker(
         };
         if shared.config.spin {
             // Not awaited: it ends with the worker, when every connection is done.
-            tokio::task::spawn_local(spin(stats.clone()));
+            tokio::task::spawn_local(spin(tally.clone()));
         }
-        let mut tasks = Vec::with_capacity(conns.len());
+        let mut http1 = Vec::new();
+        let mut http2 = Vec::new();
         for id in conns {
-            let (shared, stats, schedule) = (shared.clone(), stats.clone(), schedule.clone());
-            tasks.push(match shared.config.http2 {
-                true => {
-                    tokio::task::spawn_local(http2_client::connection(id, shared, stats, schedule))
-                }
-                false => {
-                    tokio::task::spawn_local(http1_client::connection(id, shared, stats, schedule))
-                }
-            });
+            let (shared, tally, schedule) = (shared.clone(), tally.clone(), schedule.clone());
+            match shared.config.http2 {
+                true => http2.push(tokio::task::spawn_local(http2_client::connection(
+                    id, shared, tally, schedule,
+                ))),
+                false => http1.push(tokio::task::spawn_local(http1_client::connection(
+                    id, shared, tally, schedule,
+                ))),
+            }
         }
-        for t in tasks {
+        for t in http2 {
             let _ = t.await;
         }
-        anyhow::Ok(())
+        let mut kept = Vec::new();
+        for t in http1 {
+            kept.extend(t.await.ok().flatten());
+        }
+        anyhow::Ok(kept)
     })?;
-    // Drops what still runs (the spinner), and with it its hold on the stats.
-    drop(local);
-    let mut stats = Rc::try_unwrap(stats)
-        .unwrap_or_else(|_| unreachable!("every task has finished"))
-        .into_inner();
+    let cpu_now = timing::thread_cpu();
+    // Taken out, not unwrapped: the spinner, still in the LocalSet, holds the tally too.
+    let mut stats = std::mem::take(&mut *tally.measured.borrow_mut());
     if let (Some(p), Some(deadline)) = (&pacer, shared.deadline) {
-        // Sending ended at the deadline, or earlier when cancelled.
-        stats.intended = p.due_before(deadline.min(Instant::now()));
+        // Sending ended at the deadline, or earlier when cancelled; the warm-up's were not
+        // measured.
+        let end = deadline.min(Instant::now());
+        stats.intended = p
+            .due_before(end)
+            .saturating_sub(p.due_before(shared.measure_from.min(end)));
     }
-    stats.cpu = timing::thread_cpu().saturating_sub(cpu_before);
-    Ok(stats)
+    stats.cpu = cpu_now.saturating_sub(cpu_at_open.get());
+    Ok((stats, (rt, local, kept)))
 }
 
 /// Keeps a worker polling: each turn yields to the runtime, which then polls the sockets without
 /// blocking (tokio runs a yielded task again only after its I/O driver has been polled) and runs
 /// the connections that are ready. A turn in which no exchange finished counts as idle spinning.
-async fn spin(stats: Rc<RefCell<WorkerStats>>) {
+async fn spin(tally: Rc<Tally>) {
     let mut last = Instant::now();
-    let mut seen = stats.borrow().finished();
+    let mut seen = tally.finished();
     loop {
         tokio::task::yield_now().await;
         let now = Instant::now();
-        let mut st = stats.borrow_mut();
-        let finished = st.finished();
+        let finished = tally.finished();
         if finished == seen {
-            st.idle_spin += now - last;
+            tally.at(now).borrow_mut().idle_spin += now - last;
         }
         seen = finished;
         last = now;

@@ -21,7 +21,7 @@ pub struct LoadArgs {
     /// apply.
     #[arg(long, value_name = "FILE", conflicts_with_all = [
         "h2", "streams", "cacert", "insecure", "connections", "duration", "requests", "threads",
-        "rate", "spin", "timeout", "method", "body", "headers",
+        "rate", "spin", "timeout", "method", "body", "headers", "warm_up",
     ])]
     pub config: Option<PathBuf>,
     /// HTTP/2: by prior knowledge over cleartext (h2c), by ALPN over TLS; a server that does not
@@ -47,6 +47,10 @@ pub struct LoadArgs {
     /// Stop after this many requests in all.
     #[arg(short = 'n', long)]
     pub requests: Option<u64>,
+    /// Send for this long first (e.g. 1s), on the same connections and at the same pace, and
+    /// count none of it: the report covers the --duration after it, on open, warm connections.
+    #[arg(long, value_parser = parse_duration, conflicts_with = "requests")]
+    pub warm_up: Option<Duration>,
     /// Worker threads (each a single-threaded runtime). One leaves the other core to the server
     /// on a 2-core machine, like `wrk -t1`.
     #[arg(short = 't', long, default_value_t = 1)]
@@ -103,6 +107,7 @@ pub fn load(args: LoadArgs) -> anyhow::Result<()> {
         "--json and --out - would both write to stdout: give --out a file, or drop --json"
     );
     let c = config(&args)?;
+    let warm_up = c.warm_up;
     // Made before any load is sent: a path that cannot be written fails now, not after the run.
     let out = args.out.as_deref().map(PartFile::create).transpose()?;
     if let Some(at) = c.start_at.filter(|_| !args.quiet) {
@@ -125,7 +130,7 @@ pub fn load(args: LoadArgs) -> anyhow::Result<()> {
     };
     let text = match args.json {
         true => serde_json::to_string_pretty(&report)?,
-        false => report_text(&report),
+        false => with_warm_up(report_text(&report), warm_up),
     };
     match (args.quiet, to_stderr) {
         (true, _) => {}
@@ -193,6 +198,7 @@ fn options_config(args: &LoadArgs, url: &str) -> anyhow::Result<LoadConfig> {
     c.connections = args.connections;
     c.threads = args.threads;
     c.requests = args.requests;
+    c.warm_up = args.warm_up;
     c.rate = args.rate;
     c.spin = args.spin;
     c.duration = match (args.duration, args.requests) {
@@ -249,6 +255,17 @@ pub fn judge(report: &LoadReport, fail_if: &[Threshold]) -> anyhow::Result<()> {
         message: format!("threshold crossed: {}", crossed.join("; ")),
     }
     .into())
+}
+
+/// The report's text with its warm-up named on the first line: it is not in the figures.
+fn with_warm_up(text: String, warm_up: Option<Duration>) -> String {
+    match (warm_up, text.split_once('\n')) {
+        (Some(w), Some((first, rest))) => format!(
+            "{first} after a {:.2}s warm-up (not counted)\n{rest}",
+            w.as_secs_f64()
+        ),
+        _ => text,
+    }
 }
 
 /// The report as a reader of wrk or oha expects it.

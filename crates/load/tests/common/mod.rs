@@ -25,15 +25,26 @@ pub struct Behaviour {
 }
 
 /// Starts the server in its own thread; returns its address and the count of answers.
+#[allow(dead_code)] // Not every test binary that shares this module uses it.
 pub fn server(b: Behaviour) -> (SocketAddr, Arc<AtomicU64>) {
+    let (addr, served, _) = server_with_connections(b);
+    (addr, served)
+}
+
+/// As [`server`], and the count of connections closed so far.
+#[allow(dead_code)] // Not every test binary that shares this module uses it.
+pub fn server_with_connections(b: Behaviour) -> (SocketAddr, Arc<AtomicU64>, Arc<AtomicU64>) {
     let served = Arc::new(AtomicU64::new(0));
+    let closed = Arc::new(AtomicU64::new(0));
     let counter = served.clone();
+    let closings = closed.clone();
     let addr = wasmlab_test_support::serve_on_loopback(move |listener| async move {
         let t0 = Instant::now();
         loop {
             let (stream, _) = listener.accept().await.unwrap();
             let _ = stream.set_nodelay(true);
             let counter = counter.clone();
+            let closings = closings.clone();
             tokio::spawn(async move {
                 let svc = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
                     let root = req.uri().path() == "/";
@@ -59,8 +70,9 @@ pub fn server(b: Behaviour) -> (SocketAddr, Arc<AtomicU64>) {
                 let _ = http1::Builder::new()
                     .serve_connection(TokioIo::new(stream), svc)
                     .await;
+                closings.fetch_add(1, Ordering::SeqCst);
             });
         }
     });
-    (addr, served)
+    (addr, served, closed)
 }
