@@ -295,6 +295,14 @@ fn assert_samples(dir: &Path) {
     assert_eq!(count("throughput"), 18);
     assert_eq!(count("cold_start"), 6);
     assert!(samples.iter().all(|s| s["schema"] == 2));
+    // A cell's warm-up opens its connections and the server's resources are read over the
+    // measured part alone: no connection opened in it, and the readings' wall time is its 0.3 s
+    // (less the moment the first reading takes; the warm-up's 0.1 s would take it past 0.38).
+    for s in samples.iter().filter(|s| s["kind"] == "throughput") {
+        assert_eq!(s["load"]["phases"]["connections_opened"], 0, "{s}");
+        let wall = s["resources"]["wall_secs"].as_f64().unwrap();
+        assert!((0.295..0.38).contains(&wall), "read over {wall} s");
+    }
     for s in samples.iter().filter(|s| s["kind"] == "open_loop") {
         let o = &s["load"]["open_loop"];
         assert!(o["target_rate"].as_f64().unwrap() > 0.0, "{o}");

@@ -4,11 +4,12 @@
 //! probe that measures a variant's capacity, from which equal-load rates are chosen.
 
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use wasmlab_load::{LoadConfig, LoadReport};
+use wasmlab_load::{Edge, LoadConfig, LoadReport, Window};
 
-use wasmlab_model::sample::{Kind, Sample, cell_label};
+use wasmlab_model::sample::{Kind, Resources, Sample, cell_label};
 use wasmlab_model::suite::ServerSuite;
 use wasmlab_model::variant::Protocol;
 use wasmlab_record::{Recorder, Servers};
@@ -198,26 +199,46 @@ fn measure_cell(
     if cell.kind == Kind::EqualLoad {
         config.rate = cell.rate;
     }
-    if cell.warmup > 0.0 {
-        config.duration = Some(Duration::from_secs_f64(cell.warmup));
-        wasmlab_load::run(config.clone())?;
-    }
-    config.duration = Some(Duration::from_secs_f64(cell.duration));
-    config.rate = cell.rate;
     let fleet = (cell.kind != Kind::Warm)
         .then(|| fleet(lab, suite))
         .flatten();
-    let sampler = sub.watch(lab.info.cpus.server_count()).map(Sampler::start);
-    let report = match &fleet {
-        None => wasmlab_load::run(config),
-        Some(fleet) => fleet.run(&config).map(|merged| {
-            for w in merged.warnings.iter().chain(&merged.notes) {
-                lab.say(format!("{name} {} {what}: {w}", cell.workload));
+    let watch = sub.watch(lab.info.cpus.server_count());
+    let (report, resources) = match &fleet {
+        // One generator here: the warm-up on the cell's own connections, and the resources read
+        // over the measured part alone, once they are open and until before they close, so
+        // that neither their set-up nor their teardown is charged to the requests.
+        None => {
+            config.warm_up = (cell.warmup > 0.0).then(|| Duration::from_secs_f64(cell.warmup));
+            config.duration = Some(Duration::from_secs_f64(cell.duration));
+            config.rate = cell.rate;
+            let sampled = watch.map(|w| {
+                let (window, sampled) = sampling_window(w);
+                config.window = Some(window);
+                sampled
+            });
+            let report = wasmlab_load::run(config);
+            let resources = sampled.and_then(|s| s.lock().ok()?.take_resources());
+            (report, resources)
+        }
+        // Generators elsewhere cannot say when their parts open: a warm-up run of its own, then
+        // the resources read around the whole measured run.
+        Some(fleet) => {
+            if cell.warmup > 0.0 {
+                config.duration = Some(Duration::from_secs_f64(cell.warmup));
+                wasmlab_load::run(config.clone())?;
             }
-            merged.report
-        }),
+            config.duration = Some(Duration::from_secs_f64(cell.duration));
+            config.rate = cell.rate;
+            let sampler = watch.map(Sampler::start);
+            let report = fleet.run(&config).map(|merged| {
+                for w in merged.warnings.iter().chain(&merged.notes) {
+                    lab.say(format!("{name} {} {what}: {w}", cell.workload));
+                }
+                merged.report
+            });
+            (report, sampler.map(Sampler::finish))
+        }
     };
-    let resources = sampler.map(Sampler::finish);
     let report = report?;
     if lab.cancelled() {
         // Cut short: not a measurement of the configured duration.
@@ -253,6 +274,40 @@ fn measure_cell(
     lab.record(s)?;
     lab.progress.inc(1);
     Ok(Some(report))
+}
+
+/// Where a cell's resources are read over a generator's measured part.
+enum Sampling {
+    Ready(Watch),
+    Running(Sampler),
+    Done(Resources),
+    /// Closed before it opened (a cancelled run): nothing read.
+    Missed,
+}
+
+impl Sampling {
+    fn take_resources(&mut self) -> Option<Resources> {
+        match std::mem::replace(self, Sampling::Missed) {
+            Sampling::Done(r) => Some(r),
+            _ => None,
+        }
+    }
+}
+
+/// A window that starts a sampler of `watch` when the generator's measured part opens and
+/// finishes it when the part closes; what it read is left in the returned slot.
+fn sampling_window(watch: Watch) -> (Window, Arc<Mutex<Sampling>>) {
+    let slot = Arc::new(Mutex::new(Sampling::Ready(watch)));
+    let state = slot.clone();
+    let window = Window(Arc::new(move |edge| {
+        let Ok(mut s) = state.lock() else { return };
+        *s = match (std::mem::replace(&mut *s, Sampling::Missed), edge) {
+            (Sampling::Ready(w), Edge::Opens) => Sampling::Running(Sampler::start(w)),
+            (Sampling::Running(sampler), Edge::Closes) => Sampling::Done(sampler.finish()),
+            (other, _) => other,
+        };
+    }));
+    (window, slot)
 }
 
 /// The suite's generators when a cell has more than the lab's own (several local processes, or

@@ -22,8 +22,58 @@ use wasmlab_model::sample::Resources;
 pub const SAMPLE_EVERY: Duration = Duration::from_millis(50);
 
 /// The processes of the trees rooted at `roots`, with their /proc stat: the roots, then
-/// repeatedly every process whose parent is already in them.
+/// repeatedly the children of those already in them. Found through each thread's `children`
+/// file, which touches the trees' processes only: a scan of every process on the machine took a
+/// few milliseconds, long enough to matter where a reading marks the start of a cell. Where the
+/// kernel keeps no such file, every process's parent is read instead.
 fn tree(roots: &[i32]) -> Vec<procfs::process::Stat> {
+    match members_by_children(roots) {
+        Some(members) => members
+            .into_iter()
+            .filter_map(|pid| procfs::process::Process::new(pid).ok()?.stat().ok())
+            .collect(),
+        None => tree_by_parents(roots),
+    }
+}
+
+/// The pids of the trees rooted at `roots` from /proc/PID/task/TID/children; None when a root
+/// that runs has no such file (a kernel built without it).
+fn members_by_children(roots: &[i32]) -> Option<Vec<i32>> {
+    let mut members: Vec<i32> = Vec::new();
+    let mut i = 0;
+    let mut queue: Vec<i32> = roots.to_vec();
+    while i < queue.len() {
+        let pid = queue[i];
+        i += 1;
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            // Ended meanwhile (or never ran): not a member.
+            continue;
+        };
+        members.push(pid);
+        for task in tasks.flatten() {
+            match std::fs::read_to_string(task.path().join("children")) {
+                Ok(text) => {
+                    for c in text
+                        .split_whitespace()
+                        .filter_map(|c| c.parse::<i32>().ok())
+                    {
+                        if !queue.contains(&c) {
+                            queue.push(c);
+                        }
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && task.path().exists() => {
+                    return None;
+                }
+                Err(_) => {}
+            }
+        }
+    }
+    Some(members)
+}
+
+/// The trees rooted at `roots` from every process's parent.
+fn tree_by_parents(roots: &[i32]) -> Vec<procfs::process::Stat> {
     let Ok(all) = procfs::process::all_processes() else {
         return Vec::new();
     };
@@ -310,6 +360,29 @@ mod tests {
         child.wait().unwrap();
         assert!(r.cpu_secs > 0.01, "the children's loops: {r:?}");
         assert!(r.cpu_secs <= r.wall_secs * 1.05, "{r:?}");
+    }
+
+    #[test]
+    fn both_ways_of_finding_a_tree_find_the_same_processes() {
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "sleep 5 & sleep 5 & wait"])
+            .spawn()
+            .unwrap();
+        let root = child.id() as i32;
+        // Until the shell has started both sleeps.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while tree_by_parents(&[root]).len() < 3 && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let mut by_parents: Vec<i32> = tree_by_parents(&[root]).iter().map(|s| s.pid).collect();
+        let mut by_children =
+            members_by_children(&[root]).expect("this kernel keeps children files");
+        by_parents.sort_unstable();
+        by_children.sort_unstable();
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(by_parents.len(), 3, "{by_parents:?}");
+        assert_eq!(by_children, by_parents);
     }
 
     #[test]
