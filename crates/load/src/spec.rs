@@ -116,20 +116,8 @@ impl LoadSpec {
             .collect::<anyhow::Result<_>>()?;
         c.connections = self.connections;
         c.threads = self.threads;
-        c.duration = self
-            .duration_secs
-            .map(|s| {
-                anyhow::ensure!(s.is_finite() && s >= 0.0, "duration {s} is not a duration");
-                Ok(Duration::from_secs_f64(s))
-            })
-            .transpose()?;
-        c.warm_up = self
-            .warm_up_secs
-            .map(|s| {
-                anyhow::ensure!(s.is_finite() && s >= 0.0, "warm-up {s} is not a duration");
-                Ok(Duration::from_secs_f64(s))
-            })
-            .transpose()?;
+        c.duration = seconds("duration", self.duration_secs)?;
+        c.warm_up = seconds("warm-up", self.warm_up_secs)?;
         c.requests = self.request_budget;
         c.rate = self.rate;
         c.http2 = self.http2;
@@ -145,6 +133,15 @@ impl LoadSpec {
         c.spin = self.spin;
         Ok(c)
     }
+}
+
+/// `secs` as a duration; a negative or not finite number is refused, named `what`.
+fn seconds(what: &str, secs: Option<f64>) -> anyhow::Result<Option<Duration>> {
+    secs.map(|s| {
+        anyhow::ensure!(s.is_finite() && s >= 0.0, "{what} {s} is not a duration");
+        Ok(Duration::from_secs_f64(s))
+    })
+    .transpose()
 }
 
 fn headers(h: &[(HeaderName, HeaderValue)]) -> Vec<(String, String)> {

@@ -154,7 +154,9 @@ pub fn measure_variant(
                     requests,
                     connections: open.connections,
                     duration: open.duration_secs,
-                    warmup: 0.0,
+                    // At the cell's own rate, on its connections, so that their set-up is not
+                    // in the readings.
+                    warmup: suite.warmup_secs,
                     rate: Some(max * fraction),
                     load_fraction: Some(fraction),
                 };
@@ -195,10 +197,6 @@ fn measure_cell(
         suite.repetitions
     ));
     let mut config = load_config(lab, suite, sub.running, cell.requests, connections, streams)?;
-    // Warm-up at the cell's own rate (an equal-load cell's), else closed.
-    if cell.kind == Kind::EqualLoad {
-        config.rate = cell.rate;
-    }
     let fleet = (cell.kind != Kind::Warm)
         .then(|| fleet(lab, suite))
         .flatten();
@@ -223,12 +221,13 @@ fn measure_cell(
         // Generators elsewhere cannot say when their parts open: a warm-up run of its own, then
         // the resources read around the whole measured run.
         Some(fleet) => {
+            // At the cell's own rate (closed for a closed-loop cell), as the measured run.
+            config.rate = cell.rate;
             if cell.warmup > 0.0 {
                 config.duration = Some(Duration::from_secs_f64(cell.warmup));
                 wasmlab_load::run(config.clone())?;
             }
             config.duration = Some(Duration::from_secs_f64(cell.duration));
-            config.rate = cell.rate;
             let sampler = watch.map(Sampler::start);
             let report = fleet.run(&config).map(|merged| {
                 for w in merged.warnings.iter().chain(&merged.notes) {
