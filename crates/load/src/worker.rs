@@ -19,15 +19,25 @@ pub(crate) fn worker(
     conns: Vec<usize>,
     pacer: Option<Pacer>,
 ) -> anyhow::Result<WorkerStats> {
+    // Arrives at the gate when dropped: after `run` returned (its connections still open), or
+    // while a panic unwinds, so that the run's other threads are never left waiting for it.
+    let arrival = shared.closing.as_ref().map(Arrival);
     let ran = run(&shared, conns, pacer);
-    if let Some(gate) = &shared.closing {
-        gate.arrive();
-    }
+    drop(arrival);
     // The runtime, its tasks and the connections they returned close here.
     ran.map(|(stats, open)| {
         drop(open);
         stats
     })
+}
+
+/// A worker's arrival at the closing gate, made when it is dropped.
+struct Arrival<'a>(&'a crate::shared::Gate);
+
+impl Drop for Arrival<'_> {
+    fn drop(&mut self) {
+        self.0.arrive();
+    }
 }
 
 /// What keeps a worker's connections open: its runtime with the tasks still in it (HTTP/2's
