@@ -201,6 +201,8 @@ fn measure_cell(
         .then(|| fleet(lab, suite))
         .flatten();
     let watch = sub.watch(lab.info.cpus.server_count());
+    // The warm-up at the cell's own rate too (closed for a closed-loop cell).
+    config.rate = cell.rate;
     let (report, resources) = match &fleet {
         // One generator here: the warm-up on the cell's own connections, and the resources read
         // over the measured part alone, once they are open and until before they close, so
@@ -208,7 +210,6 @@ fn measure_cell(
         None => {
             config.warm_up = (cell.warmup > 0.0).then(|| Duration::from_secs_f64(cell.warmup));
             config.duration = Some(Duration::from_secs_f64(cell.duration));
-            config.rate = cell.rate;
             let sampled = watch.map(|w| {
                 let (window, sampled) = sampling_window(w);
                 config.window = Some(window);
@@ -221,8 +222,6 @@ fn measure_cell(
         // Generators elsewhere cannot say when their parts open: a warm-up run of its own, then
         // the resources read around the whole measured run.
         Some(fleet) => {
-            // At the cell's own rate (closed for a closed-loop cell), as the measured run.
-            config.rate = cell.rate;
             if cell.warmup > 0.0 {
                 config.duration = Some(Duration::from_secs_f64(cell.warmup));
                 wasmlab_load::run(config.clone())?;
