@@ -20,6 +20,9 @@ struct Guest {
     /// hostile guest needs one: it links the other guests' glue without their exports, and a
     /// cdylib's file carries no hash, so building it beside them would overwrite theirs.
     own_target_dir: Option<&'static str>,
+    /// Whether the core module cargo writes is made a component here (by wit-component, from the
+    /// WIT its bindings embed), as wasm32-wasip2's linker does for a std program.
+    componentize: bool,
 }
 
 const GUESTS: &[Guest] = &[
@@ -33,6 +36,7 @@ const GUESTS: &[Guest] = &[
         // A small stack keeps the per-request instance small (pooling resets what was touched).
         rustflags: &["-Clink-arg=-zstack-size=16384"],
         own_target_dir: None,
+        componentize: false,
     },
     Guest {
         name: "COMMAND",
@@ -44,6 +48,7 @@ const GUESTS: &[Guest] = &[
         // Default stack: this is the gateway study's guest as it built it.
         rustflags: &[],
         own_target_dir: None,
+        componentize: false,
     },
     Guest {
         name: "PIPE",
@@ -55,12 +60,16 @@ const GUESTS: &[Guest] = &[
         // For engines' CLIs: imports only WASI; the host's capabilities over stdin and stdout.
         rustflags: &[],
         own_target_dir: None,
+        componentize: false,
     },
-    // The handlers as a wasi:http/proxy component (wasm32-wasip2 makes the component itself).
+    // The handlers as a wasi:http/proxy component. Built for wasm32-unknown-unknown and made a
+    // component here rather than built for wasm32-wasip2, whose std links wasi-libc: that adds
+    // 20 imports (stdio, terminals, environment, exit) which every instance resolves and the
+    // handlers never call (docs/pooled-cost.md, "A leaner component").
     Guest {
         name: "HTTP",
         package: "wasmlab-guest-http",
-        target: "wasm32-wasip2",
+        target: "wasm32-unknown-unknown",
         select: &["--lib"],
         file: "wasmlab_guest_http.wasm",
         features: &[],
@@ -69,6 +78,7 @@ const GUESTS: &[Guest] = &[
         // stack, where every call starts, a megabyte above the data).
         rustflags: &["-Clink-arg=-zstack-size=16384"],
         own_target_dir: None,
+        componentize: true,
     },
     // The misbehaving guest of the hardening tests, in both shapes.
     Guest {
@@ -80,6 +90,7 @@ const GUESTS: &[Guest] = &[
         features: &[],
         rustflags: &[],
         own_target_dir: Some("hostile"),
+        componentize: false,
     },
     Guest {
         name: "HOSTILE_COMMAND",
@@ -90,6 +101,7 @@ const GUESTS: &[Guest] = &[
         features: &[],
         rustflags: &[],
         own_target_dir: Some("hostile"),
+        componentize: false,
     },
     Guest {
         name: "HOSTILE_HTTP",
@@ -100,6 +112,7 @@ const GUESTS: &[Guest] = &[
         features: &["component"],
         rustflags: &["-Clink-arg=-zstack-size=16384"],
         own_target_dir: Some("hostile"),
+        componentize: false,
     },
 ];
 
@@ -147,8 +160,19 @@ fn main() {
         let built = target_dir.join(g.target).join("guest").join(g.file);
         // Named by the guest, not the file: two guests may be files of the same name.
         let dest = out_dir.join(format!("{}.wasm", g.name.to_lowercase()));
-        std::fs::copy(&built, &dest)
-            .unwrap_or_else(|e| panic!("copy {} to {}: {e}", built.display(), dest.display()));
+        if g.componentize {
+            let module =
+                std::fs::read(&built).unwrap_or_else(|e| panic!("read {}: {e}", built.display()));
+            let component = wit_component::ComponentEncoder::default()
+                .module(&module)
+                .and_then(|encoder| encoder.validate(true).encode())
+                .unwrap_or_else(|e| panic!("make a component of {}: {e:#}", built.display()));
+            std::fs::write(&dest, component)
+                .unwrap_or_else(|e| panic!("write {}: {e}", dest.display()));
+        } else {
+            std::fs::copy(&built, &dest)
+                .unwrap_or_else(|e| panic!("copy {} to {}: {e}", built.display(), dest.display()));
+        }
         code += &format!(
             "/// Path of the `{pkg}` guest ({target}) as built.\n\
              pub const {n}_PATH: &str = {path:?};\n\

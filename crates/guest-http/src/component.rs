@@ -127,9 +127,13 @@ pub struct UpstreamHost;
 impl UpstreamHost {
     /// `METHOD path` on the upstream, with no body: its body on a 2xx, a message otherwise.
     fn exchange(&self, method: Method, path: &str) -> Result<Vec<u8>, String> {
-        let url = std::env::var(UPSTREAM_ENV).map_err(|_| {
-            format!("no upstream configured (the environment has no {UPSTREAM_ENV})")
-        })?;
+        // From wasi:cli's environment itself, not std's: the component has no libc to hold it.
+        let url = wasip2::cli::environment::get_environment()
+            .into_iter()
+            .find_map(|(k, v)| (k == UPSTREAM_ENV).then_some(v))
+            .ok_or_else(|| {
+                format!("no upstream configured (the environment has no {UPSTREAM_ENV})")
+            })?;
         let (https, authority) = parse_upstream(&url)?;
         let request = OutgoingRequest::new(Fields::new());
         let set = [

@@ -1,5 +1,6 @@
 //! The handlers as a `wasi:http/proxy` component, the shape today's Wasm HTTP platforms host
-//! (`wasmtime serve`, Spin, wasmCloud, Fastly Compute): built for wasm32-wasip2, it exports
+//! (`wasmtime serve`, Spin, wasmCloud, Fastly Compute): built for wasm32-unknown-unknown and made a
+//! component by `wasmlab-guest-artifacts` (so it imports nothing of wasi-libc's), it exports
 //! `wasi:http/incoming-handler` and runs `wasmlab_handlers::handle` on every request, in whatever
 //! instance the host gives it (a fresh one per request on every platform above).
 //!
@@ -14,6 +15,8 @@
 //! [`export_http_handler!`] is the glue for any guest of this repository (the hostile one too):
 //! the request read whole, a handler called, its response written with its length declared.
 
+#[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
+mod allocator;
 #[cfg(target_arch = "wasm32")]
 mod component;
 #[cfg(target_arch = "wasm32")]

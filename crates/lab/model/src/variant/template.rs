@@ -36,7 +36,7 @@ pub const PLACEHOLDERS: &[(&str, &str)] = &[
     ),
     (
         "http_guest",
-        "the handlers as a wasi:http/proxy component (.wasm, wasm32-wasip2)",
+        "the handlers as a wasi:http/proxy component (.wasm, no imports beyond wasi:http's)",
     ),
     (
         "container",
