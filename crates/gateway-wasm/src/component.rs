@@ -7,7 +7,7 @@
 //! Or (`component-recycled`) instances kept between requests and put back after each to a fresh
 //! instance's state: the component is rewritten so that its handler resets its core instance's
 //! memory and globals when it returns (`component_reset.rs`), and the host gives each request new
-//! WASI and HTTP contexts and an empty resource table. An instance is reused only after a request
+//! random generators, HTTP context and resource table. An instance is reused only after a request
 //! that returned with its response whole, its memory and tables never grown and every resource
 //! it was given dropped; any other is discarded. What is not reset: the numbers the component
 //! model gives the next request's resource handles, which follow the order in which the last
@@ -41,6 +41,7 @@ use wasmtime::{
     Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter, Store,
     StoreLimits,
 };
+use wasmtime_wasi::random::WasiRandomCtx;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::p2::bindings::http::types::{ErrorCode, Scheme};
 use wasmtime_wasi_http::p2::bindings::{Proxy, ProxyPre};
@@ -95,6 +96,8 @@ pub struct ComponentExecutor {
     outbound: Arc<Outbound>,
     /// Idle instances, for `component-recycled`; `None` for a fresh instance per request.
     kept: Option<Mutex<Vec<Kept>>>,
+    /// WASI contexts of stores that ended, for later stores (see [`Self::retire`]).
+    spare_wasi: Mutex<Vec<WasiCtx>>,
     /// Instances made, and (recycled) instances discarded instead of reused.
     made: AtomicU64,
     discarded: AtomicU64,
@@ -229,6 +232,7 @@ impl ComponentExecutor {
             inherit_stdio: options.inherit_stdio,
             outbound,
             kept: options.recycled.then(Default::default),
+            spare_wasi: Mutex::default(),
             made: AtomicU64::new(0),
             discarded: AtomicU64::new(0),
             _ticker: ticker,
@@ -253,9 +257,17 @@ impl ComponentExecutor {
 
     /// A store for one request: what the instance sees of WASI, its memory limit, its deadline.
     fn store(&self, deadline: Instant) -> Store<ComponentCtx> {
+        let spare = self.spare_wasi.lock().expect("never poisoned").pop();
+        let wasi = match spare {
+            Some(mut wasi) => {
+                *wasi.random() = WasiRandomCtx::default();
+                wasi
+            }
+            None => self.wasi(),
+        };
         let ctx = ComponentCtx {
             table: ResourceTable::new(),
-            wasi: self.wasi(),
+            wasi,
             http: WasiHttpCtx::new(),
             outbound: OutboundHooks(self.outbound.clone()),
             limits: GrowthWatch {
@@ -271,6 +283,19 @@ impl ComponentExecutor {
         store.limiter(|ctx| &mut ctx.limits);
         arm_async(&mut store, |ctx: &mut ComponentCtx| ctx.deadline);
         store
+    }
+
+    /// Ends a store: its instance goes back to the pool and whatever the guest held is dropped.
+    /// Its WASI context is kept for a later store, which gives it new random generators: the
+    /// rest of it (the environment, stdio, clocks; no files, no sockets) is what every instance
+    /// is given and no guest call changes, and building a new one costs two of everything
+    /// (`WasiCtxBuilder::build` leaves a new default builder behind).
+    fn retire(&self, store: Store<ComponentCtx>) {
+        let ctx = store.into_data();
+        let mut spare = self.spare_wasi.lock().expect("never poisoned");
+        if spare.len() < self.limits.max_instances as usize {
+            spare.push(ctx.wasi);
+        }
     }
 
     /// What an instance sees of WASI: the environment, and stdio if asked for.
@@ -300,10 +325,11 @@ impl ComponentExecutor {
             .and_then(|idle| idle.lock().expect("never poisoned").pop())
         {
             let ctx = k.store.data_mut();
-            // What the last request left here was checked empty; new contexts make this one's
-            // random generators and HTTP state a fresh instance's.
+            // What the last request left here was checked empty; new random generators and HTTP
+            // state make this one's a fresh instance's (the rest of the WASI context is kept, as
+            // `retire` says why).
             ctx.table = ResourceTable::new();
-            ctx.wasi = self.wasi();
+            *ctx.wasi.random() = WasiRandomCtx::default();
             ctx.http = WasiHttpCtx::new();
             ctx.deadline = deadline;
             k.store.set_epoch_deadline(1);
@@ -406,7 +432,7 @@ impl ComponentExecutor {
         let kept = if keep {
             Some(store)
         } else {
-            drop(store);
+            self.retire(store);
             None
         };
         if answered.is_none()
@@ -427,7 +453,10 @@ impl ComponentExecutor {
                         .expect("never poisoned")
                         .push(Kept { store, proxy });
                 }
-                _ => {
+                kept => {
+                    if let Some(store) = kept {
+                        self.retire(store);
+                    }
                     self.discarded.fetch_add(1, Ordering::Relaxed);
                 }
             }

@@ -523,6 +523,42 @@ fn a_recycled_instance_is_reused_and_reset_to_a_fresh_ones_state() {
     });
 }
 
+/// Each request's WASI context is a fresh instance's where a guest can tell: its random
+/// generators are new, even where the executor keeps the rest of the context (or the instance)
+/// from an earlier request.
+#[test]
+fn every_request_gets_new_random_generators() {
+    every_request_gets_new_random_generators_with(false);
+    every_request_gets_new_random_generators_with(true);
+}
+
+fn every_request_gets_new_random_generators_with(recycled: bool) {
+    runtime().block_on(async {
+        let ex = executor(
+            recycled,
+            wasmlab_guest_artifacts::HOSTILE_HTTP,
+            None,
+            hostile_limits(),
+        )
+        .await;
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..20 {
+            let r = get(&ex, "/random").await;
+            assert_eq!(r.status, 200, "{}", r.text);
+            let (seed, bytes) = r.text.split_once(' ').expect("seed=… bytes=…");
+            assert!(seen.insert(seed.to_owned()), "a seed came again: {seed}");
+            assert!(
+                seen.insert(bytes.to_owned()),
+                "random bytes came again: {bytes}"
+            );
+        }
+        let (made, _) = ex.instances();
+        if recycled {
+            assert_eq!(made, 1, "one instance, kept");
+        }
+    });
+}
+
 #[test]
 fn a_recycled_executor_refuses_a_component_not_rewritten_for_it() {
     use wasmlab_gateway_wasm::Load;

@@ -15,6 +15,7 @@
 //! | `/status?code=N` | answers status N (even one HTTP cannot end an exchange with) |
 //! | `/block` | (component only) waits on a clock an hour away: a wait in the host, not in guest code |
 //! | `/fetch?authority=A` | (component only) `GET http://A/`: the body, or 502 with why it failed |
+//! | `/random` | (component only) what its WASI context's random generators give: `wasi:random`'s insecure seed and 8 insecure random bytes, in hex |
 //! | `/no-response` | (component only) returns without setting its response, keeping the outparam |
 //! | `/drop-response` | (component only) drops its outparam unset |
 //! | `/unfinished` | (component only) sets a 200 and writes part of its body, never finishing it |
@@ -169,6 +170,16 @@ mod component {
                 use wasmlab_guest_http::wasip2::clocks::monotonic_clock;
                 monotonic_clock::subscribe_duration(3_600_000_000_000).block();
                 Response::text(200, "woke")
+            }
+            #[cfg(target_arch = "wasm32")]
+            "/random" => {
+                use wasmlab_guest_http::wasip2::random::{insecure, insecure_seed};
+                let (hi, lo) = insecure_seed::insecure_seed();
+                let bytes: String = insecure::get_insecure_random_bytes(8)
+                    .iter()
+                    .map(|b| format!("{b:02x}"))
+                    .collect();
+                Response::text(200, format!("seed={hi:016x}{lo:016x} bytes={bytes}"))
             }
             #[cfg(target_arch = "wasm32")]
             "/fetch" => {
