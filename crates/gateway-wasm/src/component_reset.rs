@@ -7,7 +7,8 @@
 //! instantiated) gets a wrapper around its `wasi:http/incoming-handler#handle` export that calls
 //! the handler and then puts the instance back as instantiation left it:
 //! - its memory zeroed up to its initial size and its data segments copied in again (from
-//!   passive copies of them the rewrite adds: active segments are dropped once applied);
+//!   passive copies of them the rewrite adds: active segments are dropped once applied); where
+//!   the segments' places are constants, only what they do not cover is zeroed;
 //! - every mutable global back to its initial value.
 //!
 //! That is a fresh instance's state only when instantiation did nothing else, so a module with a
@@ -126,8 +127,9 @@ struct Survey<'a> {
     bodies: Vec<&'a [u8]>,
     /// (index, the initial value's expression without its `end`).
     mutable_globals: Vec<(u32, &'a [u8])>,
-    /// Active segments into memory 0: (offset expression without `end`, bytes).
-    active_data: Vec<(&'a [u8], &'a [u8])>,
+    /// Active segments into memory 0: (offset expression without `end`, bytes, the offset when
+    /// the expression is a constant).
+    active_data: Vec<(&'a [u8], &'a [u8], Option<u32>)>,
     data_segments: u32,
     handler: Option<u32>,
     start: bool,
@@ -192,7 +194,11 @@ impl<'a> Survey<'a> {
                         } = d.kind
                         {
                             ensure!(memory_index == 0, "a data segment for a second memory");
-                            s.active_data.push((expression(&offset_expr)?, d.data));
+                            s.active_data.push((
+                                expression(&offset_expr)?,
+                                d.data,
+                                constant(&offset_expr),
+                            ));
                         }
                     }
                 }
@@ -223,6 +229,45 @@ fn expression<'a>(e: &wasmparser::ConstExpr<'a>) -> anyhow::Result<&'a [u8]> {
     let mut reader = e.get_binary_reader();
     let bytes = reader.read_bytes(reader.bytes_remaining())?;
     Ok(&bytes[..bytes.len() - 1])
+}
+
+/// The value of a constant expression that is one `i32.const`.
+fn constant(e: &wasmparser::ConstExpr<'_>) -> Option<u32> {
+    let mut ops = e.get_operators_reader();
+    match (ops.read().ok()?, ops.read().ok()?) {
+        (wasmparser::Operator::I32Const { value }, wasmparser::Operator::End) => Some(value as u32),
+        _ => None,
+    }
+}
+
+/// The ranges of `0..end` that no segment covers, when every segment's place is a constant:
+/// what a reset must zero, since the segments copied in again overwrite the rest (a byte two
+/// segments cover ends as the later one has it either way). With a segment at a place known only
+/// at instantiation, all of `0..end`.
+fn uncovered(segments: &[(&[u8], &[u8], Option<u32>)], end: u32) -> Vec<Range<u32>> {
+    let mut covered = Vec::with_capacity(segments.len());
+    for (_, bytes, offset) in segments {
+        let Some(start) = *offset else {
+            return vec![0..end];
+        };
+        let stop = start.saturating_add(bytes.len() as u32).min(end);
+        if start < stop {
+            covered.push(start..stop);
+        }
+    }
+    covered.sort_by_key(|r| r.start);
+    let mut gaps = Vec::new();
+    let mut at = 0;
+    for r in covered {
+        if r.start > at {
+            gaps.push(at..r.start);
+        }
+        at = at.max(r.end);
+    }
+    if at < end {
+        gaps.push(at..end);
+    }
+    gaps
 }
 
 /// `module` with the reset wrapper around its handler, when it is the module holding the
@@ -270,13 +315,17 @@ fn module_with_reset(module: &[u8]) -> anyhow::Result<Option<Vec<u8>>> {
     for i in 0..params {
         body.instructions().local_get(i);
     }
-    body.instructions()
-        .call(handler)
-        .i32_const(0)
-        .i32_const(0)
-        .i32_const(initial_bytes as i32)
-        .memory_fill(0);
-    for (i, (offset, bytes)) in s.active_data.iter().enumerate() {
+    body.instructions().call(handler);
+    // Zeroing the bytes the data segments cover would be undone at once: a reset writes each
+    // byte of the initial memory once (a fresh instance's stack and heap are zero).
+    for gap in uncovered(&s.active_data, initial_bytes) {
+        body.instructions()
+            .i32_const(gap.start as i32)
+            .i32_const(0)
+            .i32_const(gap.len() as i32)
+            .memory_fill(0);
+    }
+    for (i, (offset, bytes, _)) in s.active_data.iter().enumerate() {
         body.raw(offset.iter().copied());
         body.instructions()
             .i32_const(0)
@@ -349,7 +398,7 @@ fn module_with_reset(module: &[u8]) -> anyhow::Result<Option<Vec<u8>>> {
                 for d in reader.clone() {
                     data.raw(&module[d?.range]);
                 }
-                for (_, bytes) in &s.active_data {
+                for (_, bytes, _) in &s.active_data {
                     data.passive(bytes.iter().copied());
                 }
                 out.section(&data);
@@ -494,6 +543,24 @@ mod tests {
         assert!(format!("{e:#}").contains("cannot be reset"), "{e:#}");
         let core = wat::parse_str("(module)").unwrap();
         assert!(format!("{:#}", rewrite(&core).unwrap_err()).contains("core module"));
+    }
+
+    #[test]
+    fn a_reset_zeroes_what_no_segment_covers() {
+        let seg = |offset: Option<u32>, len: usize| (&b""[..], &[7u8; 64][..len], offset);
+        // Unsorted and overlapping, one reaching past the end.
+        let segs = [
+            seg(Some(40), 20),
+            seg(Some(10), 10),
+            seg(Some(15), 10),
+            seg(Some(90), 20),
+        ];
+        assert_eq!(uncovered(&segs, 100), vec![0..10, 25..40, 60..90]);
+        assert_eq!(uncovered(&[], 100), vec![0..100]);
+        assert_eq!(uncovered(&[seg(Some(0), 64)], 64), vec![]);
+        // An empty segment covers nothing; one placed by a global leaves all of it to zero.
+        assert_eq!(uncovered(&[seg(Some(5), 0)], 10), vec![0..10]);
+        assert_eq!(uncovered(&[seg(Some(0), 8), seg(None, 8)], 10), vec![0..10]);
     }
 
     /// The module sections of a component, printed for the assertions above.
