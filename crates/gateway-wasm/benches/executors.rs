@@ -9,8 +9,8 @@
 //! one async call (a fiber made and switched into and out of), `floor:sync-inst` and
 //! `floor:sync+call` the same instantiated and called synchronously (no fiber: the floor of a
 //! run-to-completion executor); `floor:component`, `floor:comp+call` and `floor:comp+wasi` the same for an
-//! empty component (the last with a WASI context and resource table made per request, as the
-//! component executor makes them); `floor:http-instance` wasmlab's wasi:http component
+//! empty component (the last with a WASI context built and a resource table made per request, as
+//! the component executor made them until it kept contexts between stores); `floor:http-instance` wasmlab's wasi:http component
 //! instantiated in the component executor's kind of store, with no call.
 //!
 //! Times on a shared machine are noisy; instruction counts are not. `WASMLAB_BENCH_ITERS=N` sets
@@ -104,8 +104,8 @@ fn instance_floor_us(
     })
 }
 
-/// The same floor for a component: a fresh `Store` (with the component executor's WASI context
-/// and resource table when `wasi`) and instance of a component that does nothing but export one
+/// The same floor for a component: a fresh `Store` (with a new WASI context and resource table
+/// when `wasi`) and instance of a component that does nothing but export one
 /// function; `call` adds one async call of it.
 #[cfg(feature = "components")]
 fn component_floor_us(
