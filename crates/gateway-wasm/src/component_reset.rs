@@ -244,6 +244,10 @@ fn constant(e: &wasmparser::ConstExpr<'_>) -> Option<u32> {
 /// what a reset must zero, since the segments copied in again overwrite the rest (a byte two
 /// segments cover ends as the later one has it either way). With a segment at a place known only
 /// at instantiation, all of `0..end`.
+#[allow(
+    clippy::single_range_in_vec_init,
+    reason = "a list of ranges, which may have one"
+)]
 fn uncovered(segments: &[(&[u8], &[u8], Option<u32>)], end: u32) -> Vec<Range<u32>> {
     let mut covered = Vec::with_capacity(segments.len());
     for (_, bytes, offset) in segments {
@@ -546,6 +550,10 @@ mod tests {
     }
 
     #[test]
+    #[allow(
+        clippy::single_range_in_vec_init,
+        reason = "lists of ranges, some with one"
+    )]
     fn a_reset_zeroes_what_no_segment_covers() {
         let seg = |offset: Option<u32>, len: usize| (&b""[..], &[7u8; 64][..len], offset);
         // Unsorted and overlapping, one reaching past the end.
