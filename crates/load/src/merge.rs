@@ -31,7 +31,8 @@ pub struct PartSummary {
     pub ended_at: String,
     /// How long after the earliest part it began.
     pub offset_ms: f64,
-    /// How long after its `--start-at` it began (absent when it was given none).
+    /// How long after its `--start-at` (and its warm-up, which follows it) its measured part
+    /// began (absent when it was given none).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub late_ms: Option<f64>,
     pub elapsed_secs: f64,
@@ -137,7 +138,7 @@ pub fn merge(parts: &[(String, Part)]) -> anyhow::Result<Merged> {
             .map(unix_ns)
             .transpose()
             .map_err(|e| anyhow::anyhow!("{name}: its start_at: {e}"))?
-            .map(|at| secs(start - at) * 1e3);
+            .map(|at| (secs(start - at) - r.warm_up_secs.unwrap_or(0.0)) * 1e3);
         if overlap < MIN_OVERLAP {
             warnings.push(format!(
                 "{name} ran together with the others for {:.0}% of its {own:.2} s (it began \
@@ -202,6 +203,13 @@ pub fn merge(parts: &[(String, Part)]) -> anyhow::Result<Merged> {
         streams: r0.streams,
         rate: r0.open_loop.map(|_| rate),
         duration: None,
+        // Every part warmed up at least this long (none when one did not).
+        warm_up: parts
+            .iter()
+            .map(|(_, p)| p.report.warm_up_secs)
+            .collect::<Option<Vec<f64>>>()
+            .and_then(|w| w.into_iter().reduce(f64::min))
+            .map(std::time::Duration::from_secs_f64),
         spin: all_spin,
     };
     let idle = stats.idle_spin.as_secs_f64();
@@ -294,6 +302,7 @@ mod tests {
             streams: 1,
             rate: None,
             duration: None,
+            warm_up: None,
             spin: false,
         };
         let histograms = Histograms {

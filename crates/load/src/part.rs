@@ -37,7 +37,7 @@ pub struct Part {
 pub struct Generator {
     pub host: String,
     pub pid: u32,
-    /// The first send (RFC 3339, nanoseconds, UTC).
+    /// The first counted send, after the warm-up if any (RFC 3339, nanoseconds, UTC).
     pub started_at: String,
     /// The last response: `started_at` plus the report's `elapsed_secs`.
     pub ended_at: String,

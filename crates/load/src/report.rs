@@ -94,6 +94,10 @@ pub struct LoadReport {
     pub errors: ErrorCounts,
     /// From the first send to the last response.
     pub elapsed_secs: f64,
+    /// Sent first, on the same connections at the same pace, and counted in no figure here
+    /// ([`LoadConfig::warm_up`]); in a merged report, the shortest of its parts'.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warm_up_secs: Option<f64>,
     /// Complete responses per second.
     pub rps: f64,
     /// Latency of complete responses, to the last byte of the body: from the send in the closed
@@ -309,6 +313,7 @@ pub(crate) struct Shape {
     pub(crate) rate: Option<f64>,
     /// How long sending lasted at most (the open loop's rate is counted over it).
     pub(crate) duration: Option<Duration>,
+    pub(crate) warm_up: Option<Duration>,
     pub(crate) spin: bool,
 }
 
@@ -322,6 +327,7 @@ impl Shape {
             streams: c.streams,
             rate: c.rate,
             duration: c.duration,
+            warm_up: c.warm_up,
             spin: c.spin,
         }
     }
@@ -362,6 +368,7 @@ pub(crate) fn assemble(c: &Shape, stats: WorkerStats, elapsed: f64, threads: usi
         ok: stats.ok,
         errors: stats.errors,
         elapsed_secs: elapsed,
+        warm_up_secs: c.warm_up.map(|w| w.as_secs_f64()),
         rps: if elapsed > 0.0 {
             stats.responses as f64 / elapsed
         } else {

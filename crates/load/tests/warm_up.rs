@@ -71,6 +71,10 @@ fn a_closed_loop_warm_up_is_sent_on_the_same_connections_and_not_counted() {
         r.elapsed_secs
     );
     assert_eq!(r.errors.total(), 0);
+    // The report says it had one, in its JSON too.
+    assert_eq!(r.warm_up_secs, Some(0.3));
+    let json = serde_json::to_value(&r).unwrap();
+    assert_eq!(json["warm_up_secs"], 0.3);
 }
 
 #[test]
@@ -111,6 +115,13 @@ fn without_a_warm_up_the_window_opens_at_once_and_a_request_budget_refuses_one()
         matches!(seen[..], [(Edge::Opens, 0, _, _), (Edge::Closes, n, 0, _)] if n == r.responses)
     );
     assert_eq!(r.phases.connections_opened, 2);
+    assert_eq!(r.warm_up_secs, None);
+    assert!(
+        serde_json::to_value(&r)
+            .unwrap()
+            .get("warm_up_secs")
+            .is_none()
+    );
 
     c.window = None;
     c.duration = None;

@@ -107,7 +107,6 @@ pub fn load(args: LoadArgs) -> anyhow::Result<()> {
         "--json and --out - would both write to stdout: give --out a file, or drop --json"
     );
     let c = config(&args)?;
-    let warm_up = c.warm_up;
     // Made before any load is sent: a path that cannot be written fails now, not after the run.
     let out = args.out.as_deref().map(PartFile::create).transpose()?;
     if let Some(at) = c.start_at.filter(|_| !args.quiet) {
@@ -130,7 +129,7 @@ pub fn load(args: LoadArgs) -> anyhow::Result<()> {
     };
     let text = match args.json {
         true => serde_json::to_string_pretty(&report)?,
-        false => with_warm_up(report_text(&report), warm_up),
+        false => report_text(&report),
     };
     match (args.quiet, to_stderr) {
         (true, _) => {}
@@ -257,17 +256,6 @@ pub fn judge(report: &LoadReport, fail_if: &[Threshold]) -> anyhow::Result<()> {
     .into())
 }
 
-/// The report's text with its warm-up named on the first line: it is not in the figures.
-fn with_warm_up(text: String, warm_up: Option<Duration>) -> String {
-    match (warm_up, text.split_once('\n')) {
-        (Some(w), Some((first, rest))) => format!(
-            "{first} after a {:.2}s warm-up (not counted)\n{rest}",
-            w.as_secs_f64()
-        ),
-        _ => text,
-    }
-}
-
 /// The report as a reader of wrk or oha expects it.
 pub fn report_text(r: &LoadReport) -> String {
     use std::fmt::Write as _;
@@ -283,9 +271,14 @@ pub fn report_text(r: &LoadReport) -> String {
             r.threads, r.elapsed_secs
         ),
     };
+    // The warm-up is in no figure below: named where the run is.
+    let warm_up = r
+        .warm_up_secs
+        .map(|w| format!(" after a {w:.2}s warm-up (not counted)"))
+        .unwrap_or_default();
     let _ = writeln!(
         out,
-        "{} {}  {} connections ({protocol}), {span}",
+        "{} {}  {} connections ({protocol}), {span}{warm_up}",
         r.method, r.url, r.connections
     );
     let _ = writeln!(

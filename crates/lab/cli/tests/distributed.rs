@@ -61,13 +61,23 @@ fn two_generators_started_together_merge_exactly() {
     let (a, b) = (path(tmp.path(), "a.json"), path(tmp.path(), "b.json"));
     let at = unix_in(0.7);
     let url = format!("{}/", upstream.url);
-    let common = ["-c", "2", "-d", "1s", "--start-at", &at];
+    let common = [
+        "-c",
+        "2",
+        "-d",
+        "1s",
+        "--warm-up",
+        "0.1s",
+        "--start-at",
+        &at,
+    ];
     let first = spawn_load(&[&[url.as_str()][..], &common, &["--out", &a]].concat());
     // The second part on stdout (its report then on stderr).
     let second = spawn_load(&[&[url.as_str()][..], &common, &["--out", "-"]].concat());
     let first = finish(first);
     let second = finish(second);
     assert!(String::from_utf8_lossy(&first.stdout).contains("req/s"));
+    assert!(String::from_utf8_lossy(&first.stdout).contains("after a 0.10s warm-up (not counted)"));
     assert!(String::from_utf8_lossy(&second.stderr).contains("req/s"));
     std::fs::write(&b, &second.stdout).unwrap();
     assert_eq!(leftover_tmp_files(tmp.path()), 0);
@@ -87,6 +97,7 @@ fn two_generators_started_together_merge_exactly() {
     assert!(responses > 100, "{responses}");
     assert_eq!(r["responses"], responses);
     assert_eq!(r["generators"], 2);
+    assert_eq!(r["warm_up_secs"], 0.1);
     assert_eq!(r["connections"], 4);
     // Every percentile is that of one histogram holding every sample.
     let mut all = wasmlab_load::new_histogram();
@@ -108,7 +119,9 @@ fn two_generators_started_together_merge_exactly() {
     let text = wasmlab(&["merge", &a, &b]);
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(
-        text.contains("in 2 generators") && text.contains("together:"),
+        text.contains("in 2 generators")
+            && text.contains("together:")
+            && text.contains("after a 0.10s warm-up"),
         "{text}"
     );
 }

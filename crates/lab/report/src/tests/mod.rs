@@ -167,6 +167,7 @@ fn load(conns: usize, rps: f64, base_ms: f64, saturated: bool, rate: Option<f64>
         connections: conns,
         threads: 1,
         generators: 1,
+        warm_up_secs: None,
         http2: false,
         streams: 1,
         responses,
