@@ -68,10 +68,15 @@ duration_secs = 3.0
             }
             panic!("the run ended ({status}) before {variant} served: {run}");
         }
-        let pids = processes_naming(tmp.path());
-        let ports: Vec<u16> = pids.iter().flat_map(|p| listening_ports(*p)).collect();
-        if !ports.is_empty() {
-            break (pids, ports);
+        let listening = listening_processes_naming(tmp.path());
+        if !listening.is_empty() {
+            break (
+                processes_naming(tmp.path()),
+                listening
+                    .into_iter()
+                    .flat_map(|(_, ports)| ports)
+                    .collect::<Vec<u16>>(),
+            );
         }
         assert!(
             std::time::Instant::now() < deadline,

@@ -325,18 +325,32 @@ warmup_secs = 0.1
 /// The pids of live processes whose command line names `path` (a test's temporary directory,
 /// which every command of a variant with a `{prepared}` directory names).
 pub fn processes_naming(path: &Path) -> Vec<u32> {
-    let needle = path.to_str().unwrap().as_bytes();
     std::fs::read_dir("/proc")
         .unwrap()
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
         .filter(|pid| *pid != std::process::id())
-        .filter(|pid| {
-            let alive = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .is_ok_and(|st| !st.contains(") Z "));
-            alive
-                && std::fs::read(format!("/proc/{pid}/cmdline"))
-                    .is_ok_and(|c| c.windows(needle.len()).any(|w| w == needle))
-        })
+        .filter(|pid| names(*pid, path))
+        .collect()
+}
+
+/// Whether `pid` is alive and its command line names `path`.
+fn names(pid: u32, path: &Path) -> bool {
+    let needle = path.to_str().unwrap().as_bytes();
+    let alive =
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|st| !st.contains(") Z "));
+    alive
+        && std::fs::read(format!("/proc/{pid}/cmdline"))
+            .is_ok_and(|c| c.windows(needle.len()).any(|w| w == needle))
+}
+
+/// The processes naming `path` that listen, with their ports. A process is asked again after its
+/// ports are read: one wasmlab has forked but not yet exec'd names the run's directory (wasmlab's
+/// own command line) and, a moment later, is the lab's upstream listening on its port.
+pub fn listening_processes_naming(path: &Path) -> Vec<(u32, Vec<u16>)> {
+    processes_naming(path)
+        .into_iter()
+        .map(|pid| (pid, listening_ports(pid)))
+        .filter(|(pid, ports)| !ports.is_empty() && names(*pid, path))
         .collect()
 }
 
