@@ -15,6 +15,8 @@ struct Guest {
     file: &'static str,
     /// Cargo features of the package to build with.
     features: &'static [&'static str],
+    /// Whether the package's default features are on too.
+    default_features: bool,
     rustflags: &'static [&'static str],
     /// A target directory of its own (under `target/guests/`), or none for the shared one. The
     /// hostile guest needs one: it links the other guests' glue without their exports, and a
@@ -33,6 +35,7 @@ const GUESTS: &[Guest] = &[
         select: &["--lib"],
         file: "wasmlab_guest_core.wasm",
         features: &[],
+        default_features: true,
         // A small stack keeps the per-request instance small (pooling resets what was touched).
         rustflags: &["-Clink-arg=-zstack-size=16384"],
         own_target_dir: None,
@@ -45,6 +48,7 @@ const GUESTS: &[Guest] = &[
         select: &["--bin", "wasmlab-guest-command"],
         file: "wasmlab-guest-command.wasm",
         features: &[],
+        default_features: true,
         // Default stack: this is the gateway study's guest as it built it.
         rustflags: &[],
         own_target_dir: None,
@@ -57,6 +61,7 @@ const GUESTS: &[Guest] = &[
         select: &["--bin", "wasmlab-guest-pipe"],
         file: "wasmlab-guest-pipe.wasm",
         features: &[],
+        default_features: true,
         // For engines' CLIs: imports only WASI; the host's capabilities over stdin and stdout.
         rustflags: &[],
         own_target_dir: None,
@@ -73,11 +78,27 @@ const GUESTS: &[Guest] = &[
         select: &["--lib"],
         file: "wasmlab_guest_http.wasm",
         features: &[],
+        default_features: true,
         // As the core guest, a small stack: its memory starts at one 64 KiB page, all of which the
         // pooling allocator resets by memset (a 1 MiB default stack would put the top of the
         // stack, where every call starts, a megabyte above the data).
         rustflags: &["-Clink-arg=-zstack-size=16384"],
         own_target_dir: None,
+        componentize: true,
+    },
+    // The same handlers as a WASI 0.3 component (wasi:http/service, async): a host may serve many
+    // requests in one instance, as `wasmtime serve` does for such components. Its own target
+    // directory: the same package and file as HTTP's, with other features.
+    Guest {
+        name: "HTTP_P3",
+        package: "wasmlab-guest-http",
+        target: "wasm32-unknown-unknown",
+        select: &["--lib"],
+        file: "wasmlab_guest_http.wasm",
+        features: &["p3", "handler-exports"],
+        default_features: false,
+        rustflags: &["-Clink-arg=-zstack-size=16384"],
+        own_target_dir: Some("p3"),
         componentize: true,
     },
     // The misbehaving guest of the hardening tests, in both shapes.
@@ -88,6 +109,7 @@ const GUESTS: &[Guest] = &[
         select: &["--lib"],
         file: "wasmlab_guest_hostile.wasm",
         features: &[],
+        default_features: true,
         rustflags: &[],
         own_target_dir: Some("hostile"),
         componentize: false,
@@ -99,6 +121,7 @@ const GUESTS: &[Guest] = &[
         select: &["--bin", "wasmlab-guest-hostile"],
         file: "wasmlab-guest-hostile.wasm",
         features: &[],
+        default_features: true,
         rustflags: &[],
         own_target_dir: Some("hostile"),
         componentize: false,
@@ -110,6 +133,7 @@ const GUESTS: &[Guest] = &[
         select: &["--lib"],
         file: "wasmlab_guest_hostile.wasm",
         features: &["component"],
+        default_features: true,
         rustflags: &["-Clink-arg=-zstack-size=16384"],
         own_target_dir: Some("hostile"),
         componentize: false,
@@ -205,6 +229,7 @@ fn build(workspace: &Path, target_dir: &Path, g: &Guest) {
             g.target,
         ])
         .args(g.select)
+        .args((!g.default_features).then_some("--no-default-features"))
         .args(if g.features.is_empty() {
             Vec::new()
         } else {

@@ -116,7 +116,7 @@ mod client {
     }
 
     impl wasmlab_handlers::Host for Capabilities {
-        fn state_increment(&self) -> Result<u64, String> {
+        async fn state_increment(&self) -> Result<u64, String> {
             Ok(self.increment())
         }
 

@@ -14,6 +14,7 @@ mod tests {
             (super::HOSTILE_CORE, super::HOSTILE_CORE_PATH),
             (super::HOSTILE_COMMAND, super::HOSTILE_COMMAND_PATH),
             (super::HTTP, super::HTTP_PATH),
+            (super::HTTP_P3, super::HTTP_P3_PATH),
             (super::HOSTILE_HTTP, super::HOSTILE_HTTP_PATH),
         ] {
             assert!(bytes.starts_with(b"\0asm"), "{path} is not Wasm");
@@ -36,7 +37,7 @@ mod tests {
         ] {
             assert_eq!(layer(core), [1, 0, 0, 0]);
         }
-        for component in [super::HTTP, super::HOSTILE_HTTP] {
+        for component in [super::HTTP, super::HTTP_P3, super::HOSTILE_HTTP] {
             assert_eq!(layer(component), [0x0d, 0, 1, 0]);
         }
     }

@@ -26,7 +26,7 @@ pub fn read_request() -> (Vec<u8>, Vec<u8>, Vec<u8>) {
 pub struct ImportHost;
 
 impl Host for ImportHost {
-    fn state_increment(&self) -> Result<u64, String> {
+    async fn state_increment(&self) -> Result<u64, String> {
         // SAFETY: a host import with no arguments.
         Ok(unsafe { state_increment() as u64 })
     }

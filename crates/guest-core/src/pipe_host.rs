@@ -36,7 +36,7 @@ impl PipeHost {
 }
 
 impl Host for PipeHost {
-    fn state_increment(&self) -> Result<u64, String> {
+    async fn state_increment(&self) -> Result<u64, String> {
         // The counter is the host's; without it the handler cannot answer, and a trap says so.
         let value = self
             .call(pipe::CALL_STATE_INCREMENT, b"")

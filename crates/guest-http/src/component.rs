@@ -176,7 +176,7 @@ fn describe(e: ErrorCode) -> String {
 }
 
 impl Host for UpstreamHost {
-    fn state_increment(&self) -> Result<u64, String> {
+    async fn state_increment(&self) -> Result<u64, String> {
         let body = self.exchange(Method::Post, COUNTER_PATH)?;
         std::str::from_utf8(&body)
             .ok()

@@ -4,6 +4,10 @@
 //! `wasi:http/incoming-handler` and runs `wasmlab_handlers::handle` on every request, in whatever
 //! instance the host gives it (a fresh one per request on every platform above).
 //!
+//! With the `p3` feature instead of `p2` it is the same handlers as a WASI 0.3 component
+//! (`wasi:http/service`): its `handle` is async, so a host may run many requests in one instance,
+//! one after another or at once, as `wasmtime serve` does for such components (src/service.rs).
+//!
 //! What the handlers need from outside, it reaches the way such a component reaches anything: by
 //! an outgoing `wasi:http` request to the upstream named by the environment variable
 //! [`UPSTREAM_ENV`] (`wasmtime serve -S cli --env WASMLAB_UPSTREAM=http://…`, the gateway's
@@ -17,13 +21,20 @@
 
 #[cfg(all(target_arch = "wasm32", target_os = "unknown"))]
 mod allocator;
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", feature = "p2"))]
 mod component;
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", feature = "p2"))]
 pub use component::{UpstreamHost, serve};
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", feature = "p2"))]
 #[doc(hidden)]
 pub use wasip2;
+#[cfg(all(target_arch = "wasm32", feature = "p3"))]
+mod service;
+
+#[cfg(all(target_arch = "wasm32", feature = "p2", feature = "p3"))]
+compile_error!(
+    "one glue at a time: build the p3 component with --no-default-features --features p3"
+);
 
 /// The environment variable that names the upstream's base URL (`http://host:port`).
 pub const UPSTREAM_ENV: &str = "WASMLAB_UPSTREAM";
@@ -81,7 +92,7 @@ macro_rules! export_http_handler {
     };
 }
 
-#[cfg(feature = "handler-exports")]
+#[cfg(all(feature = "handler-exports", feature = "p2"))]
 export_http_handler!(|req, host| wasmlab_handlers::run_ready(wasmlab_handlers::handle(req, host)));
 
 #[cfg(test)]

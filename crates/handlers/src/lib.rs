@@ -86,13 +86,14 @@ impl Response {
 
 /// What the handlers need from outside: the host's capabilities.
 ///
-/// `proxy` is async so the native gateway can await its HTTP client; in the guests the import is
-/// synchronous from the guest's point of view and the future is ready at its first poll.
+/// Both are async: the native gateway awaits its HTTP client, and a WASI 0.3 component awaits its
+/// outgoing requests; in the other guests the import is synchronous from the guest's point of
+/// view and the future is ready at its first poll.
 pub trait Host {
     /// Increments the shared counter and returns its new value. It fails only where the counter
     /// is not the host's own: a wasi:http component's lives on the lab's upstream, reached over
     /// HTTP (`wasmlab-guest-http`).
-    fn state_increment(&self) -> Result<u64, String>;
+    fn state_increment(&self) -> impl Future<Output = Result<u64, String>>;
     /// Sends `GET target` to the upstream and returns its response body.
     fn proxy_get(&self, target: &str) -> impl Future<Output = Result<Vec<u8>, String>>;
 }
@@ -154,7 +155,7 @@ pub async fn handle<H: Host>(req: Request<'_>, host: &H) -> Response {
     match route.workload {
         "hello" => Response::text(200, HELLO_BODY),
         "compute" => compute(&req),
-        "state" => match host.state_increment() {
+        "state" => match host.state_increment().await {
             Ok(n) => Response::text(200, n.to_string()),
             Err(e) => Response::text(502, format!("counter error: {e}")),
         },
@@ -222,7 +223,7 @@ mod tests {
     }
 
     impl Host for TestHost {
-        fn state_increment(&self) -> Result<u64, String> {
+        async fn state_increment(&self) -> Result<u64, String> {
             self.counter.set(self.counter.get() + 1);
             Ok(self.counter.get())
         }
@@ -327,7 +328,7 @@ mod properties {
     struct CountingHost(Cell<u64>);
 
     impl Host for CountingHost {
-        fn state_increment(&self) -> Result<u64, String> {
+        async fn state_increment(&self) -> Result<u64, String> {
             self.0.set(self.0.get() + 1);
             Ok(self.0.get())
         }

@@ -141,7 +141,7 @@ impl Capabilities {
 }
 
 impl wasmlab_handlers::Host for Capabilities {
-    fn state_increment(&self) -> Result<u64, String> {
+    async fn state_increment(&self) -> Result<u64, String> {
         Ok(self.counter.fetch_add(1, Ordering::Relaxed) + 1)
     }
 

@@ -80,6 +80,10 @@ const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../../../variants/component-wasmtime-serve.toml"),
     ),
     (
+        "component-p3-wasmtime-serve",
+        include_str!("../../../../../variants/component-p3-wasmtime-serve.toml"),
+    ),
+    (
         "js-component",
         include_str!("../../../../../variants/js-component.toml"),
     ),

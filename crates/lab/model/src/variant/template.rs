@@ -39,6 +39,10 @@ pub const PLACEHOLDERS: &[(&str, &str)] = &[
         "the handlers as a wasi:http/proxy component (.wasm, no imports beyond wasi:http's)",
     ),
     (
+        "http_p3_guest",
+        "the handlers as a WASI 0.3 wasi:http/service component (.wasm, async: a host may serve many requests in one instance)",
+    ),
+    (
         "container",
         "the container engine and its global flags (a whole argument: expands to several)",
     ),
