@@ -9,11 +9,9 @@ use wasip2::http::types::{
 use wasip2::io::streams::StreamError;
 use wasmlab_handlers::{Host, Request, Response};
 
-use crate::{COUNTER_PATH, UPSTREAM_ENV, WRITE_CHUNK, parse_upstream};
-
-/// How long an upstream exchange may take before the handler answers 502, as the native gateway's
-/// client waits (`wasmlab_capabilities::UPSTREAM_TIMEOUT`); a host's own deadline may come first.
-const UPSTREAM_TIMEOUT_NS: u64 = 10_000_000_000;
+use crate::{
+    COUNTER_PATH, UPSTREAM_ENV, UPSTREAM_TIMEOUT_NS, WRITE_CHUNK, parse_upstream, response_fields,
+};
 
 /// Serves one request: reads it whole, runs `handler`, writes its response.
 pub fn serve(
@@ -81,15 +79,7 @@ fn read_whole(body: IncomingBody) -> Result<Vec<u8>, String> {
 /// its body. A status or header the host refuses answers the request with an error instead,
 /// which the host turns into a 500.
 fn respond(out: ResponseOutparam, resp: Response) {
-    let mut fields: Vec<(String, Vec<u8>)> = resp
-        .headers
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), v.clone().into_bytes()))
-        .collect();
-    fields.push((
-        "content-length".to_owned(),
-        resp.body.len().to_string().into_bytes(),
-    ));
+    let fields = response_fields(&resp);
     // One host call for all of them; a header the host forbids (such as `connection`) fails the
     // list, and is then left out on its own while the others go.
     let headers = Fields::from_list(&fields).unwrap_or_else(|_| {

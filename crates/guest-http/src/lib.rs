@@ -44,9 +44,28 @@ pub const UPSTREAM_ENV: &str = "WASMLAB_UPSTREAM";
 /// them equal).
 pub const COUNTER_PATH: &str = "/wasmlab/counter";
 
+/// How long an upstream exchange may take before the handler answers 502, as the native gateway's
+/// client waits (`wasmlab_capabilities::UPSTREAM_TIMEOUT`); a host's own deadline may come first.
+pub const UPSTREAM_TIMEOUT_NS: u64 = 10_000_000_000;
+
 /// The most a component writes in one call to its response's body stream (`blocking-write-and-
 /// flush` takes at most 4096 bytes at a time).
 pub const WRITE_CHUNK: usize = 4096;
+
+/// A response's header fields as wasi:http's `fields.from-list` takes them: the handler's headers
+/// and a `content-length`, so that a host need not chunk the body.
+pub fn response_fields(resp: &wasmlab_handlers::Response) -> Vec<(String, Vec<u8>)> {
+    let mut fields: Vec<(String, Vec<u8>)> = resp
+        .headers
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), v.clone().into_bytes()))
+        .collect();
+    fields.push((
+        "content-length".to_owned(),
+        resp.body.len().to_string().into_bytes(),
+    ));
+    fields
+}
 
 /// An upstream base URL taken apart for an outgoing request: whether it is HTTPS, and its
 /// authority (`host:port`).
@@ -102,6 +121,17 @@ mod tests {
     #[test]
     fn the_counter_is_where_the_upstream_keeps_it() {
         assert_eq!(COUNTER_PATH, wasmlab_upstream::COUNTER_PATH);
+    }
+
+    #[test]
+    fn a_response_declares_its_length_after_its_own_headers() {
+        let mut resp = wasmlab_handlers::Response::text(405, "no");
+        resp.headers.push(("allow", "GET".to_owned()));
+        let fields = response_fields(&resp);
+        let names: Vec<&str> = fields.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(names, ["content-type", "allow", "content-length"]);
+        assert_eq!(fields[1].1, b"GET");
+        assert_eq!(fields[2].1, b"2");
     }
 
     #[test]

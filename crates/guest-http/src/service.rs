@@ -13,11 +13,7 @@ use wasip3::wit_bindgen::rt::async_support::{FutureReader, StreamReader};
 use wasip3::{wit_future, wit_stream};
 use wasmlab_handlers::{Host, Request, Response};
 
-use crate::{COUNTER_PATH, UPSTREAM_ENV, parse_upstream};
-
-/// How long an upstream exchange may take before the handler answers 502, as the WASI 0.2 glue
-/// and the native gateway's client wait; a host's own deadline may come first.
-const UPSTREAM_TIMEOUT_NS: u64 = 10_000_000_000;
+use crate::{COUNTER_PATH, UPSTREAM_ENV, UPSTREAM_TIMEOUT_NS, parse_upstream, response_fields};
 
 #[cfg(feature = "handler-exports")]
 struct Component;
@@ -91,15 +87,7 @@ async fn read_whole(
 /// takes what is written only as its reader asks). A status the host refuses answers with an
 /// error instead, which the host turns into a 500.
 fn respond(resp: Response) -> Result<HttpResponse, ErrorCode> {
-    let mut fields: Vec<(String, Vec<u8>)> = resp
-        .headers
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), v.clone().into_bytes()))
-        .collect();
-    fields.push((
-        "content-length".to_owned(),
-        resp.body.len().to_string().into_bytes(),
-    ));
+    let fields = response_fields(&resp);
     // One host call for all of them; a header the host forbids fails the list, and is then left
     // out on its own while the others go.
     let headers = Fields::from_list(&fields).unwrap_or_else(|_| {
