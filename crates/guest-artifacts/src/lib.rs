@@ -41,4 +41,57 @@ mod tests {
             assert_eq!(layer(component), [0x0d, 0, 1, 0]);
         }
     }
+
+    /// The names the outermost component imports and exports (not those of the modules and
+    /// components inside it).
+    fn outer_names(bytes: &[u8]) -> (Vec<String>, Vec<String>) {
+        use wasmparser::{Parser, Payload};
+        let (mut imports, mut exports, mut depth) = (Vec::new(), Vec::new(), 0);
+        for payload in Parser::new(0).parse_all(bytes) {
+            match payload.unwrap() {
+                Payload::Version { .. } => depth += 1,
+                Payload::End(_) => depth -= 1,
+                Payload::ComponentImportSection(s) if depth == 1 => {
+                    imports.extend(s.into_iter().map(|i| i.unwrap().name.name.to_owned()));
+                }
+                Payload::ComponentExportSection(s) if depth == 1 => {
+                    exports.extend(s.into_iter().map(|e| e.unwrap().name.name.to_owned()));
+                }
+                _ => {}
+            }
+        }
+        (imports, exports)
+    }
+
+    #[test]
+    fn the_http_components_import_only_what_their_handlers_use() {
+        for (bytes, wasi, export) in [
+            (super::HTTP, "0.2", "wasi:http/incoming-handler@0.2"),
+            (super::HTTP_P3, "0.3", "wasi:http/handler@0.3"),
+        ] {
+            let (imports, exports) = outer_names(bytes);
+            assert!(
+                exports.len() == 1 && exports[0].starts_with(export),
+                "{exports:?}"
+            );
+            for name in &imports {
+                let (interface, version) = name.split_once('@').unwrap();
+                assert!(version.starts_with(wasi), "{name} in {imports:?}");
+                // No wasi-libc: neither stdio, terminals, exit nor a filesystem.
+                assert!(
+                    interface.starts_with("wasi:http/")
+                        || interface.starts_with("wasi:io/")
+                        || interface == "wasi:cli/environment"
+                        || interface.starts_with("wasi:clocks/")
+                        || interface.starts_with("wasi:random/"),
+                    "{name} in {imports:?}"
+                );
+            }
+            assert!(
+                imports
+                    .iter()
+                    .any(|i| i.starts_with("wasi:cli/environment@"))
+            );
+        }
+    }
 }
