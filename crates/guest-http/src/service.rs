@@ -34,10 +34,15 @@ pub async fn serve(request: HttpRequest) -> Result<HttpResponse, ErrorCode> {
     let target = request
         .get_path_with_query()
         .unwrap_or_else(|| "/".to_owned());
-    let (body, trailers) = HttpRequest::consume_body(request, unit_future());
-    let body = read_whole(body, trailers)
-        .await
-        .map_err(|e| ErrorCode::InternalError(Some(e)))?;
+    // A GET's or HEAD's body means nothing (RFC 9110, 9.3.1) and no handler reads one.
+    let body = if method == "GET" || method == "HEAD" {
+        Vec::new()
+    } else {
+        let (body, trailers) = HttpRequest::consume_body(request, unit_future());
+        read_whole(body, trailers)
+            .await
+            .map_err(|e| ErrorCode::InternalError(Some(e)))?
+    };
     let resp = wasmlab_handlers::handle(Request::new(&method, &target, &body), &UpstreamHost).await;
     respond(resp)
 }
