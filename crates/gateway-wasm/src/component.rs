@@ -36,16 +36,18 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use wasmlab_gateway::admission::Admission;
 use wasmlab_gateway::{Capabilities, ExecRequest, Executor, Failure, Reply};
-use wasmtime::component::{Component, Linker, ResourceTable};
+use wasmtime::component::{Component, Linker, Resource, ResourceTable};
 use wasmtime::{
     Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter, Store,
     StoreLimits,
 };
 use wasmtime_wasi::random::WasiRandomCtx;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi_http::p2::bindings::http::outgoing_handler;
 use wasmtime_wasi_http::p2::bindings::http::types::{ErrorCode, Scheme};
 use wasmtime_wasi_http::p2::bindings::{Proxy, ProxyPre};
 use wasmtime_wasi_http::p2::body::{HostOutgoingBody, StreamContext};
+use wasmtime_wasi_http::p2::types::HostOutgoingRequest;
 use wasmtime_wasi_http::{
     RequestOptions, WasiBody, WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks, WasiHttpView,
 };
@@ -53,6 +55,42 @@ use wasmtime_wasi_http::{
 use crate::calls::arm_async;
 use crate::limits::{DeadlineExceeded, EpochTicker, GuestCalls, GuestLimits, guest_failure};
 use crate::load::{Load, Source};
+
+/// Redefines `wasi:http/outgoing-handler.handle` as wasmtime-wasi-http's, but deleting the request
+/// options the guest gives up with its request: Wasmtime 48 reads them and leaves them in the
+/// store's table, where a recycled instance's check would find a resource after every outgoing
+/// request (/proxy, a component's /state) and discard the instance.
+fn delete_given_request_options(linker: &mut Linker<ComponentCtx>) -> anyhow::Result<()> {
+    type Given = (
+        Resource<HostOutgoingRequest>,
+        Option<Resource<RequestOptions>>,
+    );
+    linker.allow_shadowing(true);
+    linker.instance(OUTGOING_HANDLER)?.func_wrap(
+        "handle",
+        |mut store, (request, options): Given| {
+            let http = &mut store.data_mut().http();
+            // An owned handle: the guest holds it no more once it has passed it.
+            let given = options
+                .as_ref()
+                .map(|o| Resource::<RequestOptions>::new_own(o.rep()));
+            let response = outgoing_handler::Host::handle(http, request, options);
+            if let Some(options) = given {
+                let _ = http.table.delete(options);
+            }
+            Ok((match response {
+                Ok(future) => Ok(future),
+                Err(e) => Err(e.downcast()?),
+            },))
+        },
+    )?;
+    linker.allow_shadowing(false);
+    Ok(())
+}
+
+/// The interface [`delete_given_request_options`] redefines a function of, at the version
+/// wasmtime-wasi-http links (a component importing an older 0.2 gets it too).
+const OUTGOING_HANDLER: &str = "wasi:http/outgoing-handler@0.2.12";
 
 /// What one component instance may hold at most: enough for a Rust component (a main module and
 /// the component tooling's two small ones), or a JavaScript one (an engine, the WASI adapter and
@@ -211,6 +249,7 @@ impl ComponentExecutor {
         // reaches anything: no preopened directory, no network, an empty stdin.
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
         wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
+        delete_given_request_options(&mut linker)?;
         let pre = linker.instantiate_pre(&component).map_err(|e| {
             anyhow::anyhow!(
                 "the component imports what this gateway does not give: {e:#} (it gives WASI 0.2: wasi:http, wasi:cli, wasi:io, wasi:clocks, wasi:random, wasi:filesystem and wasi:sockets)"
