@@ -10,7 +10,8 @@ use wasip2::io::streams::StreamError;
 use wasmlab_handlers::{Host, Request, Response};
 
 use crate::{
-    COUNTER_PATH, UPSTREAM_ENV, UPSTREAM_TIMEOUT_NS, WRITE_CHUNK, parse_upstream, response_fields,
+    COUNTER_PATH, UPSTREAM_TIMEOUT_NS, WRITE_CHUNK, counter_value, parse_upstream, response_fields,
+    takes_body, upstream_body, upstream_url,
 };
 
 /// Serves one request: reads it whole, runs `handler`, writes its response.
@@ -21,15 +22,14 @@ pub fn serve(
 ) {
     let method = method_name(&request.method());
     let target = request.path_with_query().unwrap_or_else(|| "/".to_owned());
-    // A GET's or HEAD's body means nothing (RFC 9110, 9.3.1) and no handler reads one: not
-    // taking it saves four host calls and two resources.
-    let body = if method == "GET" || method == "HEAD" {
-        Ok(Vec::new())
-    } else {
+    // Not taking a GET's body saves four host calls and two resources.
+    let body = if takes_body(&method) {
         match request.consume() {
             Ok(body) => read_whole(body),
             Err(()) => Err("the request's body was taken already".to_owned()),
         }
+    } else {
+        Ok(Vec::new())
     };
     let body = match body {
         Ok(body) => body,
@@ -123,13 +123,7 @@ pub struct UpstreamHost;
 impl UpstreamHost {
     /// `METHOD path` on the upstream, with no body: its body on a 2xx, a message otherwise.
     fn exchange(&self, method: Method, path: &str) -> Result<Vec<u8>, String> {
-        // From wasi:cli's environment itself, not std's: the component has no libc to hold it.
-        let url = wasip2::cli::environment::get_environment()
-            .into_iter()
-            .find_map(|(k, v)| (k == UPSTREAM_ENV).then_some(v))
-            .ok_or_else(|| {
-                format!("no upstream configured (the environment has no {UPSTREAM_ENV})")
-            })?;
+        let url = upstream_url(wasip2::cli::environment::get_environment())?;
         let (https, authority) = parse_upstream(&url)?;
         let request = OutgoingRequest::new(Fields::new());
         let set = [
@@ -159,11 +153,7 @@ impl UpstreamHost {
             Ok(body) => read_whole(body)?,
             Err(()) => return Err("the upstream's body was taken already".to_owned()),
         };
-        if (200..300).contains(&status) {
-            Ok(body)
-        } else {
-            Err(format!("upstream answered {status}"))
-        }
+        upstream_body(status, body)
     }
 }
 
@@ -174,15 +164,7 @@ fn describe(e: ErrorCode) -> String {
 impl Host for UpstreamHost {
     async fn state_increment(&self) -> Result<u64, String> {
         let body = self.exchange(Method::Post, COUNTER_PATH)?;
-        std::str::from_utf8(&body)
-            .ok()
-            .and_then(|s| s.trim().parse().ok())
-            .ok_or_else(|| {
-                format!(
-                    "the upstream's counter answered {:?}",
-                    String::from_utf8_lossy(&body)
-                )
-            })
+        counter_value(&body)
     }
 
     async fn proxy_get(&self, target: &str) -> Result<Vec<u8>, String> {

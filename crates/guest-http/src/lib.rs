@@ -67,6 +67,42 @@ pub fn response_fields(resp: &wasmlab_handlers::Response) -> Vec<(String, Vec<u8
     fields
 }
 
+/// Whether a request's body is taken: a GET's or HEAD's means nothing (RFC 9110, 9.3.1) and no
+/// handler reads one, so a component saves the host calls and resources of reading it.
+pub fn takes_body(method: &str) -> bool {
+    method != "GET" && method != "HEAD"
+}
+
+/// The upstream's base URL, from the component's environment (wasi:cli's own, not std's: the
+/// component has no libc to hold it).
+pub fn upstream_url(env: Vec<(String, String)>) -> Result<String, String> {
+    env.into_iter()
+        .find_map(|(k, v)| (k == UPSTREAM_ENV).then_some(v))
+        .ok_or_else(|| format!("no upstream configured (the environment has no {UPSTREAM_ENV})"))
+}
+
+/// An upstream exchange's outcome: its body on a 2xx, a message otherwise.
+pub fn upstream_body(status: u16, body: Vec<u8>) -> Result<Vec<u8>, String> {
+    if (200..300).contains(&status) {
+        Ok(body)
+    } else {
+        Err(format!("upstream answered {status}"))
+    }
+}
+
+/// The counter's new value, from the body the upstream's counter answered with.
+pub fn counter_value(body: &[u8]) -> Result<u64, String> {
+    std::str::from_utf8(body)
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .ok_or_else(|| {
+            format!(
+                "the upstream's counter answered {:?}",
+                String::from_utf8_lossy(body)
+            )
+        })
+}
+
 /// An upstream base URL taken apart for an outgoing request: whether it is HTTPS, and its
 /// authority (`host:port`).
 pub fn parse_upstream(url: &str) -> Result<(bool, &str), String> {
@@ -132,6 +168,41 @@ mod tests {
         assert_eq!(names, ["content-type", "allow", "content-length"]);
         assert_eq!(fields[1].1, b"GET");
         assert_eq!(fields[2].1, b"2");
+    }
+
+    #[test]
+    fn only_a_get_or_head_leaves_its_body() {
+        assert!(!takes_body("GET") && !takes_body("HEAD"));
+        assert!(takes_body("POST") && takes_body("PUT") && takes_body("get"));
+    }
+
+    #[test]
+    fn the_upstream_is_named_by_the_environment() {
+        let env = |kv: &[(&str, &str)]| {
+            kv.iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect()
+        };
+        assert_eq!(
+            upstream_url(env(&[("A", "b"), (UPSTREAM_ENV, "http://h:1")])),
+            Ok("http://h:1".to_owned())
+        );
+        assert!(
+            upstream_url(env(&[("A", "b")]))
+                .unwrap_err()
+                .contains(UPSTREAM_ENV)
+        );
+    }
+
+    #[test]
+    fn upstream_answers() {
+        assert_eq!(upstream_body(204, b"x".to_vec()), Ok(b"x".to_vec()));
+        assert_eq!(
+            upstream_body(503, b"x".to_vec()),
+            Err("upstream answered 503".to_owned())
+        );
+        assert_eq!(counter_value(b"41\n"), Ok(41));
+        assert!(counter_value(b"many").unwrap_err().contains("\"many\""));
     }
 
     #[test]

@@ -13,7 +13,10 @@ use wasip3::wit_bindgen::rt::async_support::{FutureReader, StreamReader};
 use wasip3::{wit_future, wit_stream};
 use wasmlab_handlers::{Host, Request, Response};
 
-use crate::{COUNTER_PATH, UPSTREAM_ENV, UPSTREAM_TIMEOUT_NS, parse_upstream, response_fields};
+use crate::{
+    COUNTER_PATH, UPSTREAM_TIMEOUT_NS, counter_value, parse_upstream, response_fields, takes_body,
+    upstream_body, upstream_url,
+};
 
 #[cfg(feature = "handler-exports")]
 struct Component;
@@ -34,14 +37,13 @@ pub async fn serve(request: HttpRequest) -> Result<HttpResponse, ErrorCode> {
     let target = request
         .get_path_with_query()
         .unwrap_or_else(|| "/".to_owned());
-    // A GET's or HEAD's body means nothing (RFC 9110, 9.3.1) and no handler reads one.
-    let body = if method == "GET" || method == "HEAD" {
-        Vec::new()
-    } else {
+    let body = if takes_body(&method) {
         let (body, trailers) = HttpRequest::consume_body(request, unit_future());
         read_whole(body, trailers)
             .await
             .map_err(|e| ErrorCode::InternalError(Some(e)))?
+    } else {
+        Vec::new()
     };
     let resp = wasmlab_handlers::handle(Request::new(&method, &target, &body), &UpstreamHost).await;
     respond(resp)
@@ -126,12 +128,7 @@ pub struct UpstreamHost;
 impl UpstreamHost {
     /// `METHOD path` on the upstream, with no body: its body on a 2xx, a message otherwise.
     async fn exchange(&self, method: Method, path: &str) -> Result<Vec<u8>, String> {
-        let url = wasip3::cli::environment::get_environment()
-            .into_iter()
-            .find_map(|(k, v)| (k == UPSTREAM_ENV).then_some(v))
-            .ok_or_else(|| {
-                format!("no upstream configured (the environment has no {UPSTREAM_ENV})")
-            })?;
+        let url = upstream_url(wasip3::cli::environment::get_environment())?;
         let (https, authority) = parse_upstream(&url)?;
         let options = RequestOptions::new();
         let _ = options.set_first_byte_timeout(Some(UPSTREAM_TIMEOUT_NS));
@@ -149,12 +146,7 @@ impl UpstreamHost {
         let response = client::send(request).await.map_err(describe)?;
         let status = response.get_status_code();
         let (body, trailers) = HttpResponse::consume_body(response, unit_future());
-        let body = read_whole(body, trailers).await?;
-        if (200..300).contains(&status) {
-            Ok(body)
-        } else {
-            Err(format!("upstream answered {status}"))
-        }
+        upstream_body(status, read_whole(body, trailers).await?)
     }
 }
 
@@ -165,15 +157,7 @@ fn describe(e: ErrorCode) -> String {
 impl Host for UpstreamHost {
     async fn state_increment(&self) -> Result<u64, String> {
         let body = self.exchange(Method::Post, COUNTER_PATH).await?;
-        std::str::from_utf8(&body)
-            .ok()
-            .and_then(|s| s.trim().parse().ok())
-            .ok_or_else(|| {
-                format!(
-                    "the upstream's counter answered {:?}",
-                    String::from_utf8_lossy(&body)
-                )
-            })
+        counter_value(&body)
     }
 
     async fn proxy_get(&self, target: &str) -> Result<Vec<u8>, String> {
