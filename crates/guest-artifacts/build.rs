@@ -126,6 +126,20 @@ const GUESTS: &[Guest] = &[
         own_target_dir: Some("hostile"),
         componentize: false,
     },
+    // The same as a WASI 0.3 component, for the executor that reuses instances. Its own target
+    // directory: the same target and file as HOSTILE_CORE's, with other features.
+    Guest {
+        name: "HOSTILE_HTTP_P3",
+        package: "wasmlab-guest-hostile",
+        target: "wasm32-unknown-unknown",
+        select: &["--lib"],
+        file: "wasmlab_guest_hostile.wasm",
+        features: &["component-p3"],
+        default_features: true,
+        rustflags: &["-Clink-arg=-zstack-size=16384"],
+        own_target_dir: Some("hostile-p3"),
+        componentize: true,
+    },
     Guest {
         name: "HOSTILE_HTTP",
         package: "wasmlab-guest-hostile",

@@ -16,6 +16,7 @@ mod tests {
             (super::HTTP, super::HTTP_PATH),
             (super::HTTP_P3, super::HTTP_P3_PATH),
             (super::HOSTILE_HTTP, super::HOSTILE_HTTP_PATH),
+            (super::HOSTILE_HTTP_P3, super::HOSTILE_HTTP_P3_PATH),
         ] {
             assert!(bytes.starts_with(b"\0asm"), "{path} is not Wasm");
             assert_eq!(std::fs::read(path).unwrap(), bytes);
@@ -37,7 +38,12 @@ mod tests {
         ] {
             assert_eq!(layer(core), [1, 0, 0, 0]);
         }
-        for component in [super::HTTP, super::HTTP_P3, super::HOSTILE_HTTP] {
+        for component in [
+            super::HTTP,
+            super::HTTP_P3,
+            super::HOSTILE_HTTP,
+            super::HOSTILE_HTTP_P3,
+        ] {
             assert_eq!(layer(component), [0x0d, 0, 1, 0]);
         }
     }
@@ -61,6 +67,19 @@ mod tests {
             }
         }
         (imports, exports)
+    }
+
+    #[test]
+    fn the_wasi_0_3_hostile_component_is_one() {
+        let (imports, exports) = outer_names(super::HOSTILE_HTTP_P3);
+        assert!(
+            exports.len() == 1 && exports[0].starts_with("wasi:http/handler@0.3"),
+            "{exports:?}"
+        );
+        assert!(
+            imports.iter().all(|i| i.contains("@0.3")),
+            "a WASI 0.3 component imports WASI 0.3 alone: {imports:?}"
+        );
     }
 
     #[test]

@@ -1,6 +1,6 @@
-//! A guest that misbehaves on request, built as a core module (handler ABI), as a WASI command
-//! and (feature `component`) as a `wasi:http` component, so the hardening tests can aim every kind
-//! of fault at every Wasm executor:
+//! A guest that misbehaves on request, built as a core module (handler ABI), as a WASI command,
+//! (feature `component`) as a WASI 0.2 `wasi:http` component and (feature `component-p3`) as a
+//! WASI 0.3 one, so the hardening tests can aim every kind of fault at every Wasm executor:
 //!
 //! | route | what the guest does |
 //! |---|---|
@@ -16,9 +16,11 @@
 //! | `/block` | (component only) waits on a clock an hour away: a wait in the host, not in guest code |
 //! | `/fetch?authority=A` | (component only) `GET http://A/`: the body, or 502 with why it failed |
 //! | `/random` | (component only) what its WASI context's random generators give: `wasi:random`'s insecure seed and 8 insecure random bytes, in hex |
-//! | `/no-response` | (component only) returns without setting its response, keeping the outparam |
-//! | `/drop-response` | (component only) drops its outparam unset |
-//! | `/unfinished` | (component only) sets a 200 and writes part of its body, never finishing it |
+//! | `/no-response` | (WASI 0.2 component only) returns without setting its response, keeping the outparam |
+//! | `/drop-response` | (WASI 0.2 component only) drops its outparam unset |
+//! | `/unfinished` | (component only) sets a 200 and writes part of its body, never finishing it (WASI 0.3: declares 1000 bytes and ends its body after 27) |
+//! | `/error` | (WASI 0.3 component only) answers with an error code instead of a response |
+//! | `/trap-in-body` | (WASI 0.3 component only) returns a 200 whose body's writer traps |
 //! | anything else | 200 `ok` |
 
 use core::hint::black_box;
@@ -118,14 +120,15 @@ fn recurse(depth: u64) -> u64 {
     black_box(recurse(black_box(depth + 1))) + frame[(depth % 32) as usize]
 }
 
-#[cfg(not(feature = "component"))]
+#[cfg(not(any(feature = "component", feature = "component-p3")))]
 wasmlab_guest_core::export_handler!(hostile);
+
+#[cfg(all(feature = "component-p3", target_arch = "wasm32"))]
+mod service;
 
 #[cfg(all(feature = "component", target_arch = "wasm32"))]
 const _: () = {
-    use wasip2::http::types::{
-        Fields, IncomingRequest, OutgoingBody, OutgoingResponse, ResponseOutparam,
-    };
+    use wasip2::http::types::{Fields, IncomingRequest, OutgoingResponse, ResponseOutparam};
     use wasmlab_guest_http::wasip2;
 
     struct Hostile;

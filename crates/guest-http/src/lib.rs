@@ -29,7 +29,10 @@ pub use component::{UpstreamHost, serve};
 #[doc(hidden)]
 pub use wasip2;
 #[cfg(all(target_arch = "wasm32", feature = "p3"))]
-mod service;
+pub mod service;
+#[cfg(all(target_arch = "wasm32", feature = "p3"))]
+#[doc(hidden)]
+pub use wasip3;
 
 #[cfg(all(target_arch = "wasm32", feature = "p2", feature = "p3"))]
 compile_error!(

@@ -33,6 +33,22 @@ wasip3::http::service::export!(Component);
 
 /// Serves one request with wasmlab's handlers.
 pub async fn serve(request: HttpRequest) -> Result<HttpResponse, ErrorCode> {
+    let (method, target, body) = read_request(request).await?;
+    let resp = wasmlab_handlers::handle(Request::new(&method, &target, &body), &UpstreamHost).await;
+    respond(resp)
+}
+
+/// Serves one request with `handler`, a handler that needs no host (the hostile guest's).
+pub async fn serve_with(
+    request: HttpRequest,
+    handler: impl FnOnce(Request<'_>) -> Response,
+) -> Result<HttpResponse, ErrorCode> {
+    let (method, target, body) = read_request(request).await?;
+    respond(handler(Request::new(&method, &target, &body)))
+}
+
+/// A request's method, target and body (read whole; a GET's or HEAD's is not read).
+async fn read_request(request: HttpRequest) -> Result<(String, String, Vec<u8>), ErrorCode> {
     let method = method_name(&request.get_method());
     let target = request
         .get_path_with_query()
@@ -45,8 +61,7 @@ pub async fn serve(request: HttpRequest) -> Result<HttpResponse, ErrorCode> {
     } else {
         Vec::new()
     };
-    let resp = wasmlab_handlers::handle(Request::new(&method, &target, &body), &UpstreamHost).await;
-    respond(resp)
+    Ok((method, target, body))
 }
 
 fn method_name(m: &Method) -> String {
@@ -67,18 +82,18 @@ fn method_name(m: &Method) -> String {
 
 /// The future `consume-body` takes to hear how the body's reading ended: it ends well once its
 /// writer is dropped unwritten.
-fn unit_future() -> FutureReader<Result<(), ErrorCode>> {
+pub fn unit_future() -> FutureReader<Result<(), ErrorCode>> {
     wit_future::new(|| Ok(())).1
 }
 
 /// A future of no trailers, for a body that has none.
-fn no_trailers() -> FutureReader<Result<Option<Fields>, ErrorCode>> {
+pub fn no_trailers() -> FutureReader<Result<Option<Fields>, ErrorCode>> {
     wit_future::new(|| Ok(None)).1
 }
 
 /// A body's every byte, then whether it arrived whole (its trailers' future; the trailers
 /// themselves are not read).
-async fn read_whole(
+pub async fn read_whole(
     body: StreamReader<u8>,
     trailers: FutureReader<Result<Option<Fields>, ErrorCode>>,
 ) -> Result<Vec<u8>, String> {
@@ -93,7 +108,7 @@ async fn read_whole(
 /// it), its status, and its body, written by a task of its own once the host reads it (a stream
 /// takes what is written only as its reader asks). A status the host refuses answers with an
 /// error instead, which the host turns into a 500.
-fn respond(resp: Response) -> Result<HttpResponse, ErrorCode> {
+pub fn respond(resp: Response) -> Result<HttpResponse, ErrorCode> {
     let fields = response_fields(&resp);
     // One host call for all of them; a header the host forbids fails the list, and is then left
     // out on its own while the others go.
