@@ -23,6 +23,8 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use wasmlab_gateway::{Capabilities, ExecRequest, Executor, NativeExecutor};
+#[cfg(feature = "components-p3")]
+use wasmlab_gateway_wasm::ReusedComponentExecutor;
 #[cfg(feature = "components")]
 use wasmlab_gateway_wasm::{ComponentExecutor, ComponentOptions};
 use wasmlab_gateway_wasm::{
@@ -305,6 +307,26 @@ fn main() {
             .unwrap();
         let hello = per_request_us(&rt, &component, "/", iters(50_000));
         println!("{name:<24} {hello:>12.3} {:>12}", "(upstream)");
+    }
+    // The same handlers as a WASI 0.3 component, one instance for 128 requests.
+    #[cfg(feature = "components-p3")]
+    if wanted("component-reused") {
+        let reused = rt
+            .block_on(
+                ReusedComponentExecutor::new(
+                    wasmlab_guest_artifacts::HTTP_P3,
+                    ComponentOptions::default(),
+                    limits,
+                )
+                .unwrap()
+                .checked(),
+            )
+            .unwrap();
+        let hello = per_request_us(&rt, &reused, "/", iters(50_000));
+        println!(
+            "{:<24} {hello:>12.3} {:>12}",
+            "component-reused", "(upstream)"
+        );
     }
     // Not per workload: the same figure is printed in both columns' place once.
     for (name, call, sync) in [

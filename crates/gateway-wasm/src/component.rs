@@ -95,9 +95,9 @@ const OUTGOING_HANDLER: &str = "wasi:http/outgoing-handler@0.2.12";
 /// What one component instance may hold at most: enough for a Rust component (a main module and
 /// the component tooling's two small ones), or a JavaScript one (an engine, the WASI adapter and
 /// the same two). The pool is made of `max_instances` times this.
-const CORE_INSTANCES_PER_COMPONENT: u32 = 16;
-const MEMORIES_PER_COMPONENT: u32 = 2;
-const TABLES_PER_COMPONENT: u32 = 8;
+pub(crate) const CORE_INSTANCES_PER_COMPONENT: u32 = 16;
+pub(crate) const MEMORIES_PER_COMPONENT: u32 = 2;
+pub(crate) const TABLES_PER_COMPONENT: u32 = 8;
 
 /// How the guest's instances are given what they use: environment, stdio, outgoing requests.
 #[derive(Debug, Clone, Default)]
@@ -200,6 +200,9 @@ impl ComponentExecutor {
         config
             .allocation_strategy(InstanceAllocationStrategy::Pooling(pool))
             .wasm_component_model(true)
+            // A WASI 0.2 component calls nothing concurrently: its stores need none of the
+            // bookkeeping for it (the reused executor's, for WASI 0.3, turn it on).
+            .concurrency_support(false)
             .epoch_interruption(true);
         config
     }
@@ -217,9 +220,7 @@ impl ComponentExecutor {
         let component = match source {
             #[cfg(feature = "compiler")]
             Source::Wasm(wasm) => {
-                if wasmparser::Parser::is_core_wasm(wasm) {
-                    return Err(not_a_component(anyhow::anyhow!("it is a core module")));
-                }
+                refuse_core_module(wasm)?;
                 Component::new(&engine, for_executor(wasm, &options)?)
                     .map_err(|e| anyhow::anyhow!("it cannot be compiled as a component: {e:#}"))?
             }
@@ -304,20 +305,7 @@ impl ComponentExecutor {
             }
             None => self.wasi(),
         };
-        let ctx = ComponentCtx {
-            table: ResourceTable::new(),
-            wasi,
-            http: WasiHttpCtx::new(),
-            outbound: OutboundHooks(self.outbound.clone()),
-            limits: GrowthWatch {
-                limits: self
-                    .limits
-                    .store_limits_for(CORE_INSTANCES_PER_COMPONENT as usize),
-                instantiated: false,
-                grew: false,
-            },
-            deadline,
-        };
+        let ctx = ComponentCtx::new(wasi, &self.outbound, &self.limits, deadline);
         let mut store = Store::new(&self.engine, ctx);
         store.limiter(|ctx| &mut ctx.limits);
         arm_async(&mut store, |ctx: &mut ComponentCtx| ctx.deadline);
@@ -337,14 +325,8 @@ impl ComponentExecutor {
         }
     }
 
-    /// What an instance sees of WASI: the environment, and stdio if asked for.
     fn wasi(&self) -> WasiCtx {
-        let mut wasi = WasiCtxBuilder::new();
-        wasi.envs(&self.env);
-        if self.inherit_stdio {
-            wasi.inherit_stdout().inherit_stderr();
-        }
-        wasi.build()
+        wasi_ctx(&self.env, self.inherit_stdio)
     }
 
     /// Instances made so far, and how many of them were discarded rather than reused (always
@@ -536,9 +518,7 @@ impl Load for ComponentExecutor {
         options: &ComponentOptions,
         limits: GuestLimits,
     ) -> anyhow::Result<Vec<u8>> {
-        if wasmparser::Parser::is_core_wasm(wasm) {
-            return Err(not_a_component(anyhow::anyhow!("it is a core module")));
-        }
+        refuse_core_module(wasm)?;
         let engine = Engine::new(&Self::config(limits))?;
         Ok(engine.precompile_component(&for_executor(wasm, options)?)?)
     }
@@ -582,7 +562,7 @@ fn abort_unfinished_bodies(table: &mut ResourceTable) {
 
 /// The request as `wasi:http` takes it in: with an authority (the `host` header's, or
 /// `localhost` for a client that sent none) and its body whole.
-fn incoming(req: ExecRequest) -> hyper::Request<Full<Bytes>> {
+pub(crate) fn incoming(req: ExecRequest) -> hyper::Request<Full<Bytes>> {
     let uri = if req.headers.contains_key(hyper::header::HOST) {
         req.target.parse::<Uri>()
     } else {
@@ -629,21 +609,55 @@ async fn read_response(
     })
 }
 
+/// What an instance sees of WASI: the environment, and stdio if asked for.
+pub(crate) fn wasi_ctx(env: &[(String, String)], inherit_stdio: bool) -> WasiCtx {
+    let mut wasi = WasiCtxBuilder::new();
+    wasi.envs(env);
+    if inherit_stdio {
+        wasi.inherit_stdout().inherit_stderr();
+    }
+    wasi.build()
+}
+
 /// Each instance's host state.
 pub struct ComponentCtx {
-    table: ResourceTable,
-    wasi: WasiCtx,
-    http: WasiHttpCtx,
+    pub(crate) table: ResourceTable,
+    pub(crate) wasi: WasiCtx,
+    pub(crate) http: WasiHttpCtx,
     outbound: OutboundHooks,
-    limits: GrowthWatch,
-    deadline: Instant,
+    pub(crate) limits: GrowthWatch,
+    pub(crate) deadline: Instant,
+}
+
+impl ComponentCtx {
+    /// A new instance's: `wasi`, an empty resource table and HTTP state, outgoing requests
+    /// through `outbound`, the memory limit of `limits`, the request's `deadline`.
+    pub(crate) fn new(
+        wasi: WasiCtx,
+        outbound: &Arc<Outbound>,
+        limits: &GuestLimits,
+        deadline: Instant,
+    ) -> Self {
+        Self {
+            table: ResourceTable::new(),
+            wasi,
+            http: WasiHttpCtx::new(),
+            outbound: OutboundHooks(outbound.clone()),
+            limits: GrowthWatch {
+                limits: limits.store_limits_for(CORE_INSTANCES_PER_COMPONENT as usize),
+                instantiated: false,
+                grew: false,
+            },
+            deadline,
+        }
+    }
 }
 
 /// The store's limits, noting growth after instantiation: a memory cannot be shrunk back, so a
 /// recycled instance whose memory or table grew is discarded rather than reset.
-struct GrowthWatch {
+pub(crate) struct GrowthWatch {
     limits: StoreLimits,
-    instantiated: bool,
+    pub(crate) instantiated: bool,
     grew: bool,
 }
 
@@ -709,14 +723,14 @@ impl WasiHttpView for ComponentCtx {
 }
 
 /// Where outgoing requests may go, and the kept-alive connections they go over.
-struct Outbound {
+pub(crate) struct Outbound {
     /// The authority (`host:port`) of the one origin allowed.
     allowed: Option<hyper::http::uri::Authority>,
     client: Client<HttpConnector, WasiBody>,
 }
 
 impl Outbound {
-    fn new(upstream: Option<&str>) -> anyhow::Result<Self> {
+    pub(crate) fn new(upstream: Option<&str>) -> anyhow::Result<Self> {
         let allowed = upstream
             .map(|u| -> anyhow::Result<_> {
                 let uri: Uri = u
@@ -819,12 +833,14 @@ fn for_executor<'a>(
     })
 }
 
-/// The error for a file that is not a component at all.
+/// Refuses a core module given as a component, saying which executor runs one.
 #[cfg(feature = "compiler")]
-fn not_a_component(e: anyhow::Error) -> anyhow::Error {
-    anyhow::anyhow!(
-        "not a wasi:http component: {e:#} (a core module implementing the handler ABI runs with --executor pooled)"
-    )
+pub(crate) fn refuse_core_module(wasm: &[u8]) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        !wasmparser::Parser::is_core_wasm(wasm),
+        "not a wasi:http component: it is a core module (a core module implementing the handler ABI runs with --executor pooled)"
+    );
+    Ok(())
 }
 
 #[cfg(test)]

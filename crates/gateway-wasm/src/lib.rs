@@ -10,6 +10,9 @@
 //!   `wasmtime serve` runs them, under the pooled executor's limits and rules; or instances kept
 //!   and reset to a fresh instance's memory and globals after each request (`component-recycled`,
 //!   `component_reset.rs`).
+//! - [`ReusedComponentExecutor`]: WASI 0.3 `wasi:http/service` components, one instance serving
+//!   up to [`REQUESTS_PER_INSTANCE`] requests one after another, as `wasmtime serve` reuses them:
+//!   requests share an instance's memory.
 //! - [`NaiveExecutor`]: the gateway study's method, kept to show what it costs. Per request a new
 //!   `Linker` with WASI, an in-memory stdin/stdout, a `Store`, instantiation and `_start` of the
 //!   WASI command guest.
@@ -19,6 +22,8 @@ mod calls;
 mod component;
 #[cfg(all(feature = "components", feature = "compiler"))]
 mod component_reset;
+#[cfg(feature = "components-p3")]
+mod component_reused;
 pub mod differential;
 mod guest;
 mod imports;
@@ -32,6 +37,8 @@ pub mod reset;
 
 #[cfg(feature = "components")]
 pub use component::{ComponentExecutor, ComponentOptions};
+#[cfg(feature = "components-p3")]
+pub use component_reused::{REQUESTS_PER_INSTANCE, ReusedComponentExecutor};
 pub use imports::HostCtx;
 pub use kept::{KeptExecutor, Reuse};
 pub use limits::{GuestCalls, GuestLimits};

@@ -1,6 +1,6 @@
 //! `wasmlab-gateway-wasm`: the gateway running the handlers in Wasmtime: a core module in a fresh,
-//! recycled or shared instance per request, a `wasi:http` component in a fresh or recycled one, or
-//! the gateway study's naive method.
+//! recycled or shared instance per request, a `wasi:http` component in a fresh or recycled one (or,
+//! WASI 0.3, one reused for many requests), or the gateway study's naive method.
 
 use clap::{Parser, ValueEnum};
 use std::time::Duration;
@@ -27,6 +27,10 @@ enum ExecutorKind {
     /// globals after every request (one that traps, times out, grows or keeps a resource is
     /// discarded); resource handle numbers continue from the last request's.
     ComponentRecycled,
+    /// A WASI 0.3 wasi:http/service component, one instance serving up to 128 requests one after
+    /// another, as `wasmtime serve` reuses one: requests share the instance's memory (one that
+    /// traps, times out or fails to answer is discarded).
+    ComponentReused,
     /// The gateway study's method: per request a new Linker, WASI context, Store and `_start`
     /// (WASI command guest).
     Naive,
@@ -44,7 +48,8 @@ struct Args {
     executor: ExecutorKind,
     /// Run this guest instead of the built-in one: a core module implementing the handler ABI
     /// (docs/guest-abi.md) for `pooled`, `recycled` and `shared`, a WASI command for `naive`, any
-    /// wasi:http/proxy component for `component` and `component-recycled`.
+    /// wasi:http/proxy component for `component` and `component-recycled`, any WASI 0.3
+    /// wasi:http/service component for `component-reused`.
     #[arg(long, value_name = "PATH")]
     wasm: Option<std::path::PathBuf>,
     /// An environment variable every component instance sees (`component`; repeatable), as
@@ -150,7 +155,9 @@ fn run(args: Args) -> anyhow::Result<()> {
     anyhow::ensure!(
         matches!(
             args.executor,
-            ExecutorKind::Component | ExecutorKind::ComponentRecycled
+            ExecutorKind::Component
+                | ExecutorKind::ComponentRecycled
+                | ExecutorKind::ComponentReused
         ) || (args.env.is_empty() && !args.inherit_stdio),
         "--env and --inherit-stdio are for --executor component: a core module has no environment or stdio"
     );
@@ -173,9 +180,23 @@ fn run(args: Args) -> anyhow::Result<()> {
             };
             serve::<wasmlab_gateway_wasm::ComponentExecutor>(args, guest, limits, options)
         }
+        #[cfg(feature = "components-p3")]
+        ExecutorKind::ComponentReused => {
+            let options = wasmlab_gateway_wasm::ComponentOptions {
+                env: args.env.clone(),
+                upstream: args.server.upstream.clone(),
+                inherit_stdio: args.inherit_stdio,
+                recycled: false,
+            };
+            serve::<wasmlab_gateway_wasm::ReusedComponentExecutor>(args, guest, limits, options)
+        }
         #[cfg(not(feature = "components"))]
         ExecutorKind::Component | ExecutorKind::ComponentRecycled => anyhow::bail!(
             "this gateway was built without its component executor (the `components` cargo feature)"
+        ),
+        #[cfg(not(feature = "components-p3"))]
+        ExecutorKind::ComponentReused => anyhow::bail!(
+            "this gateway was built without its WASI 0.3 executor (the `components-p3` cargo feature)"
         ),
         #[cfg(feature = "compiler")]
         ExecutorKind::Naive => {
@@ -336,6 +357,7 @@ fn built_in_guest(kind: ExecutorKind) -> anyhow::Result<Vec<u8>> {
         ExecutorKind::Component | ExecutorKind::ComponentRecycled => {
             wasmlab_guest_artifacts::HTTP.to_vec()
         }
+        ExecutorKind::ComponentReused => wasmlab_guest_artifacts::HTTP_P3.to_vec(),
         _ => wasmlab_guest_artifacts::CORE.to_vec(),
     })
 }

@@ -36,7 +36,9 @@ impl NaiveExecutor {
     pub fn new(wasm: &[u8], caps: Arc<Capabilities>, limits: GuestLimits) -> anyhow::Result<Self> {
         // The study's default engine, plus the deadline every executor here enforces.
         let mut config = wasmtime::Config::new();
-        config.epoch_interruption(true);
+        // No concurrency bookkeeping in its stores, as with Wasmtime's default build (see
+        // `PooledExecutor::config`).
+        config.epoch_interruption(true).concurrency_support(false);
         let engine = Engine::new(&config)?;
         let module = Module::new(&engine, wasm)?;
         anyhow::ensure!(

@@ -85,6 +85,11 @@ impl PooledExecutor {
         // in the gateway built without them, where it is off.
         #[cfg(any(feature = "compiler", feature = "components"))]
         config.wasm_component_model(false);
+        // Nothing runs concurrently in a core module's store. The reused component executor
+        // turns Wasmtime's component-model-async feature on, whose default would give every
+        // store that bookkeeping, and a module compiled with it would not load in the build
+        // without the feature.
+        config.concurrency_support(false);
         config
     }
 

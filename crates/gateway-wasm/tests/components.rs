@@ -8,11 +8,9 @@ mod common;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use common::{get, runtime};
-use wasmlab_gateway::{Capabilities, ExecRequest, Executor, NativeExecutor, Reply};
+use common::{DEADLINE, get, hostile_limits, runtime, unframed, upstream};
+use wasmlab_gateway::{Capabilities, ExecRequest, Executor, NativeExecutor};
 use wasmlab_gateway_wasm::{ComponentExecutor, ComponentOptions, GuestLimits};
-
-const DEADLINE: Duration = Duration::from_millis(300);
 
 /// The executor for `wasm` (`component-recycled` with `recycled`), its upstream `up` (given to the
 /// guest in WASMLAB_UPSTREAM too).
@@ -37,13 +35,6 @@ async fn executor(
         .unwrap()
 }
 
-async fn upstream() -> String {
-    let addr = wasmlab_upstream::spawn("127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
-    format!("http://{addr}")
-}
-
 /// Requests covering every route, parameters, errors and a binary body.
 fn requests() -> Vec<(&'static str, &'static str, Bytes)> {
     let binary: Bytes = (0..=255u8).cycle().take(50_000).collect::<Vec<_>>().into();
@@ -66,16 +57,6 @@ fn requests() -> Vec<(&'static str, &'static str, Bytes)> {
         ("PUT", "/state", Bytes::new()),
         ("GET", "/echo", Bytes::new()),
     ]
-}
-
-/// A reply without the `content-length` the component declares (the server drops a length that
-/// matches the body, as it frames every response itself).
-fn unframed(mut r: Reply) -> Reply {
-    let declared = r.headers.remove(hyper::header::CONTENT_LENGTH);
-    if let Some(n) = declared {
-        assert_eq!(n.to_str().unwrap(), r.body.len().to_string());
-    }
-    r
 }
 
 #[test]
@@ -141,16 +122,6 @@ fn without_an_upstream_proxy_and_state_answer_502_with(recycled: bool) {
             assert!(text.contains("no upstream configured"), "{target}: {text}");
         }
     });
-}
-
-fn hostile_limits() -> GuestLimits {
-    GuestLimits {
-        // One slot: every request reuses the same instance slot (and its memory).
-        max_instances: 1,
-        max_memory_bytes: 16 << 20,
-        deadline: DEADLINE,
-        ..GuestLimits::default()
-    }
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! 1xx statuses never reach the wire, and the next request on the connection is answered
 //! correctly), and a failure's diagnosis goes to the log, not to the client.
 //!
-//! The hostile component differs in two ways, both wasi:http's: Wasmtime refuses the hop-by-hop
+//! The hostile components (WASI 0.2's and 0.3's) differ in two ways, both wasi:http's: Wasmtime refuses the hop-by-hop
 //! headers when the component sets them (so the host never sees them to log), and it holds a
 //! component to the `content-length` it declares: a body of another length is aborted, and the
 //! host answers 500 where a core module's false length is dropped.
@@ -12,16 +12,25 @@ use wasmlab_test_support::{KeepAlive, ServerProcess};
 
 const BIN: &str = env!("CARGO_BIN_EXE_wasmlab-gateway-wasm");
 
-const EXECUTORS: [(&str, &str); 3] = [
+const EXECUTORS: [(&str, &str); 4] = [
     ("pooled", wasmlab_guest_artifacts::HOSTILE_CORE_PATH),
     ("naive", wasmlab_guest_artifacts::HOSTILE_COMMAND_PATH),
     ("component", wasmlab_guest_artifacts::HOSTILE_HTTP_PATH),
+    (
+        "component-reused",
+        wasmlab_guest_artifacts::HOSTILE_HTTP_P3_PATH,
+    ),
 ];
+
+/// Whether `executor` runs wasi:http components (WASI 0.2's or 0.3's).
+fn runs_components(executor: &str) -> bool {
+    executor.starts_with("component")
+}
 
 /// Whether a header set by the hostile guest reaches the host to be dropped and logged there: a
 /// component's hop-by-hop headers are refused by Wasmtime's wasi:http before (see above).
 fn reaches_the_host(executor: &str, name: &str) -> bool {
-    executor != "component"
+    !runs_components(executor)
         || !wasmtime_wasi_http::DEFAULT_FORBIDDEN_HEADERS
             .iter()
             .any(|h| h.as_str() == name)
@@ -63,7 +72,7 @@ fn a_guest_cannot_frame_its_own_response() {
             let mut conn = KeepAlive::connect(server.addr);
             let r = conn.get(&format!("/header?name={name}&value={value}"));
             let what = format!("{executor}, guest set {name}: {value}");
-            if executor == "component" && name == "content-length" {
+            if runs_components(executor) && name == "content-length" {
                 // Declared 1000 or 3 bytes, wrote 18: Wasmtime aborts the body.
                 assert_eq!(r.status, 500, "{what}");
             } else {
@@ -89,7 +98,7 @@ fn a_guest_cannot_frame_its_own_response() {
         assert_eq!((r.status, r.header("content-length")), (200, Some("18")));
         let log = server.log();
         for (name, value) in HOST_OWNED {
-            let line = if executor == "component" && name == "content-length" {
+            let line = if runs_components(executor) && name == "content-length" {
                 "its response body did not end well".to_owned()
             } else if reaches_the_host(executor, name) {
                 format!("{name}: \"{value}\"")

@@ -7,23 +7,11 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{Answer, get};
+use common::{Answer, DEADLINE, get, hostile_limits};
 use wasmlab_gateway::{Capabilities, Executor};
 use wasmlab_gateway_wasm::{
     GuestCalls, GuestLimits, KeptExecutor, NaiveExecutor, PooledExecutor, Reuse,
 };
-
-const DEADLINE: Duration = Duration::from_millis(300);
-
-fn limits() -> GuestLimits {
-    GuestLimits {
-        // One slot: every request reuses the same instance slot (and its memory).
-        max_instances: 1,
-        max_memory_bytes: 16 << 20,
-        deadline: DEADLINE,
-        ..GuestLimits::default()
-    }
-}
 
 /// Every fault answered and the next request served; with `isolated`, no secret crosses requests.
 async fn check<E: Executor>(name: &str, ex: &E, isolated: bool) {
@@ -108,7 +96,10 @@ fn each_way_of_calling(mut test: impl FnMut(GuestCalls, &tokio::runtime::Runtime
 fn pooled_executor_survives_hostile_guests() {
     each_way_of_calling(|calls, rt| {
         let caps = Arc::new(Capabilities::new(None).unwrap());
-        let limits = GuestLimits { calls, ..limits() };
+        let limits = GuestLimits {
+            calls,
+            ..hostile_limits()
+        };
         let _in_runtime = rt.enter();
         let ex = PooledExecutor::new(wasmlab_guest_artifacts::HOSTILE_CORE, caps, limits).unwrap();
         rt.block_on(check(&format!("pooled {calls}"), &ex, true));
@@ -118,7 +109,12 @@ fn pooled_executor_survives_hostile_guests() {
 #[test]
 fn naive_executor_survives_hostile_guests() {
     let caps = Arc::new(Capabilities::new(None).unwrap());
-    let ex = NaiveExecutor::new(wasmlab_guest_artifacts::HOSTILE_COMMAND, caps, limits()).unwrap();
+    let ex = NaiveExecutor::new(
+        wasmlab_guest_artifacts::HOSTILE_COMMAND,
+        caps,
+        hostile_limits(),
+    )
+    .unwrap();
     runtime().block_on(check("naive", &ex, true));
 }
 
@@ -127,7 +123,10 @@ fn kept_instances_survive_hostile_guests() {
     each_way_of_calling(|calls, rt| {
         for (reuse, isolated) in [(Reuse::Recycled, true), (Reuse::Shared, false)] {
             let caps = Arc::new(Capabilities::new(None).unwrap());
-            let limits = GuestLimits { calls, ..limits() };
+            let limits = GuestLimits {
+                calls,
+                ..hostile_limits()
+            };
             let _in_runtime = rt.enter();
             let ex = KeptExecutor::new(wasmlab_guest_artifacts::HOSTILE_CORE, reuse, caps, limits)
                 .unwrap();
@@ -143,7 +142,7 @@ fn a_full_pool_queues_then_answers_503() {
     let limits = GuestLimits {
         max_queue: 1,
         queue_timeout: Duration::from_millis(50),
-        ..limits()
+        ..hostile_limits()
     };
     let ex =
         Arc::new(PooledExecutor::new(wasmlab_guest_artifacts::HOSTILE_CORE, caps, limits).unwrap());
@@ -160,7 +159,7 @@ fn wasm_stack_overflow_answers_500() {
             (call $down (i32.add (local.get 0) (i32.const 1))))
         (func (export "wasmlab_handle") (result i32) (call $down (i32.const 0))))"#;
     let caps = Arc::new(Capabilities::new(None).unwrap());
-    let ex = PooledExecutor::new(wat.as_bytes(), caps, limits()).unwrap();
+    let ex = PooledExecutor::new(wat.as_bytes(), caps, hostile_limits()).unwrap();
     let r = runtime().block_on(get(&ex, "/"));
     assert_eq!(r.status, 500);
     assert!(r.text.contains("call stack exhausted"), "{:?}", r.text);
@@ -182,7 +181,10 @@ fn a_silent_upstream_is_cut_at_the_deadline() {
     let mut answers = Vec::new();
     each_way_of_calling(|calls, rt| {
         let _in_runtime = rt.enter();
-        let limits = GuestLimits { calls, ..limits() };
+        let limits = GuestLimits {
+            calls,
+            ..hostile_limits()
+        };
         let pooled = PooledExecutor::new(wasmlab_guest_artifacts::CORE, caps(), limits).unwrap();
         let recycled = KeptExecutor::new(
             wasmlab_guest_artifacts::CORE,
@@ -197,7 +199,8 @@ fn a_silent_upstream_is_cut_at_the_deadline() {
             rt.block_on(timed_get(&recycled)),
         ));
     });
-    let naive = NaiveExecutor::new(wasmlab_guest_artifacts::COMMAND, caps(), limits()).unwrap();
+    let naive =
+        NaiveExecutor::new(wasmlab_guest_artifacts::COMMAND, caps(), hostile_limits()).unwrap();
     answers.push(("naive".into(), runtime().block_on(timed_get(&naive))));
     for (name, (reply, took)) in answers {
         assert_eq!(reply.status, 504, "{name}: {:?}", reply.text);

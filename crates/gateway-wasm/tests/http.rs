@@ -33,8 +33,13 @@ fn shared_gateway_serves_every_route() {
 
 /// The component executor with the built-in component, or `wasm`, reaching the upstream `up`.
 fn component_gateway(up: &str, wasm: Option<&str>) -> ServerProcess {
+    executor_gateway("component", up, wasm)
+}
+
+/// `executor` (a component executor) with its built-in component, or `wasm`, reaching `up`.
+fn executor_gateway(executor: &str, up: &str, wasm: Option<&str>) -> ServerProcess {
     let env = format!("WASMLAB_UPSTREAM={up}");
-    let mut args = vec!["--executor", "component", "--upstream", up, "--env", &env];
+    let mut args = vec!["--executor", executor, "--upstream", up, "--env", &env];
     if let Some(w) = wasm {
         args.extend(["--wasm", w]);
     }
@@ -64,6 +69,27 @@ fn a_component_precompiled_for_it_serves_every_route() {
     let core = wasmlab_guest_artifacts::HOSTILE_CORE_PATH;
     let err = refused(&["--executor", "component", "--wasm", core]);
     assert!(err.contains("not a wasi:http component"), "{err}");
+}
+
+#[test]
+fn the_reused_executor_serves_every_route_from_wasm_or_precompiled() {
+    let tmp = tempfile::tempdir().unwrap();
+    let service = &precompiled(tmp.path(), "component-reused");
+    let (_rt, up) = spawn_upstream();
+    for wasm in [None, Some(service.as_str())] {
+        let server = executor_gateway("component-reused", &up, wasm);
+        check_every_route(server.addr, &echo_of("GET", "/proxy"));
+    }
+    // It refuses a WASI 0.2 component, and the other component executors' precompiled files.
+    let p2 = wasmlab_guest_artifacts::HTTP_PATH;
+    let err = refused(&["--executor", "component-reused", "--wasm", p2]);
+    assert!(err.contains("--executor component"), "{err}");
+    let component = &precompiled(tmp.path(), "component");
+    let err = refused(&["--executor", "component-reused", "--wasm", component]);
+    assert!(
+        err.contains("precompile it with --executor component-reused"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -6,7 +6,39 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use wasmlab_gateway::{ExecRequest, Executor, Failure};
+use wasmlab_gateway::{ExecRequest, Executor, Failure, Reply};
+use wasmlab_gateway_wasm::GuestLimits;
+
+/// The hostile tests' deadline: short, and long enough that an answer before it is not its.
+pub const DEADLINE: Duration = Duration::from_millis(300);
+
+/// The hostile tests' limits: one instance slot (every request reuses the same slot and its
+/// memory), 16 MiB of memory, [`DEADLINE`].
+pub fn hostile_limits() -> GuestLimits {
+    GuestLimits {
+        max_instances: 1,
+        max_memory_bytes: 16 << 20,
+        deadline: DEADLINE,
+        ..GuestLimits::default()
+    }
+}
+
+/// A lab upstream on an ephemeral loopback port, as `http://ADDR`.
+pub async fn upstream() -> String {
+    let addr = wasmlab_upstream::spawn("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    format!("http://{addr}")
+}
+
+/// A component's reply without the `content-length` it declares (the server drops a length that
+/// matches the body, as it frames every response itself).
+pub fn unframed(mut r: Reply) -> Reply {
+    if let Some(n) = r.headers.remove(hyper::header::CONTENT_LENGTH) {
+        assert_eq!(n.to_str().unwrap(), r.body.len().to_string());
+    }
+    r
+}
 
 /// The status and body of a reply, or of a failure its status and diagnosis (what the server logs).
 pub struct Answer {
