@@ -2,7 +2,8 @@
 //! digest, state's counter on the upstream, proxy through the lab's upstream, echo, 404, 405) and
 //! measured for a moment: wasmlab's Rust component in the Wasm gateway's component executor
 //! (compiled at start and from a .cwasm, and recycled) and in `wasmtime serve` (and, built as a WASI 0.3
-//! component, in `wasmtime serve` reusing its instances), and the JavaScript component in
+//! component, in the gateway's executor and `wasmtime serve`, both reusing instances), and the
+//! JavaScript component in
 //! both. One whose tool is not here is skipped, said so; the JavaScript ones are never set up by a
 //! test (`--no-setup`): `wasmlab setup js-component` installs componentize-js.
 
@@ -32,7 +33,6 @@ fn component_wasmtime_serve() {
     verified_and_measured("component-wasmtime-serve");
 }
 
-/// Skipped until `wasmlab setup js-component` has installed componentize-js from npm.
 /// The same handlers as a WASI 0.3 component, whose instances `wasmtime serve` reuses: every
 /// route answers as a fresh instance's would (the counter is the upstream's).
 #[test]
@@ -40,6 +40,13 @@ fn component_p3_wasmtime_serve() {
     verified_and_measured("component-p3-wasmtime-serve");
 }
 
+/// The same component in the gateway's executor that reuses instances as `wasmtime serve` does.
+#[test]
+fn component_p3_reused() {
+    verified_and_measured("component-p3-reused");
+}
+
+/// Skipped until `wasmlab setup js-component` has installed componentize-js from npm.
 #[test]
 fn js_component() {
     verified_and_measured_with("js-component", &["--no-setup"]);

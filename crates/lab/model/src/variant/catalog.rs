@@ -84,6 +84,10 @@ const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../../../variants/component-p3-wasmtime-serve.toml"),
     ),
     (
+        "component-p3-reused",
+        include_str!("../../../../../variants/component-p3-reused.toml"),
+    ),
+    (
         "js-component",
         include_str!("../../../../../variants/js-component.toml"),
     ),
