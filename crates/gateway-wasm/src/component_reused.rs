@@ -6,7 +6,7 @@
 //!
 //! Its isolation, plainly: the requests an instance serves share its memory, globals and tables,
 //! so a value one request leaves in the guest is there for the next, and a task the guest leaves
-//! running after its response runs on during the instance's next requests (within theirs
+//! running after its response runs on during the instance's next requests (within their
 //! deadlines). Requests never share an instance at the same moment here (`wasmtime serve` runs up
 //! to 16 at once in one); an instance that traps, runs out of time or fails to answer is
 //! discarded, and one that has served [`REQUESTS_PER_INSTANCE`] is replaced by a fresh one.
