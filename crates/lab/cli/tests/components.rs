@@ -46,6 +46,12 @@ fn component_p3_reused() {
     verified_and_measured("component-p3-reused");
 }
 
+/// The same, from the component the gateway precompiled with the reused executor's settings.
+#[test]
+fn component_p3_reused_from_a_precompiled_component() {
+    verified_and_measured("component-p3-reused-cwasm");
+}
+
 /// Skipped until `wasmlab setup js-component` has installed componentize-js from npm.
 #[test]
 fn js_component() {

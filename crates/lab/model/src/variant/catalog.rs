@@ -88,6 +88,10 @@ const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../../../variants/component-p3-reused.toml"),
     ),
     (
+        "component-p3-reused-cwasm",
+        include_str!("../../../../../variants/component-p3-reused-cwasm.toml"),
+    ),
+    (
         "js-component",
         include_str!("../../../../../variants/js-component.toml"),
     ),
