@@ -124,22 +124,117 @@ fn is_rewritten(component: &Component) -> bool {
         .any(|f| f.name.as_deref() == Some(WRAPPER_NAME))
 }
 
-pub struct ComponentExecutor {
-    engine: Engine,
-    pre: ProxyPre<ComponentCtx>,
-    admission: Admission,
-    limits: GuestLimits,
+/// What every component executor has: the engine, the limits and admission, what an instance is
+/// given (environment, stdio, outgoing requests), the instances made and discarded, the ticker.
+pub(crate) struct ComponentHost {
+    pub(crate) engine: Engine,
+    pub(crate) admission: Admission,
+    pub(crate) limits: GuestLimits,
     env: Arc<[(String, String)]>,
     inherit_stdio: bool,
     outbound: Arc<Outbound>,
+    made: AtomicU64,
+    discarded: AtomicU64,
+    _ticker: EpochTicker,
+}
+
+impl ComponentHost {
+    pub(crate) fn new(
+        engine: Engine,
+        options: &ComponentOptions,
+        limits: GuestLimits,
+    ) -> anyhow::Result<Self> {
+        let outbound = Arc::new(Outbound::new(options.upstream.as_deref())?);
+        let ticker = EpochTicker::start(&engine, limits.tick())?;
+        Ok(Self {
+            engine,
+            admission: limits.admission(),
+            limits,
+            env: options.env.clone().into(),
+            inherit_stdio: options.inherit_stdio,
+            outbound,
+            made: AtomicU64::new(0),
+            discarded: AtomicU64::new(0),
+            _ticker: ticker,
+        })
+    }
+
+    /// What an instance sees of WASI: the environment, and stdio if asked for.
+    pub(crate) fn wasi(&self) -> WasiCtx {
+        let mut wasi = WasiCtxBuilder::new();
+        wasi.envs(&self.env);
+        if self.inherit_stdio {
+            wasi.inherit_stdout().inherit_stderr();
+        }
+        wasi.build()
+    }
+
+    /// A store for a new instance seeing `wasi`: its memory limit, its request's `deadline`.
+    pub(crate) fn store(&self, wasi: WasiCtx, deadline: Instant) -> Store<ComponentCtx> {
+        let ctx = ComponentCtx::new(wasi, &self.outbound, &self.limits, deadline);
+        let mut store = Store::new(&self.engine, ctx);
+        store.limiter(|ctx| &mut ctx.limits);
+        arm_async(&mut store, |ctx: &mut ComponentCtx| ctx.deadline);
+        store
+    }
+
+    /// Counts an instance made, or one discarded.
+    pub(crate) fn made_one(&self) {
+        self.made.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn discarded_one(&self) {
+        self.discarded.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn instances(&self) -> (u64, u64) {
+        (
+            self.made.load(Ordering::Relaxed),
+            self.discarded.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Why a first instance could not be made at start: the limits it had to fit.
+    pub(crate) fn cannot_make_one(&self, e: &wasmtime::Error) -> anyhow::Error {
+        anyhow::anyhow!(
+            "an instance of the component cannot be made within the limits (max {} MiB of memory, {CORE_INSTANCES_PER_COMPONENT} modules, {MEMORIES_PER_COMPONENT} memories, {TABLES_PER_COMPONENT} tables): {e:#}",
+            self.limits.max_memory_bytes >> 20
+        )
+    }
+}
+
+/// The component `source` for `engine`: Wasm compiled (rewritten first if `options` recycle
+/// instances), or a precompiled file mapped (`hint`: what to do when it was precompiled for
+/// another executor).
+///
+/// # Safety
+/// As [`Load::load`].
+pub(crate) unsafe fn load_component(
+    engine: &Engine,
+    source: Source<'_>,
+    #[cfg_attr(not(feature = "compiler"), allow(unused_variables))] options: &ComponentOptions,
+    hint: &str,
+) -> anyhow::Result<Component> {
+    Ok(match source {
+        #[cfg(feature = "compiler")]
+        Source::Wasm(wasm) => {
+            refuse_core_module(wasm)?;
+            Component::new(engine, for_executor(wasm, options)?)
+                .map_err(|e| anyhow::anyhow!("it cannot be compiled as a component: {e:#}"))?
+        }
+        // SAFETY: passed on to the caller.
+        Source::Precompiled(path) => unsafe { Component::deserialize_file(engine, path) }
+            .map_err(|e| anyhow::anyhow!("{e:#} ({hint})"))?,
+    })
+}
+
+pub struct ComponentExecutor {
+    host: ComponentHost,
+    pre: ProxyPre<ComponentCtx>,
     /// Idle instances, for `component-recycled`; `None` for a fresh instance per request.
     kept: Option<Mutex<Vec<Kept>>>,
     /// WASI contexts of stores that ended, for later stores (see [`Self::retire`]).
     spare_wasi: Mutex<Vec<WasiCtx>>,
-    /// Instances made, and (recycled) instances discarded instead of reused.
-    made: AtomicU64,
-    discarded: AtomicU64,
-    _ticker: EpochTicker,
 }
 
 /// An instance kept between requests, with its store.
@@ -217,19 +312,15 @@ impl ComponentExecutor {
         limits: GuestLimits,
     ) -> anyhow::Result<Self> {
         let engine = Engine::new(&Self::config(limits))?;
-        let component = match source {
-            #[cfg(feature = "compiler")]
-            Source::Wasm(wasm) => {
-                refuse_core_module(wasm)?;
-                Component::new(&engine, for_executor(wasm, &options)?)
-                    .map_err(|e| anyhow::anyhow!("it cannot be compiled as a component: {e:#}"))?
-            }
-            // SAFETY: passed on to the caller.
-            Source::Precompiled(path) => unsafe { Component::deserialize_file(&engine, path) }
-                .map_err(|e| {
-                    anyhow::anyhow!("{e:#} (a precompiled core module needs --executor pooled)")
-                })?,
-        };
+        // SAFETY: passed on to the caller.
+        let component = unsafe {
+            load_component(
+                &engine,
+                source,
+                &options,
+                "a precompiled core module needs --executor pooled",
+            )
+        }?;
         anyhow::ensure!(
             !options.recycled || is_rewritten(&component),
             "the component was not rewritten for resetting: precompile it with --executor component-recycled"
@@ -261,21 +352,11 @@ impl ComponentExecutor {
                 "the component is not a wasi:http proxy: it must export wasi:http/incoming-handler@0.2 ({e:#})"
             )
         })?;
-        let outbound = Arc::new(Outbound::new(options.upstream.as_deref())?);
-        let ticker = EpochTicker::start(&engine, limits.tick())?;
         Ok(Self {
-            engine,
+            host: ComponentHost::new(engine, &options, limits)?,
             pre,
-            admission: limits.admission(),
-            limits,
-            env: options.env.into(),
-            inherit_stdio: options.inherit_stdio,
-            outbound,
             kept: options.recycled.then(Default::default),
             spare_wasi: Mutex::default(),
-            made: AtomicU64::new(0),
-            discarded: AtomicU64::new(0),
-            _ticker: ticker,
         })
     }
 
@@ -283,15 +364,12 @@ impl ComponentExecutor {
     /// modules, memories or tables, a memory larger than the limit) is refused at start rather
     /// than at its first request. Instantiating runs none of the guest's code.
     pub async fn checked(self) -> anyhow::Result<Self> {
-        let mut store = self.store(Instant::now() + self.limits.deadline);
+        let mut store = self.store(Instant::now() + self.host.limits.deadline);
         let instance = self.pre.instance_pre().instantiate_async(&mut store).await;
         drop(store);
         match instance {
             Ok(_) => Ok(self),
-            Err(e) => anyhow::bail!(
-                "an instance of the component cannot be made within the limits (max {} MiB of memory, {CORE_INSTANCES_PER_COMPONENT} modules, {MEMORIES_PER_COMPONENT} memories, {TABLES_PER_COMPONENT} tables): {e:#}",
-                self.limits.max_memory_bytes >> 20
-            ),
+            Err(e) => Err(self.host.cannot_make_one(&e)),
         }
     }
 
@@ -303,13 +381,9 @@ impl ComponentExecutor {
                 *wasi.random() = WasiRandomCtx::default();
                 wasi
             }
-            None => self.wasi(),
+            None => self.host.wasi(),
         };
-        let ctx = ComponentCtx::new(wasi, &self.outbound, &self.limits, deadline);
-        let mut store = Store::new(&self.engine, ctx);
-        store.limiter(|ctx| &mut ctx.limits);
-        arm_async(&mut store, |ctx: &mut ComponentCtx| ctx.deadline);
-        store
+        self.host.store(wasi, deadline)
     }
 
     /// Ends a store: its instance goes back to the pool and whatever the guest held is dropped.
@@ -320,22 +394,15 @@ impl ComponentExecutor {
     fn retire(&self, store: Store<ComponentCtx>) {
         let ctx = store.into_data();
         let mut spare = self.spare_wasi.lock().expect("never poisoned");
-        if spare.len() < self.limits.max_instances as usize {
+        if spare.len() < self.host.limits.max_instances as usize {
             spare.push(ctx.wasi);
         }
-    }
-
-    fn wasi(&self) -> WasiCtx {
-        wasi_ctx(&self.env, self.inherit_stdio)
     }
 
     /// Instances made so far, and how many of them were discarded rather than reused (always
     /// none for a fresh instance per request).
     pub fn instances(&self) -> (u64, u64) {
-        (
-            self.made.load(Ordering::Relaxed),
-            self.discarded.load(Ordering::Relaxed),
-        )
+        self.host.instances()
     }
 
     /// An instance for a request ending at `deadline`: an idle one given new contexts, or a new one.
@@ -359,16 +426,17 @@ impl ComponentExecutor {
         let mut store = self.store(deadline);
         let proxy = self.pre.instantiate_async(&mut store).await?;
         store.data_mut().limits.instantiated = true;
-        self.made.fetch_add(1, Ordering::Relaxed);
+        self.host.made_one();
         Ok(Kept { store, proxy })
     }
 
     async fn run(&self, req: ExecRequest) -> Result<Reply, Failure> {
-        let deadline = Instant::now() + self.limits.deadline;
+        let limits = &self.host.limits;
+        let deadline = Instant::now() + limits.deadline;
         let Kept { mut store, proxy } = self
             .instance(deadline)
             .await
-            .map_err(|e| guest_failure(&e, &self.limits))?;
+            .map_err(|e| guest_failure(&e, limits))?;
         let (sender, receiver) = tokio::sync::oneshot::channel();
         // Set the moment the guest sets its response, in its call: whether the guest gave one
         // must not depend on when the receiver is next polled (tokio's cooperative budget may
@@ -390,7 +458,7 @@ impl ComponentExecutor {
         };
         // The call and the reading of its response run together: a guest writing a body larger
         // than the host's buffer waits for it to be read.
-        let answer = read_response(receiver, self.limits.max_memory_bytes);
+        let answer = read_response(receiver, limits.max_memory_bytes);
         // The epoch interrupts guest code at the deadline; this cuts a wait in the host (an
         // outgoing request, a pollable) at the same time.
         let timer = tokio::time::sleep_until(deadline.into());
@@ -478,20 +546,20 @@ impl ComponentExecutor {
                     if let Some(store) = kept {
                         self.retire(store);
                     }
-                    self.discarded.fetch_add(1, Ordering::Relaxed);
+                    self.host.discarded_one();
                 }
             }
         }
         match (called, answered) {
             // A whole response counts, even if the guest then trapped or ran out of time.
             (_, Some(Ok(reply))) => Ok(reply),
-            (Some(Err(e)), _) => Err(guest_failure(&e.into(), &self.limits)),
+            (Some(Err(e)), _) => Err(guest_failure(&e.into(), limits)),
             (_, Some(Err(detail))) => Err(Failure::new(500, detail)),
             (Some(Ok(())), None) => Err(Failure::new(
                 500,
                 "guest failed: the component returned without setting a response",
             )),
-            (None, None) => Err(guest_failure(&DeadlineExceeded.into(), &self.limits)),
+            (None, None) => Err(guest_failure(&DeadlineExceeded.into(), limits)),
         }
     }
 }
@@ -543,7 +611,7 @@ impl Executor for ComponentExecutor {
     }
 
     async fn execute(&self, req: ExecRequest) -> Result<Reply, Failure> {
-        self.admission.admit(|| self.run(req)).await
+        self.host.admission.admit(|| self.run(req)).await
     }
 }
 
@@ -607,16 +675,6 @@ async fn read_response(
         headers: parts.headers,
         body,
     })
-}
-
-/// What an instance sees of WASI: the environment, and stdio if asked for.
-pub(crate) fn wasi_ctx(env: &[(String, String)], inherit_stdio: bool) -> WasiCtx {
-    let mut wasi = WasiCtxBuilder::new();
-    wasi.envs(env);
-    if inherit_stdio {
-        wasi.inherit_stdout().inherit_stderr();
-    }
-    wasi.build()
 }
 
 /// Each instance's host state.

@@ -11,22 +11,21 @@
 //! to 16 at once in one); an instance that traps, runs out of time or fails to answer is
 //! discarded, and one that has served [`REQUESTS_PER_INSTANCE`] is replaced by a fresh one.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use http_body_util::{BodyExt, Limited};
-use wasmlab_gateway::admission::Admission;
 use wasmlab_gateway::{Capabilities, ExecRequest, Executor, Failure, Reply};
-use wasmtime::component::{Component, Linker};
+use wasmtime::component::Linker;
 use wasmtime::{Config, Engine, Store};
 use wasmtime_wasi_http::WasiHttpView;
 use wasmtime_wasi_http::p3::Request as ServiceRequest;
 use wasmtime_wasi_http::p3::bindings::{Service, ServicePre};
 
-use crate::calls::arm_async;
-use crate::component::{ComponentCtx, ComponentExecutor, ComponentOptions, Outbound, incoming};
-use crate::limits::{DeadlineExceeded, EpochTicker, GuestCalls, GuestLimits, guest_failure};
+use crate::component::{
+    ComponentCtx, ComponentExecutor, ComponentHost, ComponentOptions, incoming, load_component,
+};
+use crate::limits::{DeadlineExceeded, GuestCalls, GuestLimits, guest_failure};
 use crate::load::{Load, Source};
 
 /// How many requests one instance serves before it is replaced: `wasmtime serve`'s default for a
@@ -34,18 +33,9 @@ use crate::load::{Load, Source};
 pub const REQUESTS_PER_INSTANCE: u32 = 128;
 
 pub struct ReusedComponentExecutor {
-    engine: Engine,
+    host: ComponentHost,
     pre: ServicePre<ComponentCtx>,
-    admission: Admission,
-    limits: GuestLimits,
-    env: Arc<[(String, String)]>,
-    inherit_stdio: bool,
-    outbound: Arc<Outbound>,
     idle: Mutex<Vec<Reused>>,
-    /// Instances made, and instances discarded before serving their [`REQUESTS_PER_INSTANCE`].
-    made: AtomicU64,
-    discarded: AtomicU64,
-    _ticker: EpochTicker,
 }
 
 /// An instance between its requests, with its store and how many it has served.
@@ -92,21 +82,15 @@ impl ReusedComponentExecutor {
         limits: GuestLimits,
     ) -> anyhow::Result<Self> {
         let engine = Engine::new(&Self::config(limits))?;
-        let component = match source {
-            #[cfg(feature = "compiler")]
-            Source::Wasm(wasm) => {
-                crate::component::refuse_core_module(wasm)?;
-                Component::new(&engine, wasm)
-                    .map_err(|e| anyhow::anyhow!("it cannot be compiled as a component: {e:#}"))?
-            }
-            // SAFETY: passed on to the caller.
-            Source::Precompiled(path) => unsafe { Component::deserialize_file(&engine, path) }
-                .map_err(|e| {
-                    anyhow::anyhow!(
-                        "{e:#} (precompile it with --executor component-reused; a core module needs --executor pooled)"
-                    )
-                })?,
-        };
+        // SAFETY: passed on to the caller.
+        let component = unsafe {
+            load_component(
+                &engine,
+                source,
+                &options,
+                "precompile it with --executor component-reused; a core module needs --executor pooled",
+            )
+        }?;
         let mut linker = Linker::<ComponentCtx>::new(&engine);
         // All of WASI 0.3, as `wasmtime serve -S p3 -S cli` gives: no preopened directory, no
         // network, an empty stdin.
@@ -122,20 +106,10 @@ impl ReusedComponentExecutor {
                 "the component is not a WASI 0.3 wasi:http service: it must export wasi:http/handler@0.3 ({e:#}; a WASI 0.2 component runs with --executor component or component-recycled)"
             )
         })?;
-        let outbound = Arc::new(Outbound::new(options.upstream.as_deref())?);
-        let ticker = EpochTicker::start(&engine, limits.tick())?;
         Ok(Self {
-            engine,
+            host: ComponentHost::new(engine, &options, limits)?,
             pre,
-            admission: limits.admission(),
-            limits,
-            env: options.env.into(),
-            inherit_stdio: options.inherit_stdio,
-            outbound,
             idle: Mutex::default(),
-            made: AtomicU64::new(0),
-            discarded: AtomicU64::new(0),
-            _ticker: ticker,
         })
     }
 
@@ -143,41 +117,28 @@ impl ReusedComponentExecutor {
     /// cannot hold is refused at start. Instantiating runs none of the guest's code.
     pub async fn checked(self) -> anyhow::Result<Self> {
         let first = self
-            .instantiate(Instant::now() + self.limits.deadline)
+            .instantiate(Instant::now() + self.host.limits.deadline)
             .await;
         match first {
             Ok(first) => {
                 self.idle.lock().expect("never poisoned").push(first);
                 Ok(self)
             }
-            Err(e) => anyhow::bail!(
-                "an instance of the component cannot be made within the limits (max {} MiB of memory, {} modules, {} memories, {} tables): {e:#}",
-                self.limits.max_memory_bytes >> 20,
-                crate::component::CORE_INSTANCES_PER_COMPONENT,
-                crate::component::MEMORIES_PER_COMPONENT,
-                crate::component::TABLES_PER_COMPONENT,
-            ),
+            Err(e) => Err(self.host.cannot_make_one(&e)),
         }
     }
 
     /// Instances made so far, and how many were discarded before serving their
     /// [`REQUESTS_PER_INSTANCE`] (a trap, a timeout, an answer that is not a response).
     pub fn instances(&self) -> (u64, u64) {
-        (
-            self.made.load(Ordering::Relaxed),
-            self.discarded.load(Ordering::Relaxed),
-        )
+        self.host.instances()
     }
 
-    async fn instantiate(&self, deadline: Instant) -> anyhow::Result<Reused> {
-        let wasi = crate::component::wasi_ctx(&self.env, self.inherit_stdio);
-        let ctx = ComponentCtx::new(wasi, &self.outbound, &self.limits, deadline);
-        let mut store = Store::new(&self.engine, ctx);
-        store.limiter(|ctx| &mut ctx.limits);
-        arm_async(&mut store, |ctx: &mut ComponentCtx| ctx.deadline);
+    async fn instantiate(&self, deadline: Instant) -> wasmtime::Result<Reused> {
+        let mut store = self.host.store(self.host.wasi(), deadline);
         let service = self.pre.instantiate_async(&mut store).await?;
         store.data_mut().limits.instantiated = true;
-        self.made.fetch_add(1, Ordering::Relaxed);
+        self.host.made_one();
         Ok(Reused {
             store,
             service,
@@ -186,7 +147,7 @@ impl ReusedComponentExecutor {
     }
 
     /// An idle instance given this request's deadline, or a new one.
-    async fn instance(&self, deadline: Instant) -> anyhow::Result<Reused> {
+    async fn instance(&self, deadline: Instant) -> wasmtime::Result<Reused> {
         let idle = self.idle.lock().expect("never poisoned").pop();
         match idle {
             Some(mut reused) => {
@@ -199,7 +160,8 @@ impl ReusedComponentExecutor {
     }
 
     async fn run(&self, req: ExecRequest) -> Result<Reply, Failure> {
-        let deadline = Instant::now() + self.limits.deadline;
+        let limits = &self.host.limits;
+        let deadline = Instant::now() + limits.deadline;
         let Reused {
             mut store,
             service,
@@ -207,10 +169,10 @@ impl ReusedComponentExecutor {
         } = self
             .instance(deadline)
             .await
-            .map_err(|e| guest_failure(&e, &self.limits))?;
+            .map_err(|e| guest_failure(&e.into(), limits))?;
         let (request, request_io) =
             ServiceRequest::from_http(store.data_mut().http().hooks, incoming(req));
-        let max_bytes = self.limits.max_memory_bytes;
+        let max_bytes = limits.max_memory_bytes;
         // The store's event loop runs until the response is read whole: the guest writes its
         // body (a task of its own, after `handle` returned) only while the loop runs.
         let exchange = store.run_concurrent(async |accessor| -> wasmtime::Result<Exchange> {
@@ -254,12 +216,12 @@ impl ReusedComponentExecutor {
                 return Ok(reply);
             }
             Ok(Ok(Ok(Exchange::Refused(detail)))) => Failure::new(500, detail),
-            Ok(Ok(Err(e)) | Err(e)) => guest_failure(&e.into(), &self.limits),
-            Err(_) => guest_failure(&DeadlineExceeded.into(), &self.limits),
+            Ok(Ok(Err(e)) | Err(e)) => guest_failure(&e.into(), limits),
+            Err(_) => guest_failure(&DeadlineExceeded.into(), limits),
         };
         // Whatever went wrong may have left the instance mid-way: it goes, with all it held.
         drop(store);
-        self.discarded.fetch_add(1, Ordering::Relaxed);
+        self.host.discarded_one();
         Err(answer)
     }
 }
@@ -307,6 +269,6 @@ impl Executor for ReusedComponentExecutor {
     }
 
     async fn execute(&self, req: ExecRequest) -> Result<Reply, Failure> {
-        self.admission.admit(|| self.run(req)).await
+        self.host.admission.admit(|| self.run(req)).await
     }
 }
