@@ -3,7 +3,7 @@
 //! (`sections`, `programs`), each table's columns declared once (`table`), each figure
 //! formatted once (`format`) and each shared sentence written once (`notes`), so every output
 //! says the same; summary.md and report.html are templates over one view model (`view`).
-//! Every figure derived from several runs shows its 95% bootstrap interval and `n`.
+//! Every figure derived from several runs shows its 95% interval and `n`.
 
 // Only what other crates use is `pub`; the rest is the crate's own, so the compiler says what
 // is left unused.

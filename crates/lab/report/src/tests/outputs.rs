@@ -348,7 +348,7 @@ fn a_studys_sizing_rule_is_set_beside_every_measured_servers_capacity() {
     assert!(md.contains("| 1,094–2,188 | 45.7–91.4 |"), "{md}");
     assert!(
         md.contains(&format!("| {} [", crate::format::thousands(per_core.value)))
-            && md.contains(&format!("| {needed:.1} |")),
+            && md.contains(&format!("| {needed:.1} [{lo:.1}–{hi:.1}] |")),
         "{md}"
     );
     assert!(
