@@ -27,7 +27,7 @@ struct Cli {
 
 const RUN_EXAMPLES: &str = "\
 Examples:
-  Every variant ready here on every workload, with intervals (about 5 minutes once built):
+  Every variant ready here on every workload, with intervals (about 6 minutes once built):
     wasmlab run --suite quick
   Two variants of a suite, at two concurrency levels, 5 s cells:
     wasmlab run --suite isolation --variant native --variant wasmtime-pooled --connections 50,100 --duration 5s
