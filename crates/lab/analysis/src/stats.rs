@@ -158,13 +158,14 @@ fn ratio_bootstrap(
         } else {
             na + nb - 2.0
         };
-        let half = t_975(freedom) * (va + vb).sqrt();
-        return Some(Estimate {
+        return Some(t_interval(
             value,
-            lo: value * (-half).exp(),
-            hi: value * half.exp(),
-            n: a.len().min(b.len()),
-        });
+            va + vb,
+            freedom,
+            a.len().min(b.len()),
+            true,
+            0.0,
+        ));
     }
     interval(value, &draws, a.len().min(b.len()))
 }
@@ -175,8 +176,13 @@ fn log_variance(draws: &[f64]) -> Option<f64> {
         return None;
     }
     let logs: Vec<f64> = draws.iter().map(|d| d.ln()).collect();
-    let m = logs.iter().sum::<f64>() / logs.len() as f64;
-    Some(logs.iter().map(|l| (l - m).powi(2)).sum::<f64>() / logs.len() as f64)
+    Some(plugin_variance(&logs))
+}
+
+/// The variance of `values` over their number (the bootstrap's plug-in estimate).
+fn plugin_variance(values: &[f64]) -> f64 {
+    let m = values.iter().sum::<f64>() / values.len() as f64;
+    values.iter().map(|v| (v - m).powi(2)).sum::<f64>() / values.len() as f64
 }
 
 /// Fills `into` with values of `from` drawn with replacement.
@@ -210,34 +216,31 @@ fn interval(value: f64, draws: &[f64], n: usize) -> Option<Estimate> {
         });
     }
     let log = value > 0.0 && draws.iter().all(|d| *d > 0.0);
-    let scale = |x: f64| if log { x.ln() } else { x };
-    let centre = scale(value);
-    let m = draws.iter().map(|d| scale(*d)).sum::<f64>() / draws.len() as f64;
-    let var = draws.iter().map(|d| (scale(*d) - m).powi(2)).sum::<f64>() / draws.len() as f64;
-    let se = (var * n as f64 / (n - 1) as f64).sqrt();
-    let half = t_975((n - 1) as f64) * se;
-    let (lo, hi) = (centre - half, centre + half);
-    Some(if log {
-        Estimate {
-            value,
-            lo: lo.exp(),
-            hi: hi.exp(),
-            n,
-        }
+    let scaled: Vec<f64> = if log {
+        draws.iter().map(|d| d.ln()).collect()
     } else {
-        // A figure that cannot be negative (a count, a rate) keeps a lower end of zero at least.
-        let floor = if draws.iter().all(|d| *d >= 0.0) {
-            0.0
-        } else {
-            f64::NEG_INFINITY
-        };
-        Estimate {
-            value,
-            lo: lo.max(floor),
-            hi,
-            n,
-        }
-    })
+        draws.clone()
+    };
+    let var = plugin_variance(&scaled) * n as f64 / (n - 1) as f64;
+    // A figure that cannot be negative (a count, a rate) keeps a lower end of zero at least.
+    let floor = if draws.iter().all(|d| *d >= 0.0) {
+        0.0
+    } else {
+        f64::NEG_INFINITY
+    };
+    Some(t_interval(value, var, (n - 1) as f64, n, log, floor))
+}
+
+/// `value` ± Student's t on `freedom` degrees of freedom times the error √`var`: on the log scale
+/// (`var` then that of the logs) or as it is, the lower end not below `floor`.
+fn t_interval(value: f64, var: f64, freedom: f64, n: usize, log: bool, floor: f64) -> Estimate {
+    let half = t_975(freedom) * var.sqrt();
+    let (lo, hi) = if log {
+        (value * (-half).exp(), value * half.exp())
+    } else {
+        ((value - half).max(floor), value + half)
+    };
+    Estimate { value, lo, hi, n }
 }
 
 /// The 97.5th percentile of Student's t on `freedom` degrees of freedom (12.71 for 1, 3.18 for
