@@ -1,12 +1,15 @@
 //! Two server runs compared figure by figure (`wasmlab compare A B`): for every figure either
 //! measured (throughput, capacity where the server was saturated, CPU per request at equal load,
 //! warm and open-loop latency, cold start), each side's runs and the change B/A with its
-//! interval, and whether it is a significant change for the better or the worse.
+//! interval, and whether it is a significant change for the better or the worse; and the two
+//! runs' headlines side by side ([`headline`]): each variant's cost × native as each run's lead
+//! gives it, and whether it held from one run to the other.
 
 use std::collections::BTreeMap;
 
-use wasmlab_model::sample::{Kind, Pace, Sample};
+use wasmlab_model::sample::{Kind, Pace, Sample, rate_label};
 
+use crate::servers::{Cost, ServerAnalysis};
 use crate::stats::{self, Estimate};
 
 /// What a change of one figure amounts to.
@@ -92,6 +95,15 @@ pub struct Compared {
 /// set the pace of a capacity's unsaturated run instead.
 type Figure = (String, &'static str, bool, Result<f64, Pace>);
 
+/// Two runs' equal-load rates, each a share of what that run's probe measured, rarely match to
+/// the request: a figure at a rate one run offered is compared with the other run's figure of the
+/// same variant and workload at the nearest rate within this share of it (CPU per request moves
+/// far less than the rate: 9% from 20,000 to 50,000 req/s for native hello, docs/method.md).
+pub const NEAR_RATE: f64 = 0.10;
+
+/// What an equal-load figure's description starts with; its rate ends it.
+const EQUAL_LOAD: &str = "CPU per request ";
+
 /// Per-run values of each measured figure, keyed by a description of the cell.
 fn figures(side: &Side<'_>) -> Vec<Figure> {
     let mut out = Vec::new();
@@ -124,9 +136,9 @@ fn figures(side: &Side<'_>) -> Vec<Figure> {
                 if let Some(cpu) = s.cpu_us_per_response() {
                     out.push((
                         format!(
-                            "CPU per request {} {w} at {} req/s",
+                            "{EQUAL_LOAD}{} {w} at {}",
                             s.variant,
-                            wasmlab_model::sample::rate_label(s.rate.unwrap_or(0.0))
+                            rate_label(s.rate.unwrap_or(0.0))
                         ),
                         "µs",
                         true,
@@ -207,7 +219,54 @@ fn collect(a: &Side<'_>, b: &Side<'_>) -> Vec<Compared> {
             c.note = format!("not saturated, left out: {}", sides.join("; "));
         }
     }
+    pair_near_rates(&mut out);
+    for c in out.iter_mut().filter(|c| c.what.starts_with(EQUAL_LOAD)) {
+        c.what += " req/s";
+    }
     out
+}
+
+/// An equal-load figure of A only and one of B only, of the same variant and workload at rates
+/// within [`NEAR_RATE`] of each other (the nearest first), become one figure whose description
+/// gives both rates.
+fn pair_near_rates(out: &mut Vec<Compared>) {
+    // (index, the description without its rate, the rate) of one side's unmatched figures.
+    let only = |out: &[Compared], in_a: bool| -> Vec<(usize, String, f64)> {
+        out.iter()
+            .enumerate()
+            .filter(|(_, c)| c.a.is_empty() != in_a && c.b.is_empty() == in_a)
+            .filter_map(|(i, c)| {
+                let (cell, rate) = c.what.strip_prefix(EQUAL_LOAD)?.rsplit_once(" at ")?;
+                Some((i, cell.to_owned(), rate.parse::<f64>().ok()?))
+            })
+            .collect()
+    };
+    let mut in_b = only(out, false);
+    let mut pairs: Vec<(usize, usize, f64)> = Vec::new();
+    for (i, cell, rate) in only(out, true) {
+        let nearest = in_b
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, c, r))| {
+                *c == cell && r.max(rate) / r.min(rate) <= 1.0 + NEAR_RATE + 1e-9
+            })
+            .min_by(|x, y| (x.1.2 - rate).abs().total_cmp(&(y.1.2 - rate).abs()))
+            .map(|(k, _)| k);
+        if let Some(k) = nearest {
+            let (j, _, rate_b) = in_b.remove(k);
+            pairs.push((i, j, rate_b));
+        }
+    }
+    for &(i, j, rate_b) in &pairs {
+        out[i].b = std::mem::take(&mut out[j].b);
+        out[i].what += &format!(" (B at {})", rate_label(rate_b));
+    }
+    let gone: Vec<usize> = pairs.iter().map(|p| p.1).collect();
+    let mut index = 0;
+    out.retain(|_| {
+        index += 1;
+        !gone.contains(&(index - 1))
+    });
 }
 
 /// The change B/A of one figure: mean ratio with an unpaired bootstrap CI (cold starts: ratio of
@@ -220,6 +279,117 @@ fn change(c: &Compared) -> Option<(Estimate, bool)> {
     };
     let significant = c.a.len() >= 2 && c.b.len() >= 2 && e.excludes(1.0);
     Some((e, significant))
+}
+
+/// How far apart two runs' headline figures may be and still count as the same: B within 10% of
+/// A (the stability the method asks of two quick runs in a row, docs/method.md).
+pub const STEADY_WITHIN: f64 = 0.10;
+
+/// Which of the lead's two figures of a variant's cost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Footing {
+    /// CPU per request × native's at the same offered rate.
+    EqualLoad,
+    /// Native's capacity over the variant's, where both servers were saturated.
+    Saturated,
+}
+
+/// One side's headline figure: its estimate (and rate, at equal load), or why it has none.
+#[derive(Debug, Clone)]
+pub struct HeadlineFigure {
+    pub estimate: Option<Estimate>,
+    pub rate: Option<f64>,
+    pub note: Option<String>,
+}
+
+/// One headline figure of a workload and variant in both runs.
+#[derive(Debug, Clone)]
+pub struct HeadlineChange {
+    pub workload: String,
+    pub variant: String,
+    pub footing: Footing,
+    pub a: HeadlineFigure,
+    pub b: HeadlineFigure,
+}
+
+impl HeadlineChange {
+    /// B's figure over A's, when both runs have one.
+    pub fn change(&self) -> Option<f64> {
+        let (a, b) = (self.a.estimate?, self.b.estimate?);
+        (a.value > 0.0).then(|| b.value / a.value)
+    }
+
+    /// Whether the two runs' 95% intervals overlap (None unless both have an interval).
+    pub fn overlap(&self) -> Option<bool> {
+        let (a, b) = (self.a.estimate?, self.b.estimate?);
+        (a.n >= 2 && b.n >= 2).then_some(a.lo <= b.hi && b.lo <= a.hi)
+    }
+
+    /// Whether the figure held from A to B: within [`STEADY_WITHIN`] and intervals overlapping.
+    /// None when a side has no figure or no interval.
+    pub fn holds(&self) -> Option<bool> {
+        let overlap = self.overlap()?;
+        Some(overlap && (self.change()? - 1.0).abs() < STEADY_WITHIN)
+    }
+}
+
+/// The two runs' headlines side by side: every variant's cost × native on every workload, at
+/// equal load and saturated, that either run's lead gives (figures neither run has are left
+/// out), in A's order of workloads and variants, then B's.
+pub fn headline(a: &ServerAnalysis, b: &ServerAnalysis) -> Vec<HeadlineChange> {
+    let mut workloads: Vec<&String> = a.workloads.iter().collect();
+    workloads.extend(b.workloads.iter().filter(|w| !a.workloads.contains(w)));
+    let mut out = Vec::new();
+    for w in workloads {
+        let (ca, cb) = (a.costs(w), b.costs(w));
+        let mut variants: Vec<&String> = ca.iter().map(|c| &c.variant).collect();
+        variants.extend(
+            cb.iter()
+                .map(|c| &c.variant)
+                .filter(|v| !ca.iter().any(|c| &c.variant == *v)),
+        );
+        for v in variants {
+            let find = |costs: &[Cost]| costs.iter().find(|c| &c.variant == v).cloned();
+            let (fa, fb) = (find(&ca), find(&cb));
+            for footing in [Footing::EqualLoad, Footing::Saturated] {
+                let (a, b) = (figure(fa.as_ref(), footing), figure(fb.as_ref(), footing));
+                if a.estimate.is_none() && b.estimate.is_none() {
+                    continue;
+                }
+                out.push(HeadlineChange {
+                    workload: w.clone(),
+                    variant: v.clone(),
+                    footing,
+                    a,
+                    b,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// A run's figure of one footing, from its cost (None: the run did not measure the variant).
+fn figure(cost: Option<&Cost>, footing: Footing) -> HeadlineFigure {
+    let Some(c) = cost else {
+        return HeadlineFigure {
+            estimate: None,
+            rate: None,
+            note: Some("not in this run".to_owned()),
+        };
+    };
+    match footing {
+        Footing::EqualLoad => HeadlineFigure {
+            estimate: c.equal_load.map(|(_, e)| e),
+            rate: c.equal_load.map(|(r, _)| r),
+            note: c.equal_load_note.clone(),
+        },
+        Footing::Saturated => HeadlineFigure {
+            estimate: c.saturated,
+            rate: None,
+            note: c.saturated_note.clone(),
+        },
+    }
 }
 
 #[cfg(test)]
@@ -235,6 +405,79 @@ mod tests {
             lower_is_better: false,
             note: String::new(),
         }
+    }
+
+    #[test]
+    fn a_headline_figure_holds_within_ten_percent_with_overlapping_intervals() {
+        let e = |value, lo, hi, n| Estimate { value, lo, hi, n };
+        let side = |estimate| HeadlineFigure {
+            estimate,
+            rate: None,
+            note: None,
+        };
+        let holds = |a, b| {
+            HeadlineChange {
+                workload: "hello".into(),
+                variant: "wasmtime-pooled".into(),
+                footing: Footing::EqualLoad,
+                a: side(a),
+                b: side(b),
+            }
+            .holds()
+        };
+        let four = |v, lo, hi| Some(e(v, lo, hi, 4));
+        assert_eq!(
+            holds(four(2.0, 1.9, 2.1), four(2.15, 2.05, 2.25)),
+            Some(true)
+        );
+        assert_eq!(
+            holds(four(2.0, 1.9, 2.1), four(1.85, 1.7, 1.95)),
+            Some(true)
+        );
+        // 15% apart though the intervals overlap; 5% apart with intervals apart.
+        assert_eq!(holds(four(2.0, 1.5, 2.5), four(2.3, 2.0, 2.6)), Some(false));
+        assert_eq!(
+            holds(four(2.0, 1.98, 2.02), four(2.1, 2.08, 2.12)),
+            Some(false)
+        );
+        // No figure, or no interval, on a side: cannot tell.
+        assert_eq!(holds(four(2.0, 1.9, 2.1), None), None);
+        assert_eq!(holds(four(2.0, 1.9, 2.1), Some(e(2.0, 2.0, 2.0, 1))), None);
+    }
+
+    #[test]
+    fn equal_load_figures_pair_with_the_nearest_rate_within_ten_percent() {
+        let figure = |what: &str, a: &[f64], b: &[f64]| Compared {
+            what: what.into(),
+            unit: "µs",
+            a: a.to_vec(),
+            b: b.to_vec(),
+            lower_is_better: true,
+            note: String::new(),
+        };
+        let mut out = vec![
+            figure("CPU per request native hello at 5000", &[30.0], &[]),
+            figure("CPU per request native hello at 20000", &[15.0], &[]),
+            figure("CPU per request native hello at 5400", &[], &[29.0]),
+            figure("CPU per request native hello at 5200", &[], &[28.0]),
+            figure("CPU per request native hello at 22500", &[], &[14.0]),
+            figure("CPU per request native proxy at 5000", &[], &[50.0]),
+        ];
+        pair_near_rates(&mut out);
+        let whats: Vec<(&str, &[f64])> = out.iter().map(|c| (&*c.what, &*c.b)).collect();
+        assert_eq!(
+            whats,
+            [
+                (
+                    "CPU per request native hello at 5000 (B at 5200)",
+                    &[28.0][..]
+                ),
+                ("CPU per request native hello at 20000", &[]),
+                ("CPU per request native hello at 5400", &[29.0]),
+                ("CPU per request native hello at 22500", &[14.0]),
+                ("CPU per request native proxy at 5000", &[50.0]),
+            ]
+        );
     }
 
     #[test]

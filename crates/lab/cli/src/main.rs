@@ -59,7 +59,9 @@ enum Command {
     Run(run::RunArgs),
     /// Rebuild a results directory's CSVs, summary.md and report.html from its raw samples.
     Report(results::ReportArgs),
-    /// Compare two results directories cell by cell, with confidence intervals.
+    /// Compare two results directories cell by cell, with confidence intervals, then their
+    /// headlines: each variant's cost × native in both, and whether it held (within 10%, intervals
+    /// overlapping).
     Compare(results::CompareArgs),
     /// Load against any http:// or https:// URL over keep-alive HTTP/1.1 (or HTTP/2 with --h2):
     /// closed loop (like wrk, oha) or open loop at a constant rate with --rate (like wrk2), with

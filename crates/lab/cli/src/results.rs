@@ -101,5 +101,10 @@ pub fn compare(args: CompareArgs) -> anyhow::Result<()> {
         },
     );
     show(wasmlab_report::terminal::compare(&changes).trim_end());
+    let headline = wasmlab_analysis::compare::headline(
+        &wasmlab_analysis::servers::analyse(&ia, &sa),
+        &wasmlab_analysis::servers::analyse(&ib, &sb),
+    );
+    show(wasmlab_report::terminal::headline(&headline).trim_end());
     Ok(())
 }

@@ -49,29 +49,33 @@ fn compare_marks_significant_changes() {
     let b = fixture_copy(tmp.path(), "b");
     // Every server saturated at 4 connections, and at 1 the generator set native's pace in A.
     // B: wasmtime-pooled served half as much in every throughput run, for twice the CPU; native
-    // is unchanged.
-    let edit = |dir: &std::path::Path, f: &dyn Fn(&mut serde_json::Value)| {
+    // is unchanged. Each run also gets equal-load cells (copies of the 4-connection runs before
+    // B's edit), offered 1,050 req/s in A and 1,000 in B, as two runs' probes would set them.
+    let edit = |dir: &std::path::Path, rate: f64, f: &dyn Fn(&mut serde_json::Value)| {
         let samples = std::fs::read_to_string(dir.join("samples.jsonl")).unwrap();
-        let edited: Vec<String> = samples
-            .lines()
-            .map(|l| {
-                let mut s: serde_json::Value = serde_json::from_str(l).unwrap();
-                if s["kind"] == "throughput" {
-                    let at_4 = s["connections"] == 4;
-                    s["resources"]["utilization"] =
-                        serde_json::json!(if at_4 { 0.99 } else { 0.5 });
-                    if !at_4 {
-                        s["load"]["generator_saturated"] = serde_json::json!(true);
-                    }
-                    f(&mut s);
+        let mut edited: Vec<String> = Vec::new();
+        for l in samples.lines() {
+            let mut s: serde_json::Value = serde_json::from_str(l).unwrap();
+            if s["kind"] == "throughput" {
+                let at_4 = s["connections"] == 4;
+                s["resources"]["utilization"] = serde_json::json!(if at_4 { 0.99 } else { 0.5 });
+                if !at_4 {
+                    s["load"]["generator_saturated"] = serde_json::json!(true);
                 }
-                s.to_string()
-            })
-            .collect();
+                if at_4 {
+                    let mut equal = s.clone();
+                    equal["kind"] = serde_json::json!("equal_load");
+                    equal["rate"] = serde_json::json!(rate);
+                    edited.push(equal.to_string());
+                }
+                f(&mut s);
+            }
+            edited.push(s.to_string());
+        }
         std::fs::write(dir.join("samples.jsonl"), edited.join("\n") + "\n").unwrap();
     };
-    edit(&a, &|_| {});
-    edit(&b, &|s| {
+    edit(&a, 1050.0, &|_| {});
+    edit(&b, 1000.0, &|s| {
         if s["variant"] == "wasmtime-pooled" {
             let rps = s["load"]["rps"].as_f64().unwrap();
             s["load"]["rps"] = serde_json::json!(rps / 2.0);
@@ -127,6 +131,35 @@ fn compare_marks_significant_changes() {
     assert!(native.iter().all(|l| l.contains(" no ")), "{stdout}");
     assert!(
         stdout.contains("0 significantly better in B, 2 significantly worse"),
+        "{stdout}"
+    );
+    // Equal-load cells at rates within 10% of each other are compared, both rates said.
+    let equal = row("CPU per request native hello at 1050 (B at 1000) req/s");
+    assert_eq!(equal.len(), 1, "{stdout}");
+    assert!(equal[0].contains(" no "), "{stdout}");
+    assert!(!stdout.contains("only in one run"), "{stdout}");
+    // The headline: the pooled gateway's cost at equal load held; saturated, it cost twice
+    // native's in B (as many responses for twice the CPU): the two runs' intervals overlap (two
+    // runs a side), but the change is beyond 10%.
+    let headline = row("│ hello    ┆ wasmtime-pooled ┆");
+    assert_eq!(headline.len(), 2, "{stdout}");
+    assert!(
+        headline[0].contains("equal load")
+            && headline[0].contains("at 1,050")
+            && headline[0].contains("at 1,000")
+            && headline[0].contains("+0.0%")
+            && headline[0].contains("yes"),
+        "{stdout}"
+    );
+    assert!(
+        headline[1].contains("saturated")
+            && headline[1].contains("+100.0%")
+            && headline[1].contains("overlap")
+            && headline[1].contains(" no "),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("hello 1 of 1 at equal load, 0 of 1 saturated"),
         "{stdout}"
     );
 }

@@ -3,7 +3,7 @@
 //! report.html, or here with `wide` (`--wide`).
 
 use comfy_table::ContentArrangement;
-use wasmlab_analysis::compare::{Change, Verdict};
+use wasmlab_analysis::compare::{Change, Footing, HeadlineChange, STEADY_WITHIN, Verdict};
 use wasmlab_analysis::programs::EngineSummary;
 use wasmlab_analysis::servers::BASELINE;
 use wasmlab_analysis::{ProgramAnalysis, ServerAnalysis, stats};
@@ -154,6 +154,99 @@ pub fn programs(a: &ProgramAnalysis, wide: bool) -> String {
         }
     }
     out
+}
+
+/// `wasmlab compare`'s second table: each run's headline figure, variant by variant, whether it
+/// held from A to B, and how many did.
+pub fn headline(changes: &[HeadlineChange]) -> String {
+    if changes.is_empty() {
+        return format!(
+            "the headline: no cost × {BASELINE} in either run (it needs {BASELINE} measured beside the variants)\n"
+        );
+    }
+    let mut t = table::comfy([
+        "workload",
+        "variant",
+        "figure",
+        "A × native [95% CI] n",
+        "B × native [95% CI] n",
+        "B / A",
+        "intervals",
+        "holds",
+    ]);
+    let side = |f: &wasmlab_analysis::compare::HeadlineFigure| match (&f.estimate, f.rate) {
+        (Some(e), Some(rate)) => format!(
+            "{} at {}",
+            SERVER_RATIO.estimate(Some(e)),
+            crate::format::fmt_rps(rate)
+        ),
+        (Some(e), None) => SERVER_RATIO.estimate(Some(e)),
+        (None, _) => format!("none: {}", f.note.as_deref().unwrap_or("not measured")),
+    };
+    for c in changes {
+        t.add_row([
+            c.workload.clone(),
+            c.variant.clone(),
+            match c.footing {
+                Footing::EqualLoad => "equal load",
+                Footing::Saturated => "saturated",
+            }
+            .to_owned(),
+            side(&c.a),
+            side(&c.b),
+            c.change()
+                .map_or_else(|| "–".into(), |r| format!("{:+.1}%", (r - 1.0) * 100.0)),
+            match c.overlap() {
+                Some(true) => "overlap",
+                Some(false) => "apart",
+                None => "–",
+            }
+            .to_owned(),
+            match c.holds() {
+                Some(true) => "yes",
+                Some(false) => "no",
+                None if c.a.estimate.is_none() || c.b.estimate.is_none() => "in one run only",
+                None => "n < 2: cannot tell",
+            }
+            .to_owned(),
+        ]);
+    }
+    // Per workload, in the table's order: how many of the figures both runs have held.
+    let mut workloads: Vec<&str> = Vec::new();
+    for c in changes {
+        if !workloads.contains(&c.workload.as_str()) {
+            workloads.push(&c.workload);
+        }
+    }
+    // (held, of) among the figures of a workload and footing that both runs have.
+    let count = |w: &str, footing: Footing| {
+        let of: Vec<&HeadlineChange> = changes
+            .iter()
+            .filter(|c| c.workload == w && c.footing == footing && c.holds().is_some())
+            .collect();
+        let held = of.iter().filter(|c| c.holds() == Some(true)).count();
+        (held, of.len())
+    };
+    let counts: Vec<String> = workloads
+        .iter()
+        .filter_map(|w| {
+            let (equal, saturated) = (count(w, Footing::EqualLoad), count(w, Footing::Saturated));
+            (equal.1 + saturated.1 > 0).then(|| {
+                format!(
+                    "{w} {} of {} at equal load, {} of {} saturated",
+                    equal.0, equal.1, saturated.0, saturated.1
+                )
+            })
+        })
+        .collect();
+    let counts = match counts.is_empty() {
+        true => "no figure is in both runs".to_owned(),
+        false => counts.join("; "),
+    };
+    format!(
+        "the headline, A against B: each variant's cost × {BASELINE} as each run's lead gives it\n{t}\nheld from A to B (B within {:.0}% of A and the 95% intervals overlapping; docs/method.md, \"Comparing runs\"): {counts}\n",
+        STEADY_WITHIN * 100.0,
+    )
 }
 
 /// `wasmlab compare`'s table: each figure's change B/A with its interval, and a count of the
