@@ -89,20 +89,19 @@ pub struct Compared {
     /// Runs of a capacity left out because their server was not saturated, by side: what set
     /// their pace (`A: generator-limited in 3 runs`); empty otherwise.
     pub note: String,
+    /// The rate each side offered, for an equal-load figure (`what` ends with them).
+    pub rates: [Option<f64>; 2],
 }
 
-/// A figure of one run: its description, unit, whether lower is better, and its value, or what
-/// set the pace of a capacity's unsaturated run instead.
-type Figure = (String, &'static str, bool, Result<f64, Pace>);
+/// A figure of one run: its description, unit, whether lower is better, its equal-load rate, and
+/// its value, or what set the pace of a capacity's unsaturated run instead.
+type Figure = (String, &'static str, bool, Option<f64>, Result<f64, Pace>);
 
 /// Two runs' equal-load rates, each a share of what that run's probe measured, rarely match to
 /// the request: a figure at a rate one run offered is compared with the other run's figure of the
 /// same variant and workload at the nearest rate within this share of it (CPU per request moves
 /// far less than the rate: 9% from 20,000 to 50,000 req/s for native hello, docs/method.md).
 pub const NEAR_RATE: f64 = 0.10;
-
-/// What an equal-load figure's description starts with; its rate ends it.
-const EQUAL_LOAD: &str = "CPU per request ";
 
 /// Per-run values of each measured figure, keyed by a description of the cell.
 fn figures(side: &Side<'_>) -> Vec<Figure> {
@@ -115,6 +114,7 @@ fn figures(side: &Side<'_>) -> Vec<Figure> {
                     format!("throughput {} {w} c={}", s.variant, l.connections),
                     "req/s",
                     false,
+                    None,
                     Ok(l.rps),
                 ));
                 // Responses per CPU-second of the variant's processes: a capacity only where
@@ -125,6 +125,7 @@ fn figures(side: &Side<'_>) -> Vec<Figure> {
                         format!("capacity {} {w} c={}", s.variant, l.connections),
                         "resp/CPU-s",
                         false,
+                        None,
                         match pace {
                             Pace::Server => Ok(capacity),
                             other => Err(other),
@@ -135,13 +136,10 @@ fn figures(side: &Side<'_>) -> Vec<Figure> {
             (Kind::EqualLoad, Some(_), _) if !s.over_capacity() => {
                 if let Some(cpu) = s.cpu_us_per_response() {
                     out.push((
-                        format!(
-                            "{EQUAL_LOAD}{} {w} at {}",
-                            s.variant,
-                            rate_label(s.rate.unwrap_or(0.0))
-                        ),
+                        format!("CPU per request {} {w}", s.variant),
                         "µs",
                         true,
+                        Some(s.rate.unwrap_or(0.0)),
                         Ok(cpu),
                     ));
                 }
@@ -150,6 +148,7 @@ fn figures(side: &Side<'_>) -> Vec<Figure> {
                 format!("warm p50 {} {w}", s.variant),
                 "ms",
                 true,
+                None,
                 Ok(l.latency_ms.p50),
             )),
             (Kind::OpenLoop, Some(l), _) => out.push((
@@ -160,12 +159,14 @@ fn figures(side: &Side<'_>) -> Vec<Figure> {
                 ),
                 "ms",
                 true,
+                None,
                 Ok(l.latency_ms.p99),
             )),
             (Kind::ColdStart, _, Some(t)) => out.push((
                 format!("cold start {}", s.variant),
                 "ms",
                 true,
+                None,
                 Ok(t.first_200_ms),
             )),
             _ => {}
@@ -179,8 +180,9 @@ fn collect(a: &Side<'_>, b: &Side<'_>) -> Vec<Compared> {
     // Per figure, the paces of each side's unsaturated runs.
     let mut left_out: Vec<[BTreeMap<Pace, usize>; 2]> = Vec::new();
     for (side, samples) in [(0, a), (1, b)] {
-        for (what, unit, lower, v) in figures(samples) {
-            let i = match out.iter().position(|c| c.what == what) {
+        for (what, unit, lower, rate, v) in figures(samples) {
+            let same = |c: &Compared| c.what == what && c.rates.contains(&rate);
+            let i = match out.iter().position(same) {
                 Some(i) => i,
                 None => {
                     out.push(Compared {
@@ -190,6 +192,7 @@ fn collect(a: &Side<'_>, b: &Side<'_>) -> Vec<Compared> {
                         b: Vec::new(),
                         lower_is_better: lower,
                         note: String::new(),
+                        rates: [rate; 2],
                     });
                     left_out.push(Default::default());
                     out.len() - 1
@@ -219,9 +222,24 @@ fn collect(a: &Side<'_>, b: &Side<'_>) -> Vec<Compared> {
             c.note = format!("not saturated, left out: {}", sides.join("; "));
         }
     }
+    for c in &mut out {
+        // A side that did not measure the figure offered no rate for it.
+        for (rate, runs) in c.rates.iter_mut().zip([&c.a, &c.b]) {
+            if runs.is_empty() {
+                *rate = None;
+            }
+        }
+    }
     pair_near_rates(&mut out);
-    for c in out.iter_mut().filter(|c| c.what.starts_with(EQUAL_LOAD)) {
-        c.what += " req/s";
+    for c in &mut out {
+        match c.rates {
+            [Some(a), Some(b)] if a == b => c.what += &format!(" at {} req/s", rate_label(a)),
+            [Some(a), Some(b)] => {
+                c.what += &format!(" at {} (B at {}) req/s", rate_label(a), rate_label(b))
+            }
+            [Some(r), None] | [None, Some(r)] => c.what += &format!(" at {} req/s", rate_label(r)),
+            [None, None] => {}
+        }
     }
     out
 }
@@ -230,36 +248,35 @@ fn collect(a: &Side<'_>, b: &Side<'_>) -> Vec<Compared> {
 /// within [`NEAR_RATE`] of each other (the nearest first), become one figure whose description
 /// gives both rates.
 fn pair_near_rates(out: &mut Vec<Compared>) {
-    // (index, the description without its rate, the rate) of one side's unmatched figures.
-    let only = |out: &[Compared], in_a: bool| -> Vec<(usize, String, f64)> {
+    // (index, rate) of the figures only one side measured at an equal-load rate.
+    let only = |out: &[Compared], side: usize| -> Vec<(usize, f64)> {
         out.iter()
             .enumerate()
-            .filter(|(_, c)| c.a.is_empty() != in_a && c.b.is_empty() == in_a)
-            .filter_map(|(i, c)| {
-                let (cell, rate) = c.what.strip_prefix(EQUAL_LOAD)?.rsplit_once(" at ")?;
-                Some((i, cell.to_owned(), rate.parse::<f64>().ok()?))
+            .filter_map(|(i, c)| match c.rates {
+                [Some(r), None] if side == 0 => Some((i, r)),
+                [None, Some(r)] if side == 1 => Some((i, r)),
+                _ => None,
             })
             .collect()
     };
-    let mut in_b = only(out, false);
-    let mut pairs: Vec<(usize, usize, f64)> = Vec::new();
-    for (i, cell, rate) in only(out, true) {
+    let mut in_b = only(out, 1);
+    let mut pairs: Vec<(usize, usize)> = Vec::new();
+    for (i, rate) in only(out, 0) {
         let nearest = in_b
             .iter()
             .enumerate()
-            .filter(|(_, (_, c, r))| {
-                *c == cell && r.max(rate) / r.min(rate) <= 1.0 + NEAR_RATE + 1e-9
+            .filter(|(_, (j, r))| {
+                out[*j].what == out[i].what && r.max(rate) / r.min(rate) <= 1.0 + NEAR_RATE + 1e-9
             })
-            .min_by(|x, y| (x.1.2 - rate).abs().total_cmp(&(y.1.2 - rate).abs()))
+            .min_by(|x, y| (x.1.1 - rate).abs().total_cmp(&(y.1.1 - rate).abs()))
             .map(|(k, _)| k);
         if let Some(k) = nearest {
-            let (j, _, rate_b) = in_b.remove(k);
-            pairs.push((i, j, rate_b));
+            pairs.push((i, in_b.remove(k).0));
         }
     }
-    for &(i, j, rate_b) in &pairs {
+    for &(i, j) in &pairs {
         out[i].b = std::mem::take(&mut out[j].b);
-        out[i].what += &format!(" (B at {})", rate_label(rate_b));
+        out[i].rates[1] = out[j].rates[1];
     }
     let gone: Vec<usize> = pairs.iter().map(|p| p.1).collect();
     let mut index = 0;
@@ -404,6 +421,7 @@ mod tests {
             b: b.to_vec(),
             lower_is_better: false,
             note: String::new(),
+            rates: [None; 2],
         }
     }
 
@@ -447,35 +465,40 @@ mod tests {
 
     #[test]
     fn equal_load_figures_pair_with_the_nearest_rate_within_ten_percent() {
-        let figure = |what: &str, a: &[f64], b: &[f64]| Compared {
+        let figure = |what: &str, rate: f64, a: &[f64], b: &[f64]| Compared {
             what: what.into(),
             unit: "µs",
             a: a.to_vec(),
             b: b.to_vec(),
             lower_is_better: true,
             note: String::new(),
+            rates: [
+                (!a.is_empty()).then_some(rate),
+                (!b.is_empty()).then_some(rate),
+            ],
         };
+        let hello = "CPU per request native hello";
         let mut out = vec![
-            figure("CPU per request native hello at 5000", &[30.0], &[]),
-            figure("CPU per request native hello at 20000", &[15.0], &[]),
-            figure("CPU per request native hello at 5400", &[], &[29.0]),
-            figure("CPU per request native hello at 5200", &[], &[28.0]),
-            figure("CPU per request native hello at 22500", &[], &[14.0]),
-            figure("CPU per request native proxy at 5000", &[], &[50.0]),
+            figure(hello, 5000.0, &[30.0], &[]),
+            figure(hello, 20000.0, &[15.0], &[]),
+            figure(hello, 5400.0, &[], &[29.0]),
+            figure(hello, 5200.0, &[], &[28.0]),
+            figure(hello, 22500.0, &[], &[14.0]),
+            figure("CPU per request native proxy", 5000.0, &[], &[50.0]),
         ];
         pair_near_rates(&mut out);
-        let whats: Vec<(&str, &[f64])> = out.iter().map(|c| (&*c.what, &*c.b)).collect();
+        let seen: Vec<String> = out
+            .iter()
+            .map(|c| format!("{} {:?} {:?}", c.what, c.rates, c.b))
+            .collect();
         assert_eq!(
-            whats,
+            seen,
             [
-                (
-                    "CPU per request native hello at 5000 (B at 5200)",
-                    &[28.0][..]
-                ),
-                ("CPU per request native hello at 20000", &[]),
-                ("CPU per request native hello at 5400", &[29.0]),
-                ("CPU per request native hello at 22500", &[14.0]),
-                ("CPU per request native proxy at 5000", &[50.0]),
+                format!("{hello} [Some(5000.0), Some(5200.0)] [28.0]"),
+                format!("{hello} [Some(20000.0), None] []"),
+                format!("{hello} [None, Some(5400.0)] [29.0]"),
+                format!("{hello} [None, Some(22500.0)] [14.0]"),
+                "CPU per request native proxy [None, Some(5000.0)] [50.0]".to_owned(),
             ]
         );
     }
