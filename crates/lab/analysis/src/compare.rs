@@ -279,11 +279,12 @@ fn pair_near_rates(out: &mut Vec<Compared>) {
         out[i].rates[1] = out[j].rates[1];
     }
     let gone: Vec<usize> = pairs.iter().map(|p| p.1).collect();
-    let mut index = 0;
-    out.retain(|_| {
-        index += 1;
-        !gone.contains(&(index - 1))
-    });
+    *out = std::mem::take(out)
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| !gone.contains(i))
+        .map(|(_, c)| c)
+        .collect();
 }
 
 /// The change B/A of one figure: mean ratio with an unpaired bootstrap CI (cold starts: ratio of
@@ -338,8 +339,7 @@ impl HeadlineChange {
 
     /// Whether the two runs' 95% intervals overlap (None unless both have an interval).
     pub fn overlap(&self) -> Option<bool> {
-        let (a, b) = (self.a.estimate?, self.b.estimate?);
-        (a.n >= 2 && b.n >= 2).then_some(a.lo <= b.hi && b.lo <= a.hi)
+        self.a.estimate?.overlaps(&self.b.estimate?)
     }
 
     /// Whether the figure held from A to B: within [`STEADY_WITHIN`] and intervals overlapping.

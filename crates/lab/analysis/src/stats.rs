@@ -65,6 +65,11 @@ impl Estimate {
     pub fn excludes(&self, x: f64) -> bool {
         self.n >= 2 && (x < self.lo || x > self.hi)
     }
+
+    /// Whether the two intervals share a point; None unless both have one (two runs or more).
+    pub fn overlaps(&self, other: &Estimate) -> Option<bool> {
+        (self.n >= 2 && other.n >= 2).then_some(self.lo <= other.hi && other.lo <= self.hi)
+    }
 }
 
 /// Resamples drawn for every bootstrap interval.
@@ -215,13 +220,12 @@ fn interval(value: f64, draws: &[f64], n: usize) -> Option<Estimate> {
             n,
         });
     }
-    let log = value > 0.0 && draws.iter().all(|d| *d > 0.0);
-    let scaled: Vec<f64> = if log {
-        draws.iter().map(|d| d.ln()).collect()
-    } else {
-        draws.clone()
+    // On the log scale where the figure and every draw are positive.
+    let (var, log) = match (value > 0.0).then(|| log_variance(&draws)).flatten() {
+        Some(var) => (var, true),
+        None => (plugin_variance(&draws), false),
     };
-    let var = plugin_variance(&scaled) * n as f64 / (n - 1) as f64;
+    let var = var * n as f64 / (n - 1) as f64;
     // A figure that cannot be negative (a count, a rate) keeps a lower end of zero at least.
     let floor = if draws.iter().all(|d| *d >= 0.0) {
         0.0

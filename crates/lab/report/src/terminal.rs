@@ -3,7 +3,9 @@
 //! report.html, or here with `wide` (`--wide`).
 
 use comfy_table::ContentArrangement;
-use wasmlab_analysis::compare::{Change, Footing, HeadlineChange, STEADY_WITHIN, Verdict};
+use wasmlab_analysis::compare::{
+    Change, Footing, HeadlineChange, HeadlineFigure, STEADY_WITHIN, Verdict,
+};
 use wasmlab_analysis::programs::EngineSummary;
 use wasmlab_analysis::servers::BASELINE;
 use wasmlab_analysis::{ProgramAnalysis, ServerAnalysis, stats};
@@ -174,7 +176,7 @@ pub fn headline(changes: &[HeadlineChange]) -> String {
         "intervals",
         "holds",
     ]);
-    let side = |f: &wasmlab_analysis::compare::HeadlineFigure| match (&f.estimate, f.rate) {
+    let side = |f: &HeadlineFigure| match (&f.estimate, f.rate) {
         (Some(e), Some(rate)) => format!(
             "{} at {}",
             SERVER_RATIO.estimate(Some(e)),
