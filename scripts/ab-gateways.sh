@@ -11,6 +11,11 @@
 # For /proxy, give the gateways an upstream: `target/release/wasmlab upstream --port 18086 &` and
 # `--upstream http://127.0.0.1:18086` in each CMD.
 set -euo pipefail
+# Idle CPUs poll while it measures, as in `wasmlab run` (docs/method.md, "Idle CPUs: polling");
+# CPU_IDLE=system leaves them as the machine has them.
+if [ "${CPU_IDLE:-poll}" = poll ] && [ -z "${IDLE_HELD:-}" ]; then
+  IDLE_HELD=1 exec "$(dirname "$0")/with-idle-poll" "$0" "$@"
+fi
 cd "$(dirname "$0")/.."
 A=$1 B=$2 ROUNDS=${3:-4} TARGET=${TARGET:-/}
 # shellcheck disable=SC2206 # LOAD_ARGS is split on purpose

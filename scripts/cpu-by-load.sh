@@ -7,6 +7,11 @@
 # Usage: scripts/cpu-by-load.sh "GATEWAY CMD" "RATE..." [PATH]   (the CMD gets --port 18085)
 # e.g.   scripts/cpu-by-load.sh target/release/wasmlab-gateway-native "20000 60000 max"
 set -euo pipefail
+# Idle CPUs poll while it measures, as in `wasmlab run` (docs/method.md, "Idle CPUs: polling");
+# CPU_IDLE=system leaves them as the machine has them.
+if [ "${CPU_IDLE:-poll}" = poll ] && [ -z "${IDLE_HELD:-}" ]; then
+  IDLE_HELD=1 exec "$(dirname "$0")/with-idle-poll" "$0" "$@"
+fi
 cd "$(dirname "$0")/.."
 CMD=$1 RATES=$2 TARGET=${3:-/}
 LOAD=(target/release/wasmlab load -t1 --spin -c50)

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use wasmlab_load::parse_duration;
+use wasmlab_model::idle::IdlePolicy;
 use wasmlab_model::run::{Ending, Run};
 use wasmlab_plan::RunRequest;
 
@@ -32,6 +33,11 @@ pub struct RunArgs {
     /// Override the suite's number of repetitions.
     #[arg(long)]
     pub repetitions: Option<u32>,
+    /// How idle CPUs wait while an HTTP suite measures: `poll` (the suites' default: the lab
+    /// holds a 0 µs wake-up latency request, so that a server below saturation is charged its
+    /// own work, not the hypervisor's wake-ups; needs root) or `system` (as the machine has them).
+    #[arg(long, value_name = "POLICY", value_parser = IdlePolicy::parse)]
+    pub cpu_idle: Option<IdlePolicy>,
     /// Seed of the shuffled variant order (default: the suite's, else the clock; recorded).
     #[arg(long)]
     pub seed: Option<u64>,
@@ -70,6 +76,7 @@ impl RunArgs {
             connections: self.connections.clone(),
             duration_secs: self.duration.map(|d| d.as_secs_f64()),
             repetitions: self.repetitions,
+            cpu_idle: self.cpu_idle,
             seed: self.seed,
             wasm: self.wasm.clone(),
             variant_files: self.variant_files.clone(),

@@ -220,6 +220,7 @@ fn assert_run_json(dir: &Path) {
     assert!(run["machine"]["kernel"].is_string());
     assert!(run["command"].as_array().unwrap().len() > 2);
     assert_servers_ran_on_their_own_cpus(&run, dir);
+    assert_idle_recorded(&run, dir);
     // Each repetition ran every variant once, in a seeded order.
     let orders = run["orders"].as_array().unwrap();
     assert_eq!(orders.len(), 2);
@@ -338,6 +339,23 @@ fn assert_the_report_rebuilds_the_same(dir: &Path) {
     );
 }
 
+/// The suite's default idle policy was held where the machine lets the lab (root, a cpuidle
+/// driver), with most idle entries polling meanwhile; elsewhere run.json says why not. The
+/// summary says which.
+fn assert_idle_recorded(run: &serde_json::Value, dir: &Path) {
+    let idle = &run["idle"];
+    assert_eq!(idle["policy"], "poll", "{idle}");
+    if idle["held"] == true {
+        let polled = idle["polled_share"].as_f64().unwrap_or(1.0);
+        assert!(polled > 0.5, "the request did not take: {idle}");
+    } else {
+        let why = idle["not_held_because"].as_str().unwrap();
+        skipped(&format!("the idle request's check: not held here ({why})"));
+    }
+    let summary = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(summary.contains("- Idle CPUs: idle CPUs "), "{summary}");
+}
+
 #[test]
 fn bad_suite_file_is_a_clear_error() {
     let tmp = tempfile::tempdir().unwrap();
@@ -351,6 +369,40 @@ fn bad_suite_file_is_a_clear_error() {
     assert_fails_with(
         &["run", "--suite", "no-such-suite", "--no-build"],
         "unknown suite",
+    );
+    assert_fails_with(
+        &[
+            "run",
+            "--cpu-idle",
+            "halt",
+            "--no-build",
+            "--results",
+            results,
+        ],
+        "unknown CPU idle policy \"halt\"",
+    );
+    assert_fails_with(
+        &[
+            "run",
+            "--suite",
+            "libsodium-quick",
+            "--cpu-idle",
+            "system",
+            "--no-build",
+            "--results",
+            results,
+        ],
+        "--cpu-idle are for HTTP suites",
+    );
+    let suite = write(
+        tmp.path(),
+        "idle.toml",
+        "name = \"idle\"\nvariants = [\"native\"]\nworkloads = [\"hello\"]\n\
+         connections = [1]\nduration_secs = 0.1\ncpu_idle = \"halt\"\n",
+    );
+    assert_fails_with(
+        &["run", "--suite", &suite, "--no-build", "--results", results],
+        "cpu_idle",
     );
 }
 

@@ -10,10 +10,12 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
+use wasmlab_model::idle::IdleRecord;
 use wasmlab_model::run::{EqualLoadRates, Run, RunState, ServerRunInfo};
 use wasmlab_model::sample::{Kind, Sample};
 use wasmlab_model::suite::ServerSuite;
 use wasmlab_plan::Plan;
+use wasmlab_plan::idle::IdleHold;
 use wasmlab_plan::tools::State;
 use wasmlab_record::{Recorder, ResultsDir, Servers};
 
@@ -34,7 +36,9 @@ pub(crate) fn run(
     // Body files are read here, once: one that went missing stops the run before it starts.
     let workloads = Workloads::of(suite)?;
     let ready = first_request(suite, &workloads)?;
-    let rec = start_recording(plan, suite, results, cancel)?;
+    // Held from the first launch to the last cell, released when the run ends however it ends.
+    let idle = IdleHold::take(suite.cpu_idle, &plan.cpus.all());
+    let rec = start_recording(plan, suite, idle.record(), results, cancel)?;
     let mut run = ServerRun {
         plan,
         suite,
@@ -66,6 +70,7 @@ pub(crate) fn run(
     }
     run.repetitions(&by_name(&suite.variants))?;
     run.rec.progress.finish_and_clear();
+    run.rec.info.idle = Some(idle.finish());
     upstream.stop();
     for v in &variants {
         prepare::finish(v, &run.rec.dir.file(&format!("{}.log", v.name())), &|m| {
@@ -94,6 +99,7 @@ fn first_request(suite: &ServerSuite, workloads: &Workloads) -> anyhow::Result<S
 fn start_recording(
     plan: &Plan,
     suite: &ServerSuite,
+    idle: &IdleRecord,
     results: &Path,
     cancel: Arc<AtomicBool>,
 ) -> anyhow::Result<Recorder<Servers>> {
@@ -102,8 +108,9 @@ fn start_recording(
         "wasmlab: suite {}; results in {}; {}",
         suite.name,
         dir.path.display(),
-        plan.cpus.describe()
+        plan.cpus.describe(),
     );
+    eprintln!("wasmlab: {}", IdleRecord::describe(Some(idle)));
     if let Some(axis) = suite.http2_axis() {
         eprintln!("wasmlab: HTTP/2: {axis}");
     }
@@ -112,6 +119,7 @@ fn start_recording(
         core_guest: plan.core_guest.as_ref().map(|p| p.display().to_string()),
         orders: Vec::new(),
         cpus: plan.cpus.clone(),
+        idle: Some(idle.clone()),
         suite: suite.clone(),
         artifacts: Vec::new(),
         variants: Vec::new(),

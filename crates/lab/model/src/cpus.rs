@@ -92,6 +92,14 @@ impl CpuPlan {
         }
     }
 
+    /// Every CPU the run uses: the generator's and the servers'.
+    pub fn all(&self) -> Vec<usize> {
+        let mut all = [self.load.as_slice(), self.server.as_slice()].concat();
+        all.sort_unstable();
+        all.dedup();
+        all
+    }
+
     /// Whether the generator and the servers have CPUs of their own.
     pub fn apart(&self) -> bool {
         !self.server.is_empty()

@@ -5,6 +5,7 @@
 //! command or writes a file.
 
 pub mod cpus;
+pub mod idle;
 pub mod machine;
 pub mod run;
 pub mod sample;

@@ -8,6 +8,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::cpus::CpuPlan;
+use crate::idle::IdleRecord;
 use crate::machine::Machine;
 use crate::sample::{ProgramSample, SAMPLES_SCHEMA, Sample};
 use crate::suite::{ProgramSuite, ServerSuite};
@@ -109,6 +110,10 @@ pub struct ServerRunInfo {
     /// Which CPUs the load generator and the servers ran on.
     #[serde(default)]
     pub cpus: CpuPlan,
+    /// How the CPUs waited while the run measured (None in a run.json from before it was
+    /// recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle: Option<IdleRecord>,
     pub suite: ServerSuite,
     #[serde(default)]
     pub artifacts: Vec<Artifact>,

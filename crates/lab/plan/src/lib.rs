@@ -10,6 +10,7 @@ pub mod containerd;
 pub mod containers;
 pub mod cpus;
 pub mod environment;
+pub mod idle;
 pub mod machine;
 pub mod setup;
 pub mod tools;
@@ -17,6 +18,7 @@ pub mod tools;
 use std::path::{Path, PathBuf};
 
 use wasmlab_model::cpus::CpuPlan;
+use wasmlab_model::idle::IdlePolicy;
 use wasmlab_model::machine::Machine;
 use wasmlab_model::suite::{ProgramSuite, ServerSuite, Suite};
 use wasmlab_model::variant::{Catalog, VariantSpec};
@@ -35,6 +37,8 @@ pub struct RunRequest {
     /// The suite's measured seconds per cell, replaced.
     pub duration_secs: Option<f64>,
     pub repetitions: Option<u32>,
+    /// The suite's idle policy, replaced (server suites only).
+    pub cpu_idle: Option<IdlePolicy>,
     /// Seed of the shuffled orders (default: the suite's, else the clock).
     pub seed: Option<u64>,
     /// A core-module guest to run instead of the built-in one.
@@ -211,6 +215,9 @@ fn servers(
     if let Some(r) = req.repetitions {
         suite.repetitions = r;
     }
+    if let Some(p) = req.cpu_idle {
+        suite.cpu_idle = p;
+    }
     suite.validate()?;
     let catalog = suite.catalog(&req.variant_files)?;
     suite.add_http2_twins(&catalog)?;
@@ -244,8 +251,11 @@ fn servers(
 /// be an engine.
 fn programs(req: &RunRequest, mut suite: ProgramSuite) -> anyhow::Result<(ProgramSuite, Catalog)> {
     anyhow::ensure!(
-        req.connections.is_empty() && req.duration_secs.is_none() && req.wasm.is_none(),
-        "--connections, --duration and --wasm are for HTTP suites; {} is a program suite",
+        req.connections.is_empty()
+            && req.duration_secs.is_none()
+            && req.wasm.is_none()
+            && req.cpu_idle.is_none(),
+        "--connections, --duration, --wasm and --cpu-idle are for HTTP suites; {} is a program suite",
         suite.name
     );
     if !req.variants.is_empty() {

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use wasmlab_load::Threshold;
 
+use crate::idle::IdlePolicy;
 use crate::sample::Kind;
 use crate::variant::{Catalog, Protocol};
 use crate::workload::{self, Workload};
@@ -47,6 +48,10 @@ pub struct ServerSuite {
     /// (see `cpus.rs`); off, both share every CPU.
     #[serde(default = "default_cpu_partition")]
     pub cpu_partition: bool,
+    /// Whether idle CPUs poll while the run measures (the default) or idle as the system has
+    /// them (see `idle.rs`).
+    #[serde(default)]
+    pub cpu_idle: IdlePolicy,
     /// Gone (the echo workload's `body_size` says it now); read from the run.json of runs made
     /// before, refused in a suite file.
     #[serde(default, skip_serializing)]

@@ -80,6 +80,7 @@ pub(crate) fn info(state: RunState) -> ServerRunInfo {
             vec!["wasmtime-pooled".into(), "native".into()],
         ],
         cpus: CpuPlan::new(&[0, 1], 1, true),
+        idle: None,
         suite: ServerSuite::parse(SUITE).expect("test suite parses"),
         artifacts: vec![Artifact {
             name: "guest.wasm".into(),

@@ -3,6 +3,7 @@
 
 use serde::Serialize;
 use wasmlab_analysis::ServerAnalysis;
+use wasmlab_model::idle::IdleRecord;
 use wasmlab_model::suite::ServerSuite;
 
 use crate::format::grouped;
@@ -15,6 +16,8 @@ pub(super) struct Environment {
     memory_gib: Option<String>,
     kernel: String,
     cpus: String,
+    /// How idle CPUs waited while the run measured.
+    idle: String,
     sha_extensions: bool,
     compute_sha256: String,
     native_code: String,
@@ -132,6 +135,7 @@ pub(super) fn environment(a: &ServerAnalysis) -> Environment {
         memory_gib: m.memory_kib.map(|k| grouped(k as f64 / 1024.0 / 1024.0, 1)),
         kernel: m.kernel.clone(),
         cpus: a.info.cpus.describe(),
+        idle: IdleRecord::describe(a.info.idle.as_ref()),
         sha_extensions: m.cpu_sha_extensions,
         compute_sha256: m.compute_sha256.clone(),
         native_code: m.native_code.clone(),
