@@ -192,12 +192,14 @@ fn collect(a: &Side<'_>, b: &Side<'_>) -> Vec<Compared> {
                         b: Vec::new(),
                         lower_is_better: lower,
                         note: String::new(),
-                        rates: [rate; 2],
+                        rates: [None; 2],
                     });
                     left_out.push(Default::default());
                     out.len() - 1
                 }
             };
+            // Each side's own rate: None where that side did not measure the figure.
+            out[i].rates[side] = rate;
             match (v, side) {
                 (Ok(v), 0) => out[i].a.push(v),
                 (Ok(v), _) => out[i].b.push(v),
@@ -220,14 +222,6 @@ fn collect(a: &Side<'_>, b: &Side<'_>) -> Vec<Compared> {
             .collect();
         if !sides.is_empty() {
             c.note = format!("not saturated, left out: {}", sides.join("; "));
-        }
-    }
-    for c in &mut out {
-        // A side that did not measure the figure offered no rate for it.
-        for (rate, runs) in c.rates.iter_mut().zip([&c.a, &c.b]) {
-            if runs.is_empty() {
-                *rate = None;
-            }
         }
     }
     pair_near_rates(&mut out);

@@ -36,7 +36,7 @@ impl IdlePolicy {
 }
 
 /// How the CPUs waited while a run measured, as recorded in run.json.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IdleRecord {
     pub policy: IdlePolicy,
     /// The kernel's cpuidle driver (`haltpoll`, `intel_idle`, `acpi_idle`), None where there is
