@@ -60,6 +60,14 @@ impl Estimate {
         })
     }
 
+    /// Half the interval's width as a share of the figure, on the scale the interval is
+    /// symmetric on for a ratio or a time: √(hi / lo) − 1 (±5% for 1.0 [0.952–1.050]). None
+    /// without an interval (fewer than two runs) or with an end at or below zero.
+    pub fn relative_half_width(&self) -> Option<f64> {
+        (self.n >= 2 && self.lo > 0.0 && self.hi >= self.lo && self.hi.is_finite())
+            .then(|| (self.hi / self.lo).sqrt() - 1.0)
+    }
+
     /// Whether the interval excludes `x` (for a ratio, 1.0: a significant change). Without an
     /// interval (fewer than two runs) nothing is excluded: one run shows no significance.
     pub fn excludes(&self, x: f64) -> bool {
@@ -469,5 +477,19 @@ mod tests {
         let r = paired_ratio(&a, &b).unwrap();
         assert!((r.value - 0.5).abs() < 1e-12 && r.n == 2, "{r:?}");
         assert!(paired_ratio(&a, &[]).is_none());
+    }
+
+    #[test]
+    fn relative_half_width_is_symmetric_in_ratio() {
+        let e = |value: f64, lo: f64, hi: f64, n: usize| Estimate { value, lo, hi, n };
+        // 2.0 [1.6–2.5]: ×/÷ 1.25 around 2, so ±25%; its inverse just as wide.
+        let r = e(2.0, 1.6, 2.5, 4);
+        assert!((r.relative_half_width().unwrap() - 0.25).abs() < 1e-12);
+        let inv = r.inverse().unwrap().relative_half_width().unwrap();
+        assert!((inv - 0.25).abs() < 1e-12);
+        assert_eq!(e(3.0, 3.0, 3.0, 4).relative_half_width(), Some(0.0));
+        // No interval, or an end at zero: no width to give.
+        assert_eq!(e(3.0, 3.0, 3.0, 1).relative_half_width(), None);
+        assert_eq!(e(1.0, 0.0, 2.0, 4).relative_half_width(), None);
     }
 }

@@ -101,10 +101,12 @@ pub fn compare(args: CompareArgs) -> anyhow::Result<()> {
         },
     );
     show(wasmlab_report::terminal::compare(&changes).trim_end());
-    let headline = wasmlab_analysis::compare::headline(
-        &wasmlab_analysis::servers::analyse(&ia, &sa),
-        &wasmlab_analysis::servers::analyse(&ib, &sb),
+    let (aa, ab) = (
+        wasmlab_analysis::servers::analyse(&ia, &sa),
+        wasmlab_analysis::servers::analyse(&ib, &sb),
     );
+    let headline = wasmlab_analysis::compare::headline(&aa, &ab);
     show(wasmlab_report::terminal::headline(&headline).trim_end());
+    show(wasmlab_report::terminal::spreads(&aa, &ab).trim_end());
     Ok(())
 }

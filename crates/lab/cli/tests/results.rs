@@ -162,6 +162,20 @@ fn compare_marks_significant_changes() {
         stdout.contains("hello 1 of 1 at equal load, 0 of 1 saturated"),
         "{stdout}"
     );
+    // And how wide each run's intervals were, noisy above ±5%.
+    let spreads = row("the lead's 95% intervals at the median: A ±");
+    assert_eq!(spreads.len(), 1, "{stdout}");
+    for side in ["A ±", "B ±"] {
+        let at = spreads[0].find(side).unwrap() + side.len();
+        let rest = &spreads[0][at..];
+        let end = rest.find('%').unwrap();
+        let median: f64 = rest[..end].parse().unwrap();
+        assert_eq!(
+            rest[end..].starts_with("% (noisy)"),
+            median > 5.0,
+            "{stdout}"
+        );
+    }
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! The sentences every output shares (the terminal, summary.md and report.html), written once:
 //! what a flag, a figure or its absence means, and how a study's figures are set beside ours.
 
-use wasmlab_analysis::servers::BASELINE;
+use wasmlab_analysis::servers::{BASELINE, NOISY_SPREAD, Spread};
 
 /// The note that explains the saturation flag.
 pub(crate) fn saturation_note() -> String {
@@ -51,6 +51,32 @@ pub(crate) fn cost_lead() -> String {
     )
 }
 
+/// How wide the lead's intervals were, and, when the machine was noisy, what that means and what
+/// to do: a line under the lead in every output.
+pub(crate) fn spread_note(s: &Spread) -> String {
+    let (widest, half) = &s.widest;
+    let median = s.median * 100.0;
+    let widest = format!("widest: {widest} ±{:.0}%", half * 100.0);
+    if s.noisy() {
+        format!(
+            "⚠ a noisy machine: the 95% intervals above are ±{median:.1}% at the median over {} \
+             figures ({widest}), where a quiet machine gives less than ±{:.0}%; a figure of this \
+             run may well move by 10% or more in the next. Measure again when the machine is \
+             quieter, or with more repetitions (twice as many about halve the intervals: \
+             --repetitions); docs/method.md, \"Comparing runs\".",
+            s.figures,
+            NOISY_SPREAD * 100.0
+        )
+    } else {
+        format!(
+            "The 95% intervals above are ±{median:.1}% at the median over {} figures ({widest}): \
+             a quiet machine (noisy above ±{:.0}%).",
+            s.figures,
+            NOISY_SPREAD * 100.0
+        )
+    }
+}
+
 /// How the req/s one core sustains is read, and what it sizes.
 pub(crate) const PER_CORE: &str = "req/s per core = responses / CPU-seconds of the variant's \
     process tree: cores needed = target req/s ÷ this.";
@@ -77,4 +103,33 @@ pub(crate) fn sizing_rule(rule: &str) -> String {
          each server sustains (responses per CPU-second of its processes, mean over the runs \
          with its 95% interval), and the cores a target load would need at that rate."
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_spread_says_a_noisy_machine_and_what_to_do_above_five_percent() {
+        let spread = |median: f64| Spread {
+            median,
+            figures: 102,
+            widest: ("x hello saturated".into(), 0.17),
+        };
+        let quiet = spread_note(&spread(0.034));
+        assert_eq!(
+            quiet,
+            "The 95% intervals above are ±3.4% at the median over 102 figures (widest: x hello \
+             saturated ±17%): a quiet machine (noisy above ±5%)."
+        );
+        let noisy = spread_note(&spread(0.094));
+        assert!(
+            noisy.starts_with("⚠ a noisy machine: the 95% intervals above are ±9.4% at the median")
+                && noisy.contains("less than ±5%")
+                && noisy.contains("--repetitions"),
+            "{noisy}"
+        );
+        // At the threshold itself, still quiet.
+        assert!(!spread(NOISY_SPREAD).noisy() && spread(NOISY_SPREAD + 1e-6).noisy());
+    }
 }

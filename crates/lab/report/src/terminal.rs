@@ -11,7 +11,7 @@ use wasmlab_analysis::servers::BASELINE;
 use wasmlab_analysis::{ProgramAnalysis, ServerAnalysis, stats};
 
 use crate::format::SERVER_RATIO;
-use crate::notes::{capacity_note, equal_load_note, saturation_note};
+use crate::notes::{capacity_note, equal_load_note, saturation_note, spread_note};
 use crate::programs::{engine_columns, measured};
 use crate::sections;
 use crate::table;
@@ -79,6 +79,9 @@ fn costs(out: &mut String, a: &ServerAnalysis, wide: bool) {
     *out += &format!(
         "what a request costs against {BASELINE}: the server's CPU per request × {BASELINE}'s, at equal load (the variant and native at the same rate, the highest both kept up with) and where both servers were saturated\n{t}\n"
     );
+    if let Some(s) = a.spread() {
+        *out += &format!("{}\n", spread_note(&s));
+    }
 }
 
 fn cold_start(out: &mut String, a: &ServerAnalysis, wide: bool) {
@@ -248,6 +251,32 @@ pub fn headline(changes: &[HeadlineChange]) -> String {
     format!(
         "the headline, A against B: each variant's cost × {BASELINE} as each run's lead gives it\n{t}\nheld from A to B (B within {:.0}% of A and the 95% intervals overlapping; docs/method.md, \"Comparing runs\"): {counts}\n",
         STEADY_WITHIN * 100.0,
+    )
+}
+
+/// How steady each run's machine was, by the width of its lead's intervals (see
+/// [`spread_note`]): a miss between two runs where either was noisy is the machine's.
+pub fn spreads(a: &ServerAnalysis, b: &ServerAnalysis) -> String {
+    let side = |name: &str, x: &ServerAnalysis| match x.spread() {
+        Some(s) => format!(
+            "{name} ±{:.1}%{}",
+            s.median * 100.0,
+            if s.noisy() { " (noisy)" } else { "" }
+        ),
+        None => format!("{name} none (no interval)"),
+    };
+    let noisy = [a, b].iter().any(|x| x.spread().is_some_and(|s| s.noisy()));
+    format!(
+        "the lead's 95% intervals at the median: {}, {}; {}\n",
+        side("A", a),
+        side("B", b),
+        match noisy {
+            true => format!(
+                "above ±{:.0}% the machine was noisy, and figures move between runs by about their intervals' width or more",
+                wasmlab_analysis::servers::NOISY_SPREAD * 100.0
+            ),
+            false => "both quiet machines".to_owned(),
+        }
     )
 }
 

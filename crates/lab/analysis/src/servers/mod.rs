@@ -157,6 +157,33 @@ pub struct Cost {
     pub saturated_note: Option<String>,
 }
 
+/// How wide the lead's 95% intervals are (every variant's cost × native at equal load and
+/// saturated, every workload): how steady the machine was while it measured. A figure's interval
+/// is the spread of its own run's repetitions, so when the machine is noisy, figures move from
+/// one run to the next by about their intervals' width.
+#[derive(Debug, Clone, Serialize)]
+pub struct Spread {
+    /// The median of the figures' relative half-widths (see [`Estimate::relative_half_width`]).
+    pub median: f64,
+    /// How many figures with an interval it is over.
+    pub figures: usize,
+    /// The widest: the figure (variant, workload and footing) and its relative half-width.
+    pub widest: (String, f64),
+}
+
+/// The median relative half-width of the lead's intervals above which a run is said to have been
+/// measured on a noisy machine. Quick runs on the team's 2-core VM (4 repetitions) fell on either
+/// side of it, never near: ±2.6–3.9% in quiet periods, ±6.7–9.7% in noisy ones, when figures
+/// moved by up to 14% from one run to the next (docs/method.md, "Comparing runs").
+pub const NOISY_SPREAD: f64 = 0.05;
+
+impl Spread {
+    /// Whether the run's intervals say the machine was noisy (wider than [`NOISY_SPREAD`]).
+    pub fn noisy(&self) -> bool {
+        self.median > NOISY_SPREAD
+    }
+}
+
 /// A latency percentile spectrum: (percentile as a fraction, latency ms) points.
 #[derive(Debug, Clone, Serialize)]
 pub struct Spectrum {
@@ -312,6 +339,31 @@ impl ServerAnalysis {
                 })
             })
             .collect()
+    }
+
+    /// How wide the lead's intervals are; None when no figure of it has an interval.
+    pub fn spread(&self) -> Option<Spread> {
+        let mut widths: Vec<(String, f64)> = Vec::new();
+        for w in &self.workloads {
+            for c in self.costs(w) {
+                let footings = [
+                    ("at equal load", c.equal_load.map(|(_, e)| e)),
+                    ("saturated", c.saturated),
+                ];
+                for (footing, e) in footings {
+                    if let Some(h) = e.as_ref().and_then(Estimate::relative_half_width) {
+                        widths.push((format!("{} {w} {footing}", c.variant), h));
+                    }
+                }
+            }
+        }
+        let widest = widths.iter().max_by(|a, b| a.1.total_cmp(&b.1))?.clone();
+        let halves: Vec<f64> = widths.iter().map(|(_, h)| *h).collect();
+        Some(Spread {
+            median: stats::percentile(&halves, 0.5)?,
+            figures: widths.len(),
+            widest,
+        })
     }
 
     /// The cell where the variant served the most for a workload (its closed-loop maximum).
@@ -710,13 +762,13 @@ mod tests {
         s
     }
 
-    #[test]
-    fn capacity_only_where_both_servers_set_the_pace_and_equal_load_at_the_highest_rate() {
+    /// A complete run of native and x on hello at 50 connections.
+    fn run_info() -> ServerRunInfo {
         let suite = wasmlab_model::suite::ServerSuite::parse(
             "name = \"t\"\nvariants = [\"native\", \"x\"]\nworkloads = [\"hello\"]\nconnections = [50]\nduration_secs = 1.0\n",
         )
         .unwrap();
-        let info: ServerRunInfo = serde_json::from_value(serde_json::json!({
+        serde_json::from_value(serde_json::json!({
             "run_id": "r", "command": [], "started_utc": "", "finished_utc": null,
             "state": "complete", "git_sha": null, "seed": 1,
             "machine": {
@@ -726,7 +778,12 @@ mod tests {
             },
             "core_guest": null, "suite": serde_json::to_value(&suite).unwrap(), "variants": []
         }))
-        .unwrap();
+        .unwrap()
+    }
+
+    #[test]
+    fn capacity_only_where_both_servers_set_the_pace_and_equal_load_at_the_highest_rate() {
+        let info = run_info();
         let mut samples = Vec::new();
         for r in 0..3 {
             // Native costs 10 µs a request saturated, x 15; in run 2 the generator set
@@ -778,5 +835,44 @@ mod tests {
             Some("native generator-limited in 3/3 runs")
         );
         assert!(c.equal_load.is_some());
+    }
+
+    #[test]
+    fn spread_is_the_median_width_of_the_leads_intervals() {
+        let info = run_info();
+        // x costs 1.5× native in every repetition, saturated and at equal load: intervals of
+        // zero width, a quiet machine.
+        let steady = |x_equal: [f64; 4]| -> Vec<Sample> {
+            let mut samples = Vec::new();
+            for (r, x_busy) in (0..4).zip(x_equal) {
+                samples.push(cell("native", r, 0.99 / 10e-6, 0.99, 0.7, None));
+                samples.push(cell("x", r, 0.99 / 15e-6, 0.99, 0.7, None));
+                samples.push(cell("native", r, 30_000.0, 0.4, 0.3, Some(30_000.0)));
+                samples.push(cell("x", r, 30_000.0, x_busy, 0.3, Some(30_000.0)));
+            }
+            samples
+        };
+        let quiet = analyse(&info, &steady([0.6; 4])).spread().unwrap();
+        assert_eq!(quiet.figures, 2);
+        assert!(quiet.median.abs() < 1e-9 && !quiet.noisy(), "{quiet:?}");
+        // At equal load x's CPU moves by ±20% from one repetition to the next: that interval is
+        // wide, the median of the two (one at zero) is half its width, and the run was noisy.
+        let noisy = analyse(&info, &steady([0.48, 0.72, 0.5, 0.7]))
+            .spread()
+            .unwrap();
+        assert_eq!(noisy.widest.0, "x hello at equal load");
+        let e = analyse(&info, &steady([0.48, 0.72, 0.5, 0.7])).costs("hello")[0]
+            .equal_load
+            .unwrap()
+            .1;
+        let half = (e.hi / e.lo).sqrt() - 1.0;
+        assert!((noisy.widest.1 - half).abs() < 1e-12 && half > 0.2, "{e:?}");
+        assert!((noisy.median - half / 2.0).abs() < 1e-12 && noisy.noisy());
+        // One repetition: no interval, so no spread.
+        let one: Vec<Sample> = steady([0.6; 4])
+            .into_iter()
+            .filter(|s| s.repetition == 0)
+            .collect();
+        assert!(analyse(&info, &one).spread().is_none());
     }
 }

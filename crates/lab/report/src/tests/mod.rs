@@ -289,7 +289,7 @@ pub(crate) fn samples() -> Vec<Sample> {
 }
 
 /// A cell's resources: `cpu_secs` over a second on one CPU.
-fn resources(vi: usize, cpu_secs: f64) -> Resources {
+pub(crate) fn resources(vi: usize, cpu_secs: f64) -> Resources {
     Resources {
         rss_peak_kib: 20_000 + 30_000 * vi as u64,
         rss_mean_kib: 18_000.0 + 30_000.0 * vi as f64,

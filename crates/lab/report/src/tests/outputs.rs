@@ -85,6 +85,9 @@ fn report_full_run() {
     assert!(!md.contains("Not measured"), "{md}");
     assert!(md.contains("⚠ generator saturated in 1/2 runs"));
     assert!(md.contains("⚠ Variant **wasmtime-naive** failed"));
+    // Every figure here is of one run, so none has an interval, and there is no spread to say.
+    assert!(a.spread().is_none());
+    assert!(!md.contains("The 95% intervals above") && !md.contains("a noisy machine"));
 }
 
 #[test]
@@ -361,4 +364,38 @@ fn a_studys_sizing_rule_is_set_beside_every_measured_servers_capacity() {
         html.contains("nodes needed = target req"),
         "the rule in the page"
     );
+}
+
+#[test]
+fn under_the_lead_every_output_says_how_wide_the_intervals_were() {
+    // Every server saturated in both runs (the generator nowhere the limit); wasmtime-pooled's
+    // CPU 4% higher in its second run than its first when `drift` (native's steady): a capacity
+    // ratio a run, so an interval, wide or not.
+    let run = |drift: f64| {
+        let mut samples = samples();
+        for s in samples.iter_mut().filter(|s| s.kind == Kind::Throughput) {
+            let vi = usize::from(s.variant == "wasmtime-pooled");
+            let cpu = 0.95 * (1.0 + drift * vi as f64 * f64::from(s.repetition));
+            s.load.as_mut().unwrap().generator_saturated = false;
+            s.resources = Some(super::resources(vi, cpu));
+        }
+        analyse(&info(RunState::Complete), &samples)
+    };
+    for (drift, noisy) in [(0.0, false), (0.04, true)] {
+        let a = run(drift);
+        let spread = a.spread().expect("saturated ratios of two runs");
+        assert_eq!(spread.noisy(), noisy, "{spread:?}");
+        let note = crate::notes::spread_note(&spread);
+        assert!(render_summary_md(&a).contains(&note), "{note}");
+        assert!(crate::terminal::servers(&a, true).contains(&note));
+        let (class, start) = match noisy {
+            true => ("warn", "⚠ a noisy machine: the 95% intervals above are ±"),
+            false => ("note", "The 95% intervals above are ±0.0% at the median"),
+        };
+        let html = render_html(&a).unwrap();
+        assert!(
+            html.contains(&format!("<p class=\"{class}\">{start}")),
+            "{note}"
+        );
+    }
 }

@@ -28,6 +28,9 @@ pub(in crate::view) struct Answer {
     cost_rows: Option<Table>,
     /// How the equal-load rates were chosen, a line a workload.
     rates: Vec<String>,
+    /// How wide the costs' intervals are, and whether that says the machine was noisy.
+    spread: Option<String>,
+    noisy: bool,
     /// The cold start, in a sentence.
     cold_start: Option<String>,
     figures: Vec<Figure>,
@@ -84,6 +87,8 @@ pub(super) fn answer(a: &ServerAnalysis) -> Answer {
         costs: (!workloads.is_empty()).then(|| costs_table(a)).flatten(),
         workloads,
         rates: crate::sections::equal_load_rates(a),
+        spread: a.spread().map(|s| crate::notes::spread_note(&s)),
+        noisy: a.spread().is_some_and(|s| s.noisy()),
         cold_start: cold_start(a),
         figures,
         about: a
