@@ -59,17 +59,17 @@ pub(crate) fn spread_note(s: &Spread) -> String {
     let widest = format!("widest: {widest} ±{:.0}%", half * 100.0);
     if s.noisy() {
         format!(
-            "⚠ a noisy machine: the 95% intervals above are ±{median:.1}% at the median over {} \
+            "⚠ a noisy machine: the lead's 95% intervals are ±{median:.1}% at the median over {} \
              figures ({widest}), where a quiet machine gives less than ±{:.0}%; a figure of this \
              run may well move by 10% or more in the next. Measure again when the machine is \
-             quieter, or with more repetitions (twice as many about halve the intervals: \
-             --repetitions); docs/method.md, \"Comparing runs\".",
+             quieter, or with more repetitions (twice as many narrow the intervals by a third to \
+             a half: --repetitions); docs/method.md, \"Comparing runs\".",
             s.figures,
             NOISY_SPREAD * 100.0
         )
     } else {
         format!(
-            "The 95% intervals above are ±{median:.1}% at the median over {} figures ({widest}): \
+            "The lead's 95% intervals are ±{median:.1}% at the median over {} figures ({widest}): \
              a quiet machine (noisy above ±{:.0}%).",
             s.figures,
             NOISY_SPREAD * 100.0
@@ -119,12 +119,13 @@ mod tests {
         let quiet = spread_note(&spread(0.034));
         assert_eq!(
             quiet,
-            "The 95% intervals above are ±3.4% at the median over 102 figures (widest: x hello \
+            "The lead's 95% intervals are ±3.4% at the median over 102 figures (widest: x hello \
              saturated ±17%): a quiet machine (noisy above ±5%)."
         );
         let noisy = spread_note(&spread(0.094));
         assert!(
-            noisy.starts_with("⚠ a noisy machine: the 95% intervals above are ±9.4% at the median")
+            noisy
+                .starts_with("⚠ a noisy machine: the lead's 95% intervals are ±9.4% at the median")
                 && noisy.contains("less than ±5%")
                 && noisy.contains("--repetitions"),
             "{noisy}"

@@ -173,7 +173,7 @@ pub struct Spread {
 
 /// The median relative half-width of the lead's intervals above which a run is said to have been
 /// measured on a noisy machine. Quick runs on the team's 2-core VM (4 repetitions) fell on either
-/// side of it, never near: ±2.6–3.9% in quiet periods, ±6.7–9.7% in noisy ones, when figures
+/// side of it, never near: ±2.6–3.9% in quiet periods, ±6.7–10.2% in noisy ones, when figures
 /// moved by up to 14% from one run to the next (docs/method.md, "Comparing runs").
 pub const NOISY_SPREAD: f64 = 0.05;
 

@@ -87,7 +87,7 @@ fn report_full_run() {
     assert!(md.contains("⚠ Variant **wasmtime-naive** failed"));
     // Every figure here is of one run, so none has an interval, and there is no spread to say.
     assert!(a.spread().is_none());
-    assert!(!md.contains("The 95% intervals above") && !md.contains("a noisy machine"));
+    assert!(!md.contains("The lead's 95% intervals") && !md.contains("a noisy machine"));
 }
 
 #[test]
@@ -389,13 +389,14 @@ fn under_the_lead_every_output_says_how_wide_the_intervals_were() {
         assert!(render_summary_md(&a).contains(&note), "{note}");
         assert!(crate::terminal::servers(&a, true).contains(&note));
         let (class, start) = match noisy {
-            true => ("warn", "⚠ a noisy machine: the 95% intervals above are ±"),
-            false => ("note", "The 95% intervals above are ±0.0% at the median"),
+            true => ("warn", "⚠ a noisy machine: the lead's 95% intervals are ±"),
+            false => ("note", "The lead's 95% intervals are ±0.0% at the median"),
         };
+        // In report.html under the lead's first paragraph, escaped by the page.
         let html = render_html(&a).unwrap();
-        assert!(
-            html.contains(&format!("<p class=\"{class}\">{start}")),
-            "{note}"
-        );
+        let start = start.replace('\'', "&#x27;");
+        let at = html.find(&format!("<p class=\"{class}\">{start}"));
+        assert!(at.is_some(), "{note}");
+        assert!(at < html.find("Variant</th>"), "before the table");
     }
 }
