@@ -257,7 +257,8 @@ pub fn headline(changes: &[HeadlineChange]) -> String {
 /// How steady each run's machine was, by the width of its lead's intervals (see
 /// [`spread_note`]): a miss between two runs where either was noisy is the machine's.
 pub fn spreads(a: &ServerAnalysis, b: &ServerAnalysis) -> String {
-    let side = |name: &str, x: &ServerAnalysis| match x.spread() {
+    let (sa, sb) = (a.spread(), b.spread());
+    let side = |name: &str, s: &Option<wasmlab_analysis::servers::Spread>| match s {
         Some(s) => format!(
             "{name} ±{:.1}%{}",
             s.median * 100.0,
@@ -265,11 +266,13 @@ pub fn spreads(a: &ServerAnalysis, b: &ServerAnalysis) -> String {
         ),
         None => format!("{name} none (no interval)"),
     };
-    let noisy = [a, b].iter().any(|x| x.spread().is_some_and(|s| s.noisy()));
+    let noisy = [&sa, &sb]
+        .iter()
+        .any(|s| s.as_ref().is_some_and(|s| s.noisy()));
     format!(
         "the lead's 95% intervals at the median: {}, {}; {}\n",
-        side("A", a),
-        side("B", b),
+        side("A", &sa),
+        side("B", &sb),
         match noisy {
             true => format!(
                 "above ±{:.0}% the machine was noisy, and figures move between runs by about their intervals' width or more",

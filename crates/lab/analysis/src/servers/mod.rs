@@ -857,14 +857,10 @@ mod tests {
         assert!(quiet.median.abs() < 1e-9 && !quiet.noisy(), "{quiet:?}");
         // At equal load x's CPU moves by ±20% from one repetition to the next: that interval is
         // wide, the median of the two (one at zero) is half its width, and the run was noisy.
-        let noisy = analyse(&info, &steady([0.48, 0.72, 0.5, 0.7]))
-            .spread()
-            .unwrap();
+        let run = analyse(&info, &steady([0.48, 0.72, 0.5, 0.7]));
+        let noisy = run.spread().unwrap();
         assert_eq!(noisy.widest.0, "x hello at equal load");
-        let e = analyse(&info, &steady([0.48, 0.72, 0.5, 0.7])).costs("hello")[0]
-            .equal_load
-            .unwrap()
-            .1;
+        let e = run.costs("hello")[0].equal_load.unwrap().1;
         let half = (e.hi / e.lo).sqrt() - 1.0;
         assert!((noisy.widest.1 - half).abs() < 1e-12 && half > 0.2, "{e:?}");
         assert!((noisy.median - half / 2.0).abs() < 1e-12 && noisy.noisy());
