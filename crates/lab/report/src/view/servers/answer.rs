@@ -76,6 +76,7 @@ pub(super) fn answer(a: &ServerAnalysis) -> Answer {
         ]
     };
     let cost_rows = sections::costs(a);
+    let spread = a.spread();
     Answer {
         cost_rows: (!cost_rows.is_empty()).then(|| {
             Table::laid(&sections::cost_columns(), &cost_rows, &|v| {
@@ -87,8 +88,8 @@ pub(super) fn answer(a: &ServerAnalysis) -> Answer {
         costs: (!workloads.is_empty()).then(|| costs_table(a)).flatten(),
         workloads,
         rates: crate::sections::equal_load_rates(a),
-        spread: a.spread().map(|s| crate::notes::spread_note(&s)),
-        noisy: a.spread().is_some_and(|s| s.noisy()),
+        spread: spread.as_ref().map(crate::notes::spread_note),
+        noisy: spread.is_some_and(|s| s.noisy()),
         cold_start: cold_start(a),
         figures,
         about: a
