@@ -30,9 +30,16 @@ pub struct RunArgs {
     /// Override the suite's measured duration per cell (e.g. 5s).
     #[arg(long, value_parser = parse_duration)]
     pub duration: Option<Duration>,
-    /// Override the suite's number of repetitions.
+    /// Override the suite's number of repetitions: exactly this many (as hyperfine's --runs),
+    /// unless --max-repetitions lets the run add more.
     #[arg(long)]
     pub repetitions: Option<u32>,
+    /// Let an HTTP suite's run add repetitions, up to this many in all, when its first ones leave
+    /// the lead's 95% intervals wider than a quiet machine's (±5% at the median): Stein's
+    /// two-stage rule sets how many (docs/method.md, "Repetitions added on a noisy machine").
+    /// The quick suite allows 12.
+    #[arg(long, value_name = "N")]
+    pub max_repetitions: Option<u32>,
     /// How idle CPUs wait while an HTTP suite measures: `poll` (the suites' default: the lab
     /// holds a 0 µs wake-up latency request, so that a server below saturation is charged its
     /// own work, not the hypervisor's wake-ups; needs root) or `system` (as the machine has them).
@@ -76,6 +83,7 @@ impl RunArgs {
             connections: self.connections.clone(),
             duration_secs: self.duration.map(|d| d.as_secs_f64()),
             repetitions: self.repetitions,
+            max_repetitions: self.max_repetitions,
             cpu_idle: self.cpu_idle,
             seed: self.seed,
             wasm: self.wasm.clone(),

@@ -92,6 +92,85 @@ rates = { echo = [300] }
     assert_the_report_rebuilds_the_same(&dir);
 }
 
+/// A suite that allows more repetitions looks at its intervals after its own: with a target no
+/// interval meets it adds up to the most allowed, with one every interval meets (two repetitions'
+/// intervals are ±100% and more: t is 12.7 on one degree of freedom) it adds none, and
+/// `--repetitions` alone fixes the count (no look). What it did is in run.json, the samples, the
+/// terminal and the outputs' line on the intervals.
+#[test]
+fn a_run_adds_the_repetitions_its_intervals_ask_for() {
+    let suite = |target: f64| {
+        format!(
+            r#"name = "grow"
+variants = ["native", "wasmtime-pooled"]
+workloads = ["hello"]
+connections = [4]
+duration_secs = 0.1
+warmup_secs = 0.05
+repetitions = 2
+max_repetitions = 3
+interval_target = {target}
+
+[equal_load]
+rates = [1000]
+duration_secs = 0.2
+warmup_secs = 0.05
+connections = 4
+"#
+        )
+    };
+    for (target, extra, added) in [
+        (0.0001, &[][..], Some(1)),
+        (1000.0, &[][..], Some(0)),
+        (0.0001, &["--repetitions", "2"][..], None),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let (out, results) = run_suite(tmp.path(), &suite(target), extra);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        let dir = only_run_dir(&results);
+        let run = read_json(&dir.join("run.json"));
+        let total = 2 + added.unwrap_or(0);
+        assert_eq!(run["suite"]["repetitions"], total, "{target} {extra:?}");
+        assert_eq!(run["orders"].as_array().unwrap().len(), total as usize);
+        let samples = std::fs::read_to_string(dir.join("samples.jsonl")).unwrap();
+        for r in 0..3 {
+            let measured = samples.contains(&format!("\"repetition\":{r},"));
+            assert_eq!(measured, r < total, "repetition {r}: {target} {extra:?}");
+        }
+        let summary = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+        let said = "This run measured 3 repetitions, not 2: after those its intervals were ±";
+        match added {
+            Some(added) => {
+                let look = &run["added_repetitions"];
+                assert_eq!(look["after"], 2, "{look}");
+                assert_eq!(look["added"], added, "{look}");
+                assert_eq!(look["max"], 3, "{look}");
+                assert!(look["spread"].as_f64().unwrap() > 0.0, "{look}");
+                assert!(
+                    stderr.contains("wasmlab: after 2 repetitions the lead's 95% intervals are ±"),
+                    "{stderr}"
+                );
+                let (said_here, message) = match added {
+                    1 => (true, "aimed for: 1 more (3 in all, at most 3)"),
+                    _ => (false, "aimed for: none added (up to 3 in all when wider)"),
+                };
+                assert!(stderr.contains(message), "{stderr}");
+                assert_eq!(summary.contains(said), said_here, "{summary}");
+                assert_eq!(
+                    String::from_utf8_lossy(&out.stdout).contains(said),
+                    said_here
+                );
+            }
+            None => {
+                assert!(run.get("added_repetitions").is_none(), "{run}");
+                assert!(!stderr.contains("after 2 repetitions"), "{stderr}");
+                assert!(!summary.contains(said));
+            }
+        }
+    }
+}
+
 /// Equal load: hello's and proxy's rates chosen from the probed capacities, echo's the suite's;
 /// each variant offered its own and native every rate; every cell's CPU read; the answer leads
 /// summary.md.
@@ -392,7 +471,34 @@ fn bad_suite_file_is_a_clear_error() {
             "--results",
             results,
         ],
-        "--cpu-idle are for HTTP suites",
+        "--cpu-idle and --max-repetitions are for HTTP suites",
+    );
+    // The most a run may grow to is at least what it starts with, and it starts with an interval.
+    assert_fails_with(
+        &[
+            "run",
+            "--repetitions",
+            "4",
+            "--max-repetitions",
+            "3",
+            "--no-build",
+            "--results",
+            results,
+        ],
+        "--max-repetitions 3 is below the run's 4 repetitions",
+    );
+    assert_fails_with(
+        &[
+            "run",
+            "--repetitions",
+            "1",
+            "--max-repetitions",
+            "4",
+            "--no-build",
+            "--results",
+            results,
+        ],
+        "one gives no interval",
     );
     let suite = write(
         tmp.path(),

@@ -109,19 +109,19 @@ fn progress_bar(len: u64, unit: &str) -> ProgressBar {
     pb
 }
 
-/// The repetitions of a run, for both kinds of cell: in repetition r, every unit (a server
+/// Repetitions `rounds` of a run, for both kinds of cell: in repetition r, every unit (a server
 /// variant, or an engine and program) in the plan's shuffled order for r. `begin` sees each
 /// repetition's order first; `each` measures one unit. Stops as soon as `cancelled` says so.
 fn repetitions<S, U: Clone>(
     plan: &Plan,
     units: &[U],
-    count: u32,
+    rounds: std::ops::Range<u32>,
     state: &mut S,
     cancelled: impl Fn(&S) -> bool,
     mut begin: impl FnMut(&mut S, u32, &[U]) -> anyhow::Result<()>,
     mut each: impl FnMut(&mut S, &U, u32) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
-    for r in 0..count {
+    for r in rounds {
         let order = plan.order(units, r);
         begin(state, r, &order)?;
         for unit in &order {

@@ -3,15 +3,19 @@
 //! shares of the slowest variant's); then cold starts, each launch in a shuffled order on an
 //! otherwise idle machine; then, for each repetition, each variant in a shuffled order: launch,
 //! verify, its load cells (closed loop and equal load, warm, open loop) with resources read,
-//! stop.
+//! stop; and, where the suite allows more repetitions, as many more as the first ones' intervals
+//! ask for.
 
+use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use wasmlab_analysis::servers::{NOISY_SPREAD, analyse};
+use wasmlab_analysis::stats::stein_total;
 use wasmlab_model::idle::IdleRecord;
-use wasmlab_model::run::{EqualLoadRates, Run, RunState, ServerRunInfo};
+use wasmlab_model::run::{AddedRepetitions, EqualLoadRates, Run, RunState, ServerRunInfo};
 use wasmlab_model::sample::{Kind, Sample};
 use wasmlab_model::suite::ServerSuite;
 use wasmlab_plan::Plan;
@@ -128,6 +132,7 @@ fn start_recording(
         container_engine: None,
         containerd: None,
         equal_load: Vec::new(),
+        added_repetitions: None,
     };
     debug_assert_eq!(info.header.state, RunState::Running);
     let progress = crate::progress_bar(planned_steps(plan, suite), "steps");
@@ -443,15 +448,83 @@ impl<'a> ServerRun<'a> {
         Ok(())
     }
 
-    /// The suite's repetitions: each variant launched, verified again and measured, in a
-    /// shuffled order each time (recorded in run.json).
+    /// The suite's repetitions, then those its intervals ask for (see [`Self::add_repetitions`]).
     fn repetitions(&mut self, variants: &[&Launchable]) -> anyhow::Result<()> {
+        let first = self.suite.repetitions;
+        let started = Instant::now();
+        self.rounds(variants, 0..first)?;
+        let Some(max) = self.suite.max_repetitions.filter(|m| *m > first) else {
+            return Ok(());
+        };
+        if self.rec.cancelled() {
+            return Ok(());
+        }
+        let added = self.add_repetitions(variants.len(), first, max, started.elapsed())?;
+        self.rounds(variants, first..first + added)
+    }
+
+    /// After the first `first` repetitions, how many more the lead's intervals ask for, up to
+    /// `max` in all: none when they are as narrow as the suite's `interval_target` (by default a
+    /// quiet machine's, [`NOISY_SPREAD`]) at the median, else as many as Stein's two-stage rule
+    /// says bring the median to it ([`stein_total`]). The run looks at its own figures as
+    /// `wasmlab report` would, so the rule judges exactly what the outputs will show. Recorded in
+    /// run.json, and the suite's repetitions there become the total.
+    fn add_repetitions(
+        &mut self,
+        variants: usize,
+        first: u32,
+        max: u32,
+        took: Duration,
+    ) -> anyhow::Result<u32> {
+        let target = self.suite.interval_target.unwrap_or(NOISY_SPREAD);
+        let spread = analyse(&self.rec.info, &self.rec.samples)
+            .spread()
+            .map(|s| s.median);
+        let total = spread.map_or(first, |w| stein_total(first, w, target, max));
+        let added = total - first;
+        let width = |w: f64| format!("±{:.1}%", w * 100.0);
+        self.rec.say(match spread {
+            None => format!(
+                "wasmlab: after {first} repetitions no figure of the lead has an interval to \
+                 judge the machine by: none added"
+            ),
+            Some(w) if added == 0 => format!(
+                "wasmlab: after {first} repetitions the lead's 95% intervals are {} at the \
+                 median, within the {} aimed for: none added (up to {max} in all when wider)",
+                width(w),
+                width(target)
+            ),
+            Some(w) => format!(
+                "wasmlab: after {first} repetitions the lead's 95% intervals are {} at the \
+                 median, wider than the {} aimed for: {added} more ({total} in all, at most \
+                 {max}), about {} min",
+                width(w),
+                width(target),
+                ((took.as_secs_f64() / f64::from(first) * f64::from(added)) / 60.0).ceil()
+            ),
+        });
+        self.rec.info.added_repetitions = Some(AddedRepetitions {
+            after: first,
+            spread,
+            target,
+            added,
+            max,
+        });
+        self.rec.info.suite.repetitions = total;
+        let more = u64::from(added) * variants as u64 * variant_steps(self.suite);
+        self.rec.progress.inc_length(more);
+        self.rec.save_info()?;
+        Ok(added)
+    }
+
+    /// Repetitions `rounds`: each variant launched, verified again and measured, in a shuffled
+    /// order each time (recorded in run.json).
+    fn rounds(&mut self, variants: &[&Launchable], rounds: Range<u32>) -> anyhow::Result<()> {
         let steps = variant_steps(self.suite);
-        let (plan, count) = (self.plan, self.suite.repetitions);
         crate::repetitions(
-            plan,
+            self.plan,
             variants,
-            count,
+            rounds,
             self,
             |run| run.rec.cancelled(),
             |run, _, order| {

@@ -133,6 +133,26 @@ pub struct ServerRunInfo {
     /// The rates each workload was measured at equal load, and where they came from.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub equal_load: Vec<EqualLoadRates>,
+    /// Whether the run added repetitions to the suite's, and why (with `max_repetitions`; the
+    /// suite's `repetitions` is then the total planned).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub added_repetitions: Option<AddedRepetitions>,
+}
+
+/// A run's look at its intervals after the suite's first repetitions, and the repetitions it
+/// added for them (Stein's two-stage rule: the first stage's spread sets the total).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AddedRepetitions {
+    /// The repetitions measured before the look.
+    pub after: u32,
+    /// The median relative half-width of the lead's 95% intervals then (None: no interval).
+    pub spread: Option<f64>,
+    /// The width the run aimed for.
+    pub target: f64,
+    /// Repetitions added (0 when the intervals were narrow enough).
+    pub added: u32,
+    /// The most the suite allowed.
+    pub max: u32,
 }
 
 /// The rates variants were offered on a workload at equal load, and where they came from.

@@ -37,6 +37,8 @@ pub struct RunRequest {
     /// The suite's measured seconds per cell, replaced.
     pub duration_secs: Option<f64>,
     pub repetitions: Option<u32>,
+    /// The most repetitions a server run may grow to when its intervals come out wide.
+    pub max_repetitions: Option<u32>,
     /// The suite's idle policy, replaced (server suites only).
     pub cpu_idle: Option<IdlePolicy>,
     /// Seed of the shuffled orders (default: the suite's, else the clock).
@@ -213,7 +215,28 @@ fn servers(
         suite.duration_secs = d;
     }
     if let Some(r) = req.repetitions {
+        // A count asked for is the count run, as hyperfine's --runs; --max-repetitions lets it
+        // grow.
         suite.repetitions = r;
+        suite.max_repetitions = None;
+    }
+    if let Some(m) = req.max_repetitions {
+        anyhow::ensure!(
+            m >= suite.repetitions,
+            "--max-repetitions {m} is below the run's {} repetitions (the suite's, or \
+             --repetitions): the most a run may grow to cannot be fewer than it starts with",
+            suite.repetitions
+        );
+        anyhow::ensure!(
+            suite.repetitions >= 2,
+            "--max-repetitions needs at least 2 repetitions to start with (--repetitions): one \
+             gives no interval to judge the machine by"
+        );
+        suite.max_repetitions = Some(m);
+    }
+    if suite.max_repetitions.is_none() {
+        // The suite's target has nothing to do once the count is fixed.
+        suite.interval_target = None;
     }
     if let Some(p) = req.cpu_idle {
         suite.cpu_idle = p;
@@ -254,8 +277,10 @@ fn programs(req: &RunRequest, mut suite: ProgramSuite) -> anyhow::Result<(Progra
         req.connections.is_empty()
             && req.duration_secs.is_none()
             && req.wasm.is_none()
-            && req.cpu_idle.is_none(),
-        "--connections, --duration, --wasm and --cpu-idle are for HTTP suites; {} is a program suite",
+            && req.cpu_idle.is_none()
+            && req.max_repetitions.is_none(),
+        "--connections, --duration, --wasm, --cpu-idle and --max-repetitions are for HTTP suites; \
+         {} is a program suite",
         suite.name
     );
     if !req.variants.is_empty() {

@@ -2,6 +2,7 @@
 //! what a flag, a figure or its absence means, and how a study's figures are set beside ours.
 
 use wasmlab_analysis::servers::{BASELINE, NOISY_SPREAD, Spread};
+use wasmlab_model::run::AddedRepetitions;
 
 /// The note that explains the saturation flag.
 pub(crate) fn saturation_note() -> String {
@@ -52,18 +53,20 @@ pub(crate) fn cost_lead() -> String {
 }
 
 /// How wide the lead's intervals were, and, when the machine was noisy, what that means and what
-/// to do: a line under the lead in every output.
-pub(crate) fn spread_note(s: &Spread) -> String {
+/// to do; with the repetitions the run added for them, when it added any: a line under the lead
+/// in every output.
+pub(crate) fn spread_note(s: &Spread, added: Option<&AddedRepetitions>) -> String {
     let (widest, half) = &s.widest;
     let median = s.median * 100.0;
     let widest = format!("widest: {widest} ±{:.0}%", half * 100.0);
-    if s.noisy() {
+    let mut note = if s.noisy() {
         format!(
             "⚠ a noisy machine: the lead's 95% intervals are ±{median:.1}% at the median over {} \
              figures ({widest}), where a quiet machine gives less than ±{:.0}%; a figure of this \
              run may well move by 10% or more in the next. Measure again when the machine is \
              quieter, or with more repetitions (twice as many narrow the intervals by a third to \
-             a half: --repetitions); docs/method.md, \"Comparing runs\".",
+             a half: --repetitions, or --max-repetitions to add them only when needed); \
+             docs/method.md, \"Comparing runs\".",
             s.figures,
             NOISY_SPREAD * 100.0
         )
@@ -74,7 +77,20 @@ pub(crate) fn spread_note(s: &Spread) -> String {
             s.figures,
             NOISY_SPREAD * 100.0
         )
+    };
+    if let Some(a) = added.filter(|a| a.added > 0) {
+        note += &format!(
+            " This run measured {} repetitions, not {}: after those its intervals were ±{:.1}% at \
+             the median, so it added {} (Stein's two-stage rule, at most {}; docs/method.md, \
+             \"Repetitions added on a noisy machine\").",
+            a.after + a.added,
+            a.after,
+            a.spread.unwrap_or(f64::NAN) * 100.0,
+            a.added,
+            a.max
+        );
     }
+    note
 }
 
 /// How the req/s one core sustains is read, and what it sizes.
@@ -116,20 +132,41 @@ mod tests {
             figures: 102,
             widest: ("x hello saturated".into(), 0.17),
         };
-        let quiet = spread_note(&spread(0.034));
+        let quiet = spread_note(&spread(0.034), None);
         assert_eq!(
             quiet,
             "The lead's 95% intervals are ±3.4% at the median over 102 figures (widest: x hello \
              saturated ±17%): a quiet machine (noisy above ±5%)."
         );
-        let noisy = spread_note(&spread(0.094));
+        let noisy = spread_note(&spread(0.094), None);
         assert!(
             noisy
                 .starts_with("⚠ a noisy machine: the lead's 95% intervals are ±9.4% at the median")
                 && noisy.contains("less than ±5%")
-                && noisy.contains("--repetitions"),
+                && noisy.contains("--repetitions")
+                && noisy.contains("--max-repetitions"),
             "{noisy}"
         );
+        // Repetitions the run added are said after it; a look that added none is not.
+        let mut added = AddedRepetitions {
+            after: 4,
+            spread: Some(0.081),
+            target: NOISY_SPREAD,
+            added: 7,
+            max: 12,
+        };
+        let grown = spread_note(&spread(0.046), Some(&added));
+        assert!(
+            grown.starts_with(&quiet.replace("3.4", "4.6"))
+                && grown.ends_with(
+                    " This run measured 11 repetitions, not 4: after those its intervals were \
+                     ±8.1% at the median, so it added 7 (Stein's two-stage rule, at most 12; \
+                     docs/method.md, \"Repetitions added on a noisy machine\")."
+                ),
+            "{grown}"
+        );
+        added.added = 0;
+        assert_eq!(spread_note(&spread(0.034), Some(&added)), quiet);
         // At the threshold itself, still quiet.
         assert!(!spread(NOISY_SPREAD).noisy() && spread(NOISY_SPREAD + 1e-6).noisy());
     }

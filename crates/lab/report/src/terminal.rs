@@ -80,7 +80,8 @@ fn costs(out: &mut String, a: &ServerAnalysis, wide: bool) {
         "what a request costs against {BASELINE}: the server's CPU per request × {BASELINE}'s, at equal load (the variant and native at the same rate, the highest both kept up with) and where both servers were saturated\n{t}\n"
     );
     if let Some(s) = a.spread() {
-        *out += &format!("{}\n", spread_note(&s));
+        let added = a.info.added_repetitions.as_ref();
+        *out += &format!("{}\n", spread_note(&s, added));
     }
 }
 

@@ -205,7 +205,7 @@ impl ProgramRun<'_> {
         crate::repetitions(
             plan,
             pairs,
-            count,
+            0..count,
             self,
             |run| run.rec.cancelled(),
             |run, r, order| {

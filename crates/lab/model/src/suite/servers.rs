@@ -63,6 +63,15 @@ pub struct ServerSuite {
     /// Independent runs of every measured cell, the variants in a shuffled order each time.
     #[serde(default = "default_repetitions")]
     pub repetitions: u32,
+    /// When set, the run may add repetitions up to this many when its first `repetitions` leave
+    /// the lead's intervals wide (a noisy machine): Stein's two-stage rule, see
+    /// `wasmlab_measure`'s `added_repetitions`. Absent: exactly `repetitions`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_repetitions: Option<u32>,
+    /// The median relative half-width of the lead's 95% intervals that `max_repetitions` adds
+    /// repetitions for (default: 0.05, where a machine is said to be noisy).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval_target: Option<f64>,
     /// Seed of the shuffled orders (default: taken from the clock, and recorded in run.json).
     #[serde(default)]
     pub seed: Option<u64>,
@@ -631,6 +640,28 @@ impl ServerSuite {
         );
         anyhow::ensure!(self.load_threads >= 1, "`load_threads` must be >= 1");
         anyhow::ensure!(self.repetitions >= 1, "`repetitions` must be >= 1");
+        if let Some(max) = self.max_repetitions {
+            anyhow::ensure!(
+                max >= self.repetitions,
+                "`max_repetitions` ({max}) must be >= `repetitions` ({})",
+                self.repetitions
+            );
+            anyhow::ensure!(
+                self.repetitions >= 2 || max == self.repetitions,
+                "`max_repetitions` needs `repetitions` >= 2: one repetition gives no interval to \
+                 judge the machine by"
+            );
+        }
+        if let Some(t) = self.interval_target {
+            anyhow::ensure!(
+                t.is_finite() && t > 0.0,
+                "`interval_target` must be a positive share (0.05 for ±5%), not {t}"
+            );
+            anyhow::ensure!(
+                self.max_repetitions.is_some(),
+                "`interval_target` is what `max_repetitions` adds repetitions for: set both"
+            );
+        }
         if let Some(c) = &self.cold_start {
             anyhow::ensure!(c.runs >= 1, "`cold_start.runs` must be >= 1");
         }
@@ -1017,6 +1048,21 @@ duration_secs = 1.0
         assert!(err(format!("{base}colour = 1\n")).contains("colour"));
         assert!(err(base.replace("duration_secs = 1.0\n", "")).contains("duration_secs"));
         assert!(err(format!("{base}repetitions = 0\n")).contains("repetitions"));
+        assert!(
+            err(format!("{base}repetitions = 4\nmax_repetitions = 3\n"))
+                .contains("`max_repetitions` (3) must be >= `repetitions` (4)")
+        );
+        assert!(
+            err(format!("{base}repetitions = 1\nmax_repetitions = 4\n"))
+                .contains("one repetition gives no interval")
+        );
+        assert!(
+            err(format!(
+                "{base}repetitions = 2\nmax_repetitions = 4\ninterval_target = 0\n"
+            ))
+            .contains("a positive share (0.05 for ±5%), not 0")
+        );
+        assert!(err(format!("{base}interval_target = 0.05\n")).contains("set both"));
         assert!(
             err(format!("{base}study = \"libsodium\"\n"))
                 .contains("gateway-study, net-limits, wasi-test, wasmcloud")

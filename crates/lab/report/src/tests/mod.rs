@@ -115,6 +115,7 @@ pub(crate) fn info(state: RunState) -> ServerRunInfo {
                 ("wasmtime-pooled".into(), 4_000.0),
             ],
         }],
+        added_repetitions: None,
     }
 }
 

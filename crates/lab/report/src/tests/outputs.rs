@@ -2,6 +2,7 @@
 //! ratios, a run without samples, degenerate figures, number formats, a program run.
 
 use super::*;
+use wasmlab_model::run::AddedRepetitions;
 
 #[test]
 fn report_full_run() {
@@ -370,7 +371,8 @@ fn a_studys_sizing_rule_is_set_beside_every_measured_servers_capacity() {
 fn under_the_lead_every_output_says_how_wide_the_intervals_were() {
     // Every server saturated in both runs (the generator nowhere the limit); wasmtime-pooled's
     // CPU 4% higher in its second run than its first when `drift` (native's steady): a capacity
-    // ratio a run, so an interval, wide or not.
+    // ratio a run, so an interval, wide or not. The drifting run also added repetitions, said in
+    // the same line.
     let run = |drift: f64| {
         let mut samples = samples();
         for s in samples.iter_mut().filter(|s| s.kind == Kind::Throughput) {
@@ -379,13 +381,26 @@ fn under_the_lead_every_output_says_how_wide_the_intervals_were() {
             s.load.as_mut().unwrap().generator_saturated = false;
             s.resources = Some(super::resources(vi, cpu));
         }
-        analyse(&info(RunState::Complete), &samples)
+        let mut info = info(RunState::Complete);
+        info.added_repetitions = (drift > 0.0).then_some(AddedRepetitions {
+            after: 1,
+            spread: Some(0.2),
+            target: 0.05,
+            added: 1,
+            max: 2,
+        });
+        analyse(&info, &samples)
     };
     for (drift, noisy) in [(0.0, false), (0.04, true)] {
         let a = run(drift);
         let spread = a.spread().expect("saturated ratios of two runs");
         assert_eq!(spread.noisy(), noisy, "{spread:?}");
-        let note = crate::notes::spread_note(&spread);
+        let note = crate::notes::spread_note(&spread, a.info.added_repetitions.as_ref());
+        assert_eq!(
+            note.contains("This run measured 2 repetitions, not 1"),
+            noisy,
+            "{note}"
+        );
         assert!(render_summary_md(&a).contains(&note), "{note}");
         assert!(crate::terminal::servers(&a, true).contains(&note));
         let (class, start) = match noisy {

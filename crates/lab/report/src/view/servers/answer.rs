@@ -88,7 +88,9 @@ pub(super) fn answer(a: &ServerAnalysis) -> Answer {
         costs: (!workloads.is_empty()).then(|| costs_table(a)).flatten(),
         workloads,
         rates: crate::sections::equal_load_rates(a),
-        spread: spread.as_ref().map(crate::notes::spread_note),
+        spread: spread
+            .as_ref()
+            .map(|s| crate::notes::spread_note(s, a.info.added_repetitions.as_ref())),
         noisy: spread.is_some_and(|s| s.noisy()),
         cold_start: cold_start(a),
         figures,
