@@ -112,8 +112,8 @@ max_repetitions = 3
 interval_target = {target}
 
 [equal_load]
-rates = [1000]
-duration_secs = 0.2
+rates = [300]
+duration_secs = 0.3
 warmup_secs = 0.05
 connections = 4
 "#
@@ -139,8 +139,24 @@ connections = 4
             assert_eq!(measured, r < total, "repetition {r}: {target} {extra:?}");
         }
         let summary = std::fs::read_to_string(dir.join("summary.md")).unwrap();
-        let said = "This run measured 3 repetitions, not 2: after those its intervals were ±";
+        // Said one way when the intervals are still wide after the added repetition, the other
+        // when they are not.
+        let said = |text: &str| {
+            text.contains(
+                "This run measured 3 repetitions, not 2: after those its intervals were ±",
+            ) || text.contains("after 3 repetitions, where after the first 2 they were ±")
+        };
         match added {
+            Some(_) if run["added_repetitions"]["spread"].is_null() => {
+                // No lead figure had an interval (a machine so busy that the equal-load cells
+                // fell behind and no server saturated): nothing to judge by, nothing added.
+                assert_eq!(run["added_repetitions"]["added"], 0, "{run}");
+                assert!(
+                    stderr.contains("no figure of the lead has an interval"),
+                    "{stderr}"
+                );
+                skipped("the added repetitions' check: no lead figure had an interval here");
+            }
             Some(added) => {
                 let look = &run["added_repetitions"];
                 assert_eq!(look["after"], 2, "{look}");
@@ -156,16 +172,13 @@ connections = 4
                     _ => (false, "aimed for: none added (up to 3 in all when wider)"),
                 };
                 assert!(stderr.contains(message), "{stderr}");
-                assert_eq!(summary.contains(said), said_here, "{summary}");
-                assert_eq!(
-                    String::from_utf8_lossy(&out.stdout).contains(said),
-                    said_here
-                );
+                assert_eq!(said(&summary), said_here, "{summary}");
+                assert_eq!(said(&String::from_utf8_lossy(&out.stdout)), said_here);
             }
             None => {
                 assert!(run.get("added_repetitions").is_none(), "{run}");
                 assert!(!stderr.contains("after 2 repetitions"), "{stderr}");
-                assert!(!summary.contains(said));
+                assert!(!said(&summary));
             }
         }
     }

@@ -59,38 +59,57 @@ pub(crate) fn spread_note(s: &Spread, added: Option<&AddedRepetitions>) -> Strin
     let (widest, half) = &s.widest;
     let median = s.median * 100.0;
     let widest = format!("widest: {widest} ±{:.0}%", half * 100.0);
-    let mut note = if s.noisy() {
+    let noisy_above = NOISY_SPREAD * 100.0;
+    let added = added.filter(|a| a.added > 0);
+    let first = |a: &AddedRepetitions| a.spread.unwrap_or(f64::NAN) * 100.0;
+    let rule = |a: &AddedRepetitions| {
         format!(
+            "Stein's two-stage rule, at most {}; docs/method.md, \"Repetitions added on a noisy \
+             machine\"",
+            a.max
+        )
+    };
+    if s.noisy() {
+        let mut note = format!(
             "⚠ a noisy machine: the lead's 95% intervals are ±{median:.1}% at the median over {} \
-             figures ({widest}), where a quiet machine gives less than ±{:.0}%; a figure of this \
-             run may well move by 10% or more in the next. Measure again when the machine is \
-             quieter, or with more repetitions (twice as many narrow the intervals by a third to \
-             a half: --repetitions, or --max-repetitions to add them only when needed); \
+             figures ({widest}), where a quiet machine gives less than ±{noisy_above:.0}%; a figure \
+             of this run may well move by 10% or more in the next. Measure again when the machine \
+             is quieter, or with more repetitions (twice as many narrow the intervals by a third \
+             to a half: --repetitions, or --max-repetitions to add them only when needed); \
              docs/method.md, \"Comparing runs\".",
+            s.figures
+        );
+        if let Some(a) = added {
+            note += &format!(
+                " This run measured {} repetitions, not {}: after those its intervals were \
+                 ±{:.1}% at the median, so it added {} ({}).",
+                a.after + a.added,
+                a.after,
+                first(a),
+                a.added,
+                rule(a)
+            );
+        }
+        note
+    } else if let Some(a) = added {
+        format!(
+            "A noisy machine, measured longer: the lead's 95% intervals are ±{median:.1}% at the \
+             median over {} figures ({widest}) after {} repetitions, where after the first {} they \
+             were ±{:.1}% (noisy above ±{noisy_above:.0}%; {} added by {}).",
             s.figures,
-            NOISY_SPREAD * 100.0
+            a.after + a.added,
+            a.after,
+            first(a),
+            a.added,
+            rule(a)
         )
     } else {
         format!(
             "The lead's 95% intervals are ±{median:.1}% at the median over {} figures ({widest}): \
-             a quiet machine (noisy above ±{:.0}%).",
-            s.figures,
-            NOISY_SPREAD * 100.0
+             a quiet machine (noisy above ±{noisy_above:.0}%).",
+            s.figures
         )
-    };
-    if let Some(a) = added.filter(|a| a.added > 0) {
-        note += &format!(
-            " This run measured {} repetitions, not {}: after those its intervals were ±{:.1}% at \
-             the median, so it added {} (Stein's two-stage rule, at most {}; docs/method.md, \
-             \"Repetitions added on a noisy machine\").",
-            a.after + a.added,
-            a.after,
-            a.spread.unwrap_or(f64::NAN) * 100.0,
-            a.added,
-            a.max
-        );
     }
-    note
 }
 
 /// How the req/s one core sustains is read, and what it sizes.
@@ -155,15 +174,25 @@ mod tests {
             added: 7,
             max: 12,
         };
+        // Narrow after the repetitions the run added: a noisy machine measured longer.
         let grown = spread_note(&spread(0.046), Some(&added));
+        assert_eq!(
+            grown,
+            "A noisy machine, measured longer: the lead's 95% intervals are ±4.6% at the median \
+             over 102 figures (widest: x hello saturated ±17%) after 11 repetitions, where after \
+             the first 4 they were ±8.1% (noisy above ±5%; 7 added by Stein's two-stage rule, at \
+             most 12; docs/method.md, \"Repetitions added on a noisy machine\")."
+        );
+        // Still wide after them: the warning, and what was added.
+        let still = spread_note(&spread(0.094), Some(&added));
         assert!(
-            grown.starts_with(&quiet.replace("3.4", "4.6"))
-                && grown.ends_with(
+            still.starts_with(&noisy)
+                && still.ends_with(
                     " This run measured 11 repetitions, not 4: after those its intervals were \
                      ±8.1% at the median, so it added 7 (Stein's two-stage rule, at most 12; \
                      docs/method.md, \"Repetitions added on a noisy machine\")."
                 ),
-            "{grown}"
+            "{still}"
         );
         added.added = 0;
         assert_eq!(spread_note(&spread(0.034), Some(&added)), quiet);

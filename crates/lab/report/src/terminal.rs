@@ -259,27 +259,37 @@ pub fn headline(changes: &[HeadlineChange]) -> String {
 /// [`spread_note`]): a miss between two runs where either was noisy is the machine's.
 pub fn spreads(a: &ServerAnalysis, b: &ServerAnalysis) -> String {
     let (sa, sb) = (a.spread(), b.spread());
-    let side = |name: &str, s: &Option<wasmlab_analysis::servers::Spread>| match s {
-        Some(s) => format!(
-            "{name} ±{:.1}%{}",
-            s.median * 100.0,
-            if s.noisy() { " (noisy)" } else { "" }
-        ),
-        None => format!("{name} none (no interval)"),
+    let added = |x: &ServerAnalysis| x.info.added_repetitions.clone().filter(|r| r.added > 0);
+    let side = |name: &str, s: &Option<wasmlab_analysis::servers::Spread>, x: &ServerAnalysis| {
+        let Some(s) = s else {
+            return format!("{name} none (no interval)");
+        };
+        let grown = added(x).map_or(String::new(), |r| {
+            format!(
+                " after {} repetitions (±{:.1}% after the first {}: noisy, measured longer)",
+                r.after + r.added,
+                r.spread.unwrap_or(f64::NAN) * 100.0,
+                r.after
+            )
+        });
+        let noisy = if s.noisy() { " (noisy)" } else { "" };
+        format!("{name} ±{:.1}%{noisy}{grown}", s.median * 100.0)
     };
     let noisy = [&sa, &sb]
         .iter()
         .any(|s| s.as_ref().is_some_and(|s| s.noisy()));
     format!(
         "the lead's 95% intervals at the median: {}, {}; {}\n",
-        side("A", &sa),
-        side("B", &sb),
-        match noisy {
-            true => format!(
+        side("A", &sa, a),
+        side("B", &sb, b),
+        match (noisy, added(a).is_some() || added(b).is_some()) {
+            (true, _) => format!(
                 "above ±{:.0}% the machine was noisy, and figures move between runs by about their intervals' width or more",
                 wasmlab_analysis::servers::NOISY_SPREAD * 100.0
             ),
-            false => "both quiet machines".to_owned(),
+            (false, true) =>
+                "both narrow, a noisy machine's after the repetitions added".to_owned(),
+            (false, false) => "both quiet machines".to_owned(),
         }
     )
 }

@@ -401,6 +401,16 @@ fn under_the_lead_every_output_says_how_wide_the_intervals_were() {
             noisy,
             "{note}"
         );
+        // `wasmlab compare`'s last line says it too.
+        let line = crate::terminal::spreads(&a, &a);
+        assert_eq!(
+            line.contains(
+                "(noisy) after 2 repetitions (±20.0% after the first 1: noisy, measured \
+                 longer)"
+            ),
+            noisy,
+            "{line}"
+        );
         assert!(render_summary_md(&a).contains(&note), "{note}");
         assert!(crate::terminal::servers(&a, true).contains(&note));
         let (class, start) = match noisy {
