@@ -86,9 +86,12 @@ impl Estimate {
 ///
 /// The intervals are t intervals on the log scale, log-half-width t₍ₙ₋₁₎·s/√n: keeping the first
 /// stage's t and its s, the half-width falls to the target at n = first·(ln(1+w)/ln(1+target))².
-/// Keeping the first stage's t (3.18 for four runs, not the 2.2–2.4 of the total) is what makes
-/// the rule hold its width whatever the spread turns out to be (Stein, 1945), at the price of a
-/// few runs more than the spread strictly needs.
+/// Stein (1945) keeps them for the final interval too, which then has exactly the width asked
+/// for; the lab computes its intervals afresh from all the runs, so here the rule plans rather
+/// than guarantees, and keeping the first stage's t (3.18 for four runs, not the total's 2.2–2.4)
+/// asks for more runs than the total's t would: a busy host's repetitions are not independent,
+/// and narrow more slowly than t predicts (docs/method.md, "Repetitions added on a noisy
+/// machine").
 pub fn stein_total(first: u32, half_width: f64, target: f64, max: u32) -> u32 {
     if first == 0 || !(half_width.is_finite() && target > 0.0) || half_width <= target {
         return first;

@@ -65,7 +65,7 @@ pub struct ServerSuite {
     pub repetitions: u32,
     /// When set, the run may add repetitions up to this many when its first `repetitions` leave
     /// the lead's intervals wide (a noisy machine): Stein's two-stage rule, see
-    /// `wasmlab_measure`'s `added_repetitions`. Absent: exactly `repetitions`.
+    /// `wasmlab_measure`'s `ServerRun::add_repetitions`. Absent: exactly `repetitions`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_repetitions: Option<u32>,
     /// The median relative half-width of the lead's 95% intervals that `max_repetitions` adds
