@@ -155,6 +155,13 @@ pub struct AddedRepetitions {
     pub max: u32,
 }
 
+impl AddedRepetitions {
+    /// The repetitions the run planned in all after its look.
+    pub fn total(&self) -> u32 {
+        self.after + self.added
+    }
+}
+
 /// The rates variants were offered on a workload at equal load, and where they came from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EqualLoadRates {
@@ -210,6 +217,11 @@ impl EqualLoadRates {
 }
 
 impl ServerRunInfo {
+    /// The run's look at its intervals, when it added repetitions for them.
+    pub fn repetitions_added(&self) -> Option<&AddedRepetitions> {
+        self.added_repetitions.as_ref().filter(|a| a.added > 0)
+    }
+
     /// The rates `variant` is offered on `workload` at equal load (none when it is not measured
     /// at equal load).
     pub fn equal_load_rates(&self, workload: &str, variant: &str) -> Vec<f64> {

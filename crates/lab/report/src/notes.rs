@@ -60,6 +60,7 @@ pub(crate) fn spread_note(s: &Spread, added: Option<&AddedRepetitions>) -> Strin
     let median = s.median * 100.0;
     let widest = format!("widest: {widest} ±{:.0}%", half * 100.0);
     let noisy_above = NOISY_SPREAD * 100.0;
+    // A look that added none is not said.
     let added = added.filter(|a| a.added > 0);
     let first = |a: &AddedRepetitions| a.spread.unwrap_or(f64::NAN) * 100.0;
     let rule = |a: &AddedRepetitions| {
@@ -83,7 +84,7 @@ pub(crate) fn spread_note(s: &Spread, added: Option<&AddedRepetitions>) -> Strin
             note += &format!(
                 " This run measured {} repetitions, not {}: after those its intervals were \
                  ±{:.1}% at the median, so it added {} ({}).",
-                a.after + a.added,
+                a.total(),
                 a.after,
                 first(a),
                 a.added,
@@ -97,7 +98,7 @@ pub(crate) fn spread_note(s: &Spread, added: Option<&AddedRepetitions>) -> Strin
              median over {} figures ({widest}) after {} repetitions, where after the first {} they \
              were ±{:.1}% (noisy above ±{noisy_above:.0}%; {} added by {}).",
             s.figures,
-            a.after + a.added,
+            a.total(),
             a.after,
             first(a),
             a.added,

@@ -80,7 +80,7 @@ fn costs(out: &mut String, a: &ServerAnalysis, wide: bool) {
         "what a request costs against {BASELINE}: the server's CPU per request × {BASELINE}'s, at equal load (the variant and native at the same rate, the highest both kept up with) and where both servers were saturated\n{t}\n"
     );
     if let Some(s) = a.spread() {
-        let added = a.info.added_repetitions.as_ref();
+        let added = a.info.repetitions_added();
         *out += &format!("{}\n", spread_note(&s, added));
     }
 }
@@ -259,15 +259,14 @@ pub fn headline(changes: &[HeadlineChange]) -> String {
 /// [`spread_note`]): a miss between two runs where either was noisy is the machine's.
 pub fn spreads(a: &ServerAnalysis, b: &ServerAnalysis) -> String {
     let (sa, sb) = (a.spread(), b.spread());
-    let added = |x: &ServerAnalysis| x.info.added_repetitions.clone().filter(|r| r.added > 0);
     let side = |name: &str, s: &Option<wasmlab_analysis::servers::Spread>, x: &ServerAnalysis| {
         let Some(s) = s else {
             return format!("{name} none (no interval)");
         };
-        let grown = added(x).map_or(String::new(), |r| {
+        let grown = x.info.repetitions_added().map_or(String::new(), |r| {
             format!(
                 " after {} repetitions (±{:.1}% after the first {}: noisy, measured longer)",
-                r.after + r.added,
+                r.total(),
                 r.spread.unwrap_or(f64::NAN) * 100.0,
                 r.after
             )
@@ -282,7 +281,10 @@ pub fn spreads(a: &ServerAnalysis, b: &ServerAnalysis) -> String {
         "the lead's 95% intervals at the median: {}, {}; {}\n",
         side("A", &sa, a),
         side("B", &sb, b),
-        match (noisy, added(a).is_some() || added(b).is_some()) {
+        match (
+            noisy,
+            a.info.repetitions_added().is_some() || b.info.repetitions_added().is_some(),
+        ) {
             (true, _) => format!(
                 "above ±{:.0}% the machine was noisy, and figures move between runs by about their intervals' width or more",
                 wasmlab_analysis::servers::NOISY_SPREAD * 100.0

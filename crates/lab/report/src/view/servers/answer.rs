@@ -90,7 +90,7 @@ pub(super) fn answer(a: &ServerAnalysis) -> Answer {
         rates: crate::sections::equal_load_rates(a),
         spread: spread
             .as_ref()
-            .map(|s| crate::notes::spread_note(s, a.info.added_repetitions.as_ref())),
+            .map(|s| crate::notes::spread_note(s, a.info.repetitions_added())),
         noisy: spread.is_some_and(|s| s.noisy()),
         cold_start: cold_start(a),
         figures,
