@@ -778,6 +778,8 @@ pub(crate) struct Cost {
     pub equal_load: Conditional,
     /// That rate.
     pub at: String,
+    /// Native's share of its CPU busy at that rate.
+    pub native_busy: String,
     /// CPU per request × native's where both were saturated (capacity turned over), or why none.
     pub saturated: Conditional,
 }
@@ -821,6 +823,7 @@ pub(crate) fn costs(a: &ServerAnalysis) -> Vec<Cost> {
                     .equal_load
                     .as_ref()
                     .map_or_else(|| "–".into(), |(rate, _)| fmt_rps(*rate)),
+                native_busy: c.native_busy.map_or_else(|| "–".into(), percent),
                 saturated,
             });
         }
@@ -844,6 +847,11 @@ pub(crate) fn cost_columns<'a>() -> Vec<Column<'a, Cost>> {
             r.equal_load.short.as_str().into()
         }),
         figure("At req/s", Shows::ALL, |r: &Cost| r.at.as_str().into()),
+        // Not on the narrow terminal, which the lead already fills: the lines of the cells as
+        // they were measured say how busy native was.
+        figure("Native busy", Shows::DETAILED, |r: &Cost| {
+            r.native_busy.as_str().into()
+        }),
         figure(saturated, Shows::DETAILED, |r: &Cost| r.saturated.value()),
         figure(saturated, Shows::NARROW, |r: &Cost| {
             r.saturated.short.as_str().into()

@@ -150,6 +150,10 @@ pub struct Cost {
     pub equal_load: Option<(f64, Estimate)>,
     /// Why there is none at equal load, when the run measured equal load.
     pub equal_load_note: Option<String>,
+    /// Native's mean share of its CPUs busy at that rate: the lower, the more its CPU per
+    /// request is its wake-ups' and the host's rather than its work's (docs/method.md, "Native
+    /// at low load").
+    pub native_busy: Option<f64>,
     /// Where both servers were saturated, at the reference level: native's capacity over the
     /// variant's.
     pub saturated: Option<Estimate>,
@@ -325,11 +329,20 @@ impl ServerAnalysis {
                     ),
                     _ => None,
                 };
+                let native_busy = top.and_then(|(rate, _)| {
+                    self.equal_load
+                        .iter()
+                        .find(|p| {
+                            p.variant == BASELINE && p.workload == workload && p.rate == rate
+                        })?
+                        .utilization
+                });
                 Some(Cost {
                     variant: v.clone(),
                     workload: workload.to_owned(),
                     equal_load: top,
                     equal_load_note,
+                    native_busy,
                     saturated: cell.and_then(|c| c.capacity_ratio?.inverse()),
                     saturated_note: match cell {
                         Some(_) if !self.observable(v) => Some("not observable".to_owned()),
@@ -817,6 +830,11 @@ mod tests {
         let (rate, e) = costs[0].equal_load.unwrap();
         assert_eq!(rate, 30_000.0, "the highest rate both kept up with");
         assert!((e.value - 1.5).abs() < 1e-4 && e.n == 3, "{e:?}");
+        let busy = costs[0].native_busy.unwrap();
+        assert!(
+            (busy - 0.42).abs() < 1e-9,
+            "native's share busy at that rate: {busy}"
+        );
         let saturated = costs[0].saturated.unwrap();
         assert!((saturated.value - 1.5).abs() < 1e-4, "{saturated:?}");
         // Native always saturated but for the generator: x's ratio leaves that run out; where

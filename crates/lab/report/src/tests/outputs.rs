@@ -425,3 +425,39 @@ fn under_the_lead_every_output_says_how_wide_the_intervals_were() {
         assert!(at < html.find("Variant</th>"), "before the table");
     }
 }
+
+#[test]
+fn the_lead_says_how_busy_native_was_at_each_equal_load_rate() {
+    // Native spends 20 µs a request in the fixture, so at 2,000 req/s it is 4% busy: a figure
+    // whose ratio is mostly native waking for each request, which the lead has to say.
+    let a = analysis();
+    let cost = a
+        .costs("hello")
+        .into_iter()
+        .find(|c| c.variant == "wasmtime-pooled")
+        .unwrap();
+    let (rate, _) = cost.equal_load.unwrap();
+    assert_eq!(rate, 2_000.0, "{cost:?}");
+    // Native's mean over its runs at that rate (0.0400 and 0.0404).
+    let busy = cost.native_busy.unwrap();
+    assert!((busy - 0.0402).abs() < 1e-9, "{busy}");
+    let shown = crate::format::percent(busy);
+    let md = render_summary_md(&a);
+    let lead = &md[md.find("## What a request costs").unwrap()..];
+    let lead = &lead[..lead.find("\n## ").unwrap_or(lead.len())];
+    assert!(
+        lead.contains("| Native busy |") && lead.contains(&format!("| 2,000 | {shown} |")),
+        "{lead}"
+    );
+    let html = render_html(&a).unwrap();
+    // Under the ratio's interval and rate (escaped by the page: its slash), on a line of its own.
+    assert!(
+        html.contains(&format!(
+            "at 2k&#x2f;s</span><br><span class=\"ci\">native {shown} busy</span>"
+        )),
+        "{shown}"
+    );
+    // The narrow terminal keeps its width: the cells' lines say how busy native was.
+    assert!(!crate::terminal::servers(&a, false).contains("Native busy"));
+    assert!(crate::terminal::servers(&a, true).contains("Native busy"));
+}

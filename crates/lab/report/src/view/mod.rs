@@ -93,6 +93,8 @@ struct Cell {
     span: Option<&'static str>,
     /// A second line in small type (a ratio's interval).
     note: Option<String>,
+    /// A third line in small type (at equal load, how busy native was).
+    below: Option<String>,
     /// The text is code (a path).
     code: bool,
     /// Warnings, each on a line of its own after the text.

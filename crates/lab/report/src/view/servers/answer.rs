@@ -197,6 +197,9 @@ fn costs_table(a: &ServerAnalysis) -> Option<Table> {
                         .collect::<Vec<_>>()
                         .join(" "),
                     );
+                    cell.below = c
+                        .native_busy
+                        .map(|b| format!("{BASELINE} {} busy", crate::format::percent(b)));
                     cell
                 }
                 None => "–".into(),
