@@ -48,9 +48,10 @@ pub(crate) fn cost_lead() -> String {
         "The server's CPU per request as a multiple of {BASELINE}'s (> 1: costlier), at equal load \
          (the variant and native at the same rate, the highest both kept up with: what a fleet that \
          is not saturated pays; \"Native busy\": how busy {BASELINE} kept its CPU at that rate, \
-         the less the more its CPU per request is waking for each request, which moves with the \
-         host from run to run: docs/method.md, \"Native at low load\") and where both servers \
-         were saturated (capacity × {BASELINE}, turned over), each with its 95% interval."
+         and the less busy, the more of its CPU per request is waking for each request, which \
+         moves with the host from run to run: docs/method.md, \"Native at low load\") and where \
+         both servers were saturated (capacity × {BASELINE}, turned over), each with its 95% \
+         interval."
     )
 }
 
