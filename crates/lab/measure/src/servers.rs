@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use wasmlab_analysis::servers::{NOISY_SPREAD, analyse};
+use wasmlab_analysis::servers::{NOISY_SPREAD, analyse, plus_minus};
 use wasmlab_analysis::stats::stein_total;
 use wasmlab_model::idle::IdleRecord;
 use wasmlab_model::run::{AddedRepetitions, EqualLoadRates, Run, RunState, ServerRunInfo};
@@ -482,7 +482,6 @@ impl<'a> ServerRun<'a> {
             .map(|s| s.median);
         let total = spread.map_or(first, |w| stein_total(first, w, target, max));
         let added = total - first;
-        let width = |w: f64| format!("±{:.1}%", w * 100.0);
         self.rec.say(match spread {
             None => format!(
                 "wasmlab: after {first} repetitions no figure of the lead has an interval to \
@@ -491,15 +490,15 @@ impl<'a> ServerRun<'a> {
             Some(w) if added == 0 => format!(
                 "wasmlab: after {first} repetitions the lead's 95% intervals are {} at the \
                  median, within the {} aimed for: none added (up to {max} in all when wider)",
-                width(w),
-                width(target)
+                plus_minus(w),
+                plus_minus(target)
             ),
             Some(w) => format!(
                 "wasmlab: after {first} repetitions the lead's 95% intervals are {} at the \
                  median, wider than the {} aimed for: {added} more ({total} in all, at most \
                  {max}), about {} min",
-                width(w),
-                width(target),
+                plus_minus(w),
+                plus_minus(target),
                 ((took.as_secs_f64() / f64::from(first) * f64::from(added)) / 60.0).ceil()
             ),
         });

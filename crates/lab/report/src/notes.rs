@@ -1,7 +1,7 @@
 //! The sentences every output shares (the terminal, summary.md and report.html), written once:
 //! what a flag, a figure or its absence means, and how a study's figures are set beside ours.
 
-use wasmlab_analysis::servers::{BASELINE, NOISY_SPREAD, Spread};
+use wasmlab_analysis::servers::{BASELINE, NOISY_SPREAD, Spread, plus_minus};
 use wasmlab_model::run::AddedRepetitions;
 
 /// The note that explains the saturation flag.
@@ -56,16 +56,14 @@ pub(crate) fn cost_lead() -> String {
 }
 
 /// How wide the lead's intervals were, and, when the machine was noisy, what that means and what
-/// to do; with the repetitions the run added for them, when it added any: a line under the lead
-/// in every output.
+/// to do; with the repetitions the run added for them (`ServerRunInfo::repetitions_added`: none
+/// when its look added none): a line under the lead in every output.
 pub(crate) fn spread_note(s: &Spread, added: Option<&AddedRepetitions>) -> String {
     let (widest, half) = &s.widest;
-    let median = s.median * 100.0;
+    let median = plus_minus(s.median);
     let widest = format!("widest: {widest} ±{:.0}%", half * 100.0);
     let noisy_above = NOISY_SPREAD * 100.0;
-    // A look that added none is not said.
-    let added = added.filter(|a| a.added > 0);
-    let first = |a: &AddedRepetitions| a.spread.unwrap_or(f64::NAN) * 100.0;
+    let first = |a: &AddedRepetitions| plus_minus(a.spread.unwrap_or(f64::NAN));
     let rule = |a: &AddedRepetitions| {
         format!(
             "Stein's two-stage rule, at most {}; docs/method.md, \"Repetitions added on a noisy \
@@ -75,7 +73,7 @@ pub(crate) fn spread_note(s: &Spread, added: Option<&AddedRepetitions>) -> Strin
     };
     if s.noisy() {
         let mut note = format!(
-            "⚠ a noisy machine: the lead's 95% intervals are ±{median:.1}% at the median over {} \
+            "⚠ a noisy machine: the lead's 95% intervals are {median} at the median over {} \
              figures ({widest}), where a quiet machine gives less than ±{noisy_above:.0}%; a figure \
              of this run may well move by 10% or more in the next. Measure again when the machine \
              is quieter, or with more repetitions (twice as many narrow the intervals by a third \
@@ -86,7 +84,7 @@ pub(crate) fn spread_note(s: &Spread, added: Option<&AddedRepetitions>) -> Strin
         if let Some(a) = added {
             note += &format!(
                 " This run measured {} repetitions, not {}: after those its intervals were \
-                 ±{:.1}% at the median, so it added {} ({}).",
+                 {} at the median, so it added {} ({}).",
                 a.total(),
                 a.after,
                 first(a),
@@ -97,9 +95,9 @@ pub(crate) fn spread_note(s: &Spread, added: Option<&AddedRepetitions>) -> Strin
         note
     } else if let Some(a) = added {
         format!(
-            "A noisy machine, measured longer: the lead's 95% intervals are ±{median:.1}% at the \
+            "A noisy machine, measured longer: the lead's 95% intervals are {median} at the \
              median over {} figures ({widest}) after {} repetitions, where after the first {} they \
-             were ±{:.1}% (noisy above ±{noisy_above:.0}%; {} added by {}).",
+             were {} (noisy above ±{noisy_above:.0}%; {} added by {}).",
             s.figures,
             a.total(),
             a.after,
@@ -109,7 +107,7 @@ pub(crate) fn spread_note(s: &Spread, added: Option<&AddedRepetitions>) -> Strin
         )
     } else {
         format!(
-            "The lead's 95% intervals are ±{median:.1}% at the median over {} figures ({widest}): \
+            "The lead's 95% intervals are {median} at the median over {} figures ({widest}): \
              a quiet machine (noisy above ±{noisy_above:.0}%).",
             s.figures
         )
@@ -198,8 +196,11 @@ mod tests {
                 ),
             "{still}"
         );
+        // A look that added none: the run's record gives no repetitions added, the quiet line.
         added.added = 0;
-        assert_eq!(spread_note(&spread(0.034), Some(&added)), quiet);
+        let mut info = crate::tests::info(wasmlab_model::run::RunState::Complete);
+        info.added_repetitions = Some(added);
+        assert_eq!(spread_note(&spread(0.034), info.repetitions_added()), quiet);
         // At the threshold itself, still quiet.
         assert!(!spread(NOISY_SPREAD).noisy() && spread(NOISY_SPREAD + 1e-6).noisy());
     }

@@ -7,7 +7,7 @@ use wasmlab_analysis::compare::{
     Change, Footing, HeadlineChange, HeadlineFigure, STEADY_WITHIN, Verdict,
 };
 use wasmlab_analysis::programs::EngineSummary;
-use wasmlab_analysis::servers::BASELINE;
+use wasmlab_analysis::servers::{BASELINE, plus_minus};
 use wasmlab_analysis::{ProgramAnalysis, ServerAnalysis, stats};
 
 use crate::format::SERVER_RATIO;
@@ -265,14 +265,14 @@ pub fn spreads(a: &ServerAnalysis, b: &ServerAnalysis) -> String {
         };
         let grown = x.info.repetitions_added().map_or(String::new(), |r| {
             format!(
-                " after {} repetitions (±{:.1}% after the first {}: noisy, measured longer)",
+                " after {} repetitions ({} after the first {}: noisy, measured longer)",
                 r.total(),
-                r.spread.unwrap_or(f64::NAN) * 100.0,
+                plus_minus(r.spread.unwrap_or(f64::NAN)),
                 r.after
             )
         });
         let noisy = if s.noisy() { " (noisy)" } else { "" };
-        format!("{name} ±{:.1}%{noisy}{grown}", s.median * 100.0)
+        format!("{name} {}{noisy}{grown}", plus_minus(s.median))
     };
     let noisy = [&sa, &sb]
         .iter()

@@ -188,6 +188,11 @@ impl Spread {
     }
 }
 
+/// A relative half-width as every output says it: `±4.7%`.
+pub fn plus_minus(half_width: f64) -> String {
+    format!("±{:.1}%", half_width * 100.0)
+}
+
 /// A latency percentile spectrum: (percentile as a fraction, latency ms) points.
 #[derive(Debug, Clone, Serialize)]
 pub struct Spectrum {
@@ -330,11 +335,9 @@ impl ServerAnalysis {
                     _ => None,
                 };
                 let native_busy = top.and_then(|(rate, _)| {
-                    self.equal_load
-                        .iter()
-                        .find(|p| {
-                            p.variant == BASELINE && p.workload == workload && p.rate == rate
-                        })?
+                    self.equal_load_at(workload, rate)
+                        .into_iter()
+                        .find(|p| p.variant == BASELINE)?
                         .utilization
                 });
                 Some(Cost {
