@@ -311,6 +311,9 @@ pub enum Footing {
 pub struct HeadlineFigure {
     pub estimate: Option<Estimate>,
     pub rate: Option<f64>,
+    /// At equal load, how busy native was at the figure's rate ([`Cost::native_busy`]): a figure
+    /// where native was nearly idle moves with the host from run to run.
+    pub native_busy: Option<f64>,
     pub note: Option<String>,
 }
 
@@ -386,6 +389,7 @@ fn figure(cost: Option<&Cost>, footing: Footing) -> HeadlineFigure {
         return HeadlineFigure {
             estimate: None,
             rate: None,
+            native_busy: None,
             note: Some("not in this run".to_owned()),
         };
     };
@@ -393,11 +397,13 @@ fn figure(cost: Option<&Cost>, footing: Footing) -> HeadlineFigure {
         Footing::EqualLoad => HeadlineFigure {
             estimate: c.equal_load.map(|(_, e)| e),
             rate: c.equal_load.map(|(r, _)| r),
+            native_busy: c.native_busy,
             note: c.equal_load_note.clone(),
         },
         Footing::Saturated => HeadlineFigure {
             estimate: c.saturated,
             rate: None,
+            native_busy: None,
             note: c.saturated_note.clone(),
         },
     }
@@ -425,6 +431,7 @@ mod tests {
         let side = |estimate| HeadlineFigure {
             estimate,
             rate: None,
+            native_busy: None,
             note: None,
         };
         let holds = |a, b| {

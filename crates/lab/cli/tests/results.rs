@@ -50,32 +50,38 @@ fn compare_marks_significant_changes() {
     // Every server saturated at 4 connections, and at 1 the generator set native's pace in A.
     // B: wasmtime-pooled served half as much in every throughput run, for twice the CPU; native
     // is unchanged. Each run also gets equal-load cells (copies of the 4-connection runs before
-    // B's edit), offered 1,050 req/s in A and 1,000 in B, as two runs' probes would set them.
-    let edit = |dir: &std::path::Path, rate: f64, f: &dyn Fn(&mut serde_json::Value)| {
-        let samples = std::fs::read_to_string(dir.join("samples.jsonl")).unwrap();
-        let mut edited: Vec<String> = Vec::new();
-        for l in samples.lines() {
-            let mut s: serde_json::Value = serde_json::from_str(l).unwrap();
-            if s["kind"] == "throughput" {
-                let at_4 = s["connections"] == 4;
-                s["resources"]["utilization"] = serde_json::json!(if at_4 { 0.99 } else { 0.5 });
-                if !at_4 {
-                    s["load"]["generator_saturated"] = serde_json::json!(true);
+    // B's edit), offered 1,050 req/s in A and 1,000 in B, as two runs' probes would set them,
+    // where native was 7% busy in A and 5% in B.
+    let edit =
+        |dir: &std::path::Path, rate: f64, native_busy: f64, f: &dyn Fn(&mut serde_json::Value)| {
+            let samples = std::fs::read_to_string(dir.join("samples.jsonl")).unwrap();
+            let mut edited: Vec<String> = Vec::new();
+            for l in samples.lines() {
+                let mut s: serde_json::Value = serde_json::from_str(l).unwrap();
+                if s["kind"] == "throughput" {
+                    let at_4 = s["connections"] == 4;
+                    s["resources"]["utilization"] =
+                        serde_json::json!(if at_4 { 0.99 } else { 0.5 });
+                    if !at_4 {
+                        s["load"]["generator_saturated"] = serde_json::json!(true);
+                    }
+                    if at_4 {
+                        let mut equal = s.clone();
+                        equal["kind"] = serde_json::json!("equal_load");
+                        equal["rate"] = serde_json::json!(rate);
+                        if equal["variant"] == "native" {
+                            equal["resources"]["utilization"] = serde_json::json!(native_busy);
+                        }
+                        edited.push(equal.to_string());
+                    }
+                    f(&mut s);
                 }
-                if at_4 {
-                    let mut equal = s.clone();
-                    equal["kind"] = serde_json::json!("equal_load");
-                    equal["rate"] = serde_json::json!(rate);
-                    edited.push(equal.to_string());
-                }
-                f(&mut s);
+                edited.push(s.to_string());
             }
-            edited.push(s.to_string());
-        }
-        std::fs::write(dir.join("samples.jsonl"), edited.join("\n") + "\n").unwrap();
-    };
-    edit(&a, 1050.0, &|_| {});
-    edit(&b, 1000.0, &|s| {
+            std::fs::write(dir.join("samples.jsonl"), edited.join("\n") + "\n").unwrap();
+        };
+    edit(&a, 1050.0, 0.07, &|_| {});
+    edit(&b, 1000.0, 0.05, &|s| {
         if s["variant"] == "wasmtime-pooled" {
             let rps = s["load"]["rps"].as_f64().unwrap();
             s["load"]["rps"] = serde_json::json!(rps / 2.0);
@@ -148,6 +154,7 @@ fn compare_marks_significant_changes() {
             && headline[0].contains("at 1,050")
             && headline[0].contains("at 1,000")
             && headline[0].contains("+0.0%")
+            && headline[0].contains("7% / 5%")
             && headline[0].contains("yes"),
         "{stdout}"
     );

@@ -176,6 +176,7 @@ pub fn headline(changes: &[HeadlineChange]) -> String {
         "figure",
         "A × native [95% CI] n",
         "B × native [95% CI] n",
+        "native busy, A / B",
         "B / A",
         "intervals",
         "holds",
@@ -200,6 +201,7 @@ pub fn headline(changes: &[HeadlineChange]) -> String {
             .to_owned(),
             side(&c.a),
             side(&c.b),
+            native_busy(c),
             c.change()
                 .map_or_else(|| "–".into(), |r| format!("{:+.1}%", (r - 1.0) * 100.0)),
             match c.overlap() {
@@ -253,6 +255,21 @@ pub fn headline(changes: &[HeadlineChange]) -> String {
         "the headline, A against B: each variant's cost × {BASELINE} as each run's lead gives it\n{t}\nheld from A to B (B within {:.0}% of A and the 95% intervals overlapping; docs/method.md, \"Comparing runs\"): {counts}\n",
         STEADY_WITHIN * 100.0,
     )
+}
+
+/// How busy native was at an equal-load figure's rate in each run ("7% / 5%"): where it was
+/// nearly idle the figure follows the host more than the variant (docs/method.md, "Native at
+/// low load"), so a miss there says less about the variant. "–" for a saturated figure.
+fn native_busy(c: &HeadlineChange) -> String {
+    if c.footing != Footing::EqualLoad {
+        return "–".into();
+    }
+    let side = |f: &HeadlineFigure| {
+        f.estimate
+            .and(f.native_busy)
+            .map_or_else(|| "–".into(), crate::format::percent)
+    };
+    format!("{} / {}", side(&c.a), side(&c.b))
 }
 
 /// How steady each run's machine was, by the width of its lead's intervals (see
