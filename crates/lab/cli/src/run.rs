@@ -54,7 +54,8 @@ pub struct RunArgs {
     /// Where the gateway binaries are (default: beside this executable).
     #[arg(long)]
     pub bin_dir: Option<PathBuf>,
-    /// Do not run `cargo build` for the gateway binaries first.
+    /// Do not run `cargo build` for the gateway binaries first (a variant whose binary is not
+    /// there is then skipped, saying so).
     #[arg(long)]
     pub no_build: bool,
     /// Run this core-module guest (docs/guest-abi.md) in the variants that run one
@@ -95,8 +96,12 @@ impl RunArgs {
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
-    let plan = wasmlab_plan::plan(&args.request())?;
+    let mut plan = wasmlab_plan::plan(&args.request())?;
     let built = wasmlab_measure::build(&plan, !args.no_build)?;
+    plan.require_built(match args.no_build {
+        true => "--no-build was given: without it `wasmlab run` builds what its variants need",
+        false => "build it in wasmlab's source tree with `cargo build --release`, or point --bin-dir at it",
+    });
     // Before the lab starts any thread of its own: they all inherit the generator's CPUs.
     wasmlab_plan::cpus::pin_lab(&plan.cpus).map_err(|e| {
         anyhow::anyhow!(

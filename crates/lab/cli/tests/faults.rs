@@ -233,3 +233,45 @@ fn variant_answering_wrong_bodies_is_reported_and_the_run_goes_on() {
     assert_eq!(rows.len(), 1);
     assert!(rows[0].starts_with("native,hello,1,"));
 }
+
+#[test]
+fn a_variant_whose_binary_was_not_built_is_skipped_saying_how_to_build_it() {
+    // `--no-build` with a gateway missing (a variant set up after the last build): the variant
+    // cannot start, so it is skipped before anything is measured, and the run goes on.
+    let tmp = tempfile::tempdir().unwrap();
+    let bin = tmp.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let native = Path::new(WASMLAB)
+        .parent()
+        .unwrap()
+        .join("wasmlab-gateway-native");
+    std::os::unix::fs::symlink(&native, bin.join("wasmlab-gateway-native")).unwrap();
+    let (out, results) = run_suite(
+        tmp.path(),
+        "name = \"f\"\nvariants = [\"wasmtime-pooled\", \"native\"]\nworkloads = [\"hello\"]\nconnections = [1]\nduration_secs = 0.2\n",
+        &["--bin-dir", bin.to_str().unwrap()],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = read_json(&only_run_dir(&results).join("run.json"));
+    let v = &run["variants"];
+    assert_eq!(v[0]["name"], "wasmtime-pooled");
+    assert_eq!(v[0]["status"], "skipped", "{v}");
+    let why = v[0]["reason"].as_str().unwrap();
+    let missing = bin.join("wasmlab-gateway-wasm");
+    assert!(
+        why.contains("not built")
+            && why.contains(missing.to_str().unwrap())
+            && why.contains("--no-build was given"),
+        "{why}"
+    );
+    assert!(
+        stdout.contains("wasmtime-pooled: not measured (skipped)"),
+        "{stdout}"
+    );
+    assert_eq!(v[1]["status"], "measured", "{v}");
+}

@@ -108,6 +108,33 @@ impl Plan {
         own
     }
 
+    /// After the build step: a ready variant whose own binaries are not in `bin_dir` could only
+    /// fail when started, so it is unavailable here instead, with `what_to_do` to build them.
+    pub fn require_built(&mut self, what_to_do: &str) {
+        let bin_dir = &self.bin_dir;
+        for p in &mut self.variants {
+            if !matches!(p.state, State::Ready { .. }) {
+                continue;
+            }
+            let missing: Vec<String> = p
+                .spec
+                .own_binaries()
+                .into_iter()
+                .map(|b| bin_dir.join(b))
+                .filter(|b| !b.is_file())
+                .map(|b| b.display().to_string())
+                .collect();
+            if !missing.is_empty() {
+                p.state = State::Unavailable {
+                    reason: format!(
+                        "not built: {} is not there ({what_to_do})",
+                        missing.join(", ")
+                    ),
+                };
+            }
+        }
+    }
+
     /// The order of repetition `r`: `items` shuffled by the run's seed, so every run with the
     /// same seed measures in the same order and drift of the machine favours no variant.
     pub fn order<T: Clone>(&self, items: &[T], r: u32) -> Vec<T> {
