@@ -144,6 +144,17 @@ runs = 3
 /// A bin dir with the real native gateway and, as `wasmlab-gateway-wasm`, a shell script.
 fn bin_dir_with_fake_wasm_gateway(dir: &Path, script: &str) -> std::path::PathBuf {
     use std::os::unix::fs::PermissionsExt;
+    let (bin, real) = bin_dir_with_native(dir);
+    let fake = bin.join("wasmlab-gateway-wasm");
+    let script = script.replace("NATIVE", real.to_str().unwrap());
+    std::fs::write(&fake, format!("#!/bin/sh\n{script}\n")).unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    bin
+}
+
+/// A binaries directory holding only the real native gateway (a link to it); returns the
+/// directory and the gateway's path.
+fn bin_dir_with_native(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
     let bin = dir.join("bin");
     std::fs::create_dir(&bin).unwrap();
     let real = Path::new(WASMLAB)
@@ -151,11 +162,7 @@ fn bin_dir_with_fake_wasm_gateway(dir: &Path, script: &str) -> std::path::PathBu
         .unwrap()
         .join("wasmlab-gateway-native");
     std::os::unix::fs::symlink(&real, bin.join("wasmlab-gateway-native")).unwrap();
-    let fake = bin.join("wasmlab-gateway-wasm");
-    let script = script.replace("NATIVE", real.to_str().unwrap());
-    std::fs::write(&fake, format!("#!/bin/sh\n{script}\n")).unwrap();
-    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
-    bin
+    (bin, real)
 }
 
 /// Runs a two-variant suite whose `wasmtime-pooled` is a fake; checks that the fake is reported
@@ -239,13 +246,7 @@ fn a_variant_whose_binary_was_not_built_is_skipped_saying_how_to_build_it() {
     // `--no-build` with a gateway missing (a variant set up after the last build): the variant
     // cannot start, so it is skipped before anything is measured, and the run goes on.
     let tmp = tempfile::tempdir().unwrap();
-    let bin = tmp.path().join("bin");
-    std::fs::create_dir(&bin).unwrap();
-    let native = Path::new(WASMLAB)
-        .parent()
-        .unwrap()
-        .join("wasmlab-gateway-native");
-    std::os::unix::fs::symlink(&native, bin.join("wasmlab-gateway-native")).unwrap();
+    let (bin, _) = bin_dir_with_native(tmp.path());
     let (out, results) = run_suite(
         tmp.path(),
         "name = \"f\"\nvariants = [\"wasmtime-pooled\", \"native\"]\nworkloads = [\"hello\"]\nconnections = [1]\nduration_secs = 0.2\n",
