@@ -98,9 +98,10 @@ impl RunArgs {
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
     let mut plan = wasmlab_plan::plan(&args.request())?;
     let built = wasmlab_measure::build(&plan, !args.no_build)?;
-    plan.require_built(match args.no_build {
-        true => "--no-build was given: without it `wasmlab run` builds what its variants need",
-        false => "build it in wasmlab's source tree with `cargo build --release`, or point --bin-dir at it",
+    plan.require_built(if args.no_build {
+        "--no-build was given: without it `wasmlab run` builds what its variants need"
+    } else {
+        "build it in wasmlab's source tree with `cargo build --release`, or point --bin-dir at it"
     });
     // Before the lab starts any thread of its own: they all inherit the generator's CPUs.
     wasmlab_plan::cpus::pin_lab(&plan.cpus).map_err(|e| {

@@ -264,9 +264,9 @@ fn native_busy(c: &HeadlineChange) -> String {
     if c.footing != Footing::EqualLoad {
         return "–".into();
     }
+    // A run's figure carries native's busy share exactly when it has an equal-load figure.
     let side = |f: &HeadlineFigure| {
-        f.estimate
-            .and(f.native_busy)
+        f.native_busy
             .map_or_else(|| "–".into(), crate::format::percent)
     };
     format!("{} / {}", side(&c.a), side(&c.b))
