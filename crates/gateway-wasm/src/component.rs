@@ -57,7 +57,7 @@ use crate::limits::{DeadlineExceeded, EpochTicker, GuestCalls, GuestLimits, gues
 use crate::load::{Load, Source};
 
 /// Redefines `wasi:http/outgoing-handler.handle` as wasmtime-wasi-http's, but deleting the request
-/// options the guest gives up with its request: Wasmtime 48 reads them and leaves them in the
+/// options the guest gives up with its request: Wasmtime (48 to 50) reads them and leaves them in the
 /// store's table, where a recycled instance's check would find a resource after every outgoing
 /// request (/proxy, a component's /state) and discard the instance.
 fn delete_given_request_options(linker: &mut Linker<ComponentCtx>) -> anyhow::Result<()> {
@@ -619,7 +619,7 @@ impl Executor for ComponentExecutor {
 /// there was never finished (finishing one removes it). Its reader then sees an error rather than
 /// an end, as it does when a guest drops a body unfinished.
 fn abort_unfinished_bodies(table: &mut ResourceTable) {
-    for entry in table.iter_mut() {
+    for (_, entry) in table.iter_mut() {
         if let Some(body) = entry.downcast_mut::<HostOutgoingBody>() {
             // `abort` takes the body: leave an unused one in its place.
             let (spare, _) = HostOutgoingBody::new(StreamContext::Response, None, 1, 1);

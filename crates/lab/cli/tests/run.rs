@@ -620,7 +620,7 @@ fn the_wasmtime_cli_variant_runs_end_to_end_where_it_is_set_up() {
         run["variant_tools"][0]["version"]
             .as_str()
             .unwrap()
-            .contains("48.0.8")
+            .contains("50.0.1")
     );
     let csv = std::fs::read_to_string(dir.join("throughput.csv")).unwrap();
     assert!(csv.contains("wasmtime-cli,state,"), "{csv}");
