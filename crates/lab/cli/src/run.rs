@@ -10,7 +10,7 @@ use std::time::Duration;
 use wasmlab_load::parse_duration;
 use wasmlab_model::idle::IdlePolicy;
 use wasmlab_model::run::{Ending, Run};
-use wasmlab_plan::RunRequest;
+use wasmlab_plan::{RatesFrom, RunRequest};
 
 /// The exit status of a run or load that crossed a threshold (k6's).
 pub const THRESHOLD_EXIT: u8 = 99;
@@ -51,6 +51,15 @@ pub struct RunArgs {
     /// Where run directories are created.
     #[arg(long, default_value = "results")]
     pub results: PathBuf,
+    /// Offer each variant the equal-load rates this earlier run (its directory) offered it,
+    /// wherever this run's probe of its capacity agrees with that run's (from 20% below to 50%
+    /// above). Default: the last run of the same suite on this machine in --results, so that two
+    /// runs in a row compare each variant at the same rates.
+    #[arg(long, value_name = "RUN_DIR", conflicts_with = "new_rates")]
+    pub rates_from: Option<PathBuf>,
+    /// Set the equal-load rates from this run's probes alone, keeping no earlier run's.
+    #[arg(long)]
+    pub new_rates: bool,
     /// Where the gateway binaries are (default: beside this executable).
     #[arg(long)]
     pub bin_dir: Option<PathBuf>,
@@ -91,6 +100,11 @@ impl RunArgs {
             variant_files: self.variant_files.clone(),
             quick_setup: !self.no_setup,
             bin_dir: self.bin_dir.clone(),
+            rates_from: match (&self.rates_from, self.new_rates) {
+                (_, true) => RatesFrom::New,
+                (Some(dir), false) => RatesFrom::Run(dir.clone()),
+                (None, false) => RatesFrom::LastRunIn(self.results.clone()),
+            },
         }
     }
 }

@@ -121,3 +121,141 @@ address = "port"
         "the terminal says why: {stdout}"
     );
 }
+
+/// Two runs in a row into one results directory: the second offers each variant the rates the
+/// first did wherever its probe agrees with the first's (the sleeper's capacity is set by its
+/// sleeps, so its probe always agrees), and says so; `--new-rates` keeps none; `--rates-from`
+/// names the run to keep them from, and a directory that is not a run is refused before
+/// anything is measured.
+#[test]
+fn a_second_run_offers_each_variant_the_first_runs_rates_where_its_probe_agrees() {
+    if std::process::Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        return skipped("python3 is not installed: the sleeping server of this test is Python");
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let script = write(tmp.path(), "sleepy.py", SLEEPY);
+    let suite = format!(
+        r#"name = "pair"
+variants = ["native", "sleepy"]
+workloads = ["hello"]
+connections = [4]
+duration_secs = 0.2
+warmup_secs = 0.05
+repetitions = 1
+
+[equal_load]
+duration_secs = 0.2
+warmup_secs = 0.05
+connections = 4
+
+[[variant]]
+name = "sleepy"
+about = "a Python server that sleeps 20 ms a request"
+[variant.start]
+command = ["python3", "{script}", "{{port}}"]
+address = "port"
+"#
+    );
+    let run = |extra: &[&str]| {
+        let (out, results) = run_suite(tmp.path(), &suite, extra);
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{extra:?}: {stderr}");
+        let mut dirs: Vec<_> = std::fs::read_dir(&results)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        dirs.sort();
+        let dir = dirs.pop().unwrap();
+        (read_json(&dir.join("run.json")), dir, stderr)
+    };
+    let equal = |run: &serde_json::Value| run["equal_load"][0].clone();
+    let offered = |e: &serde_json::Value, v: &str| {
+        e["offered"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o[0] == v)
+            .map(|o| o[1].clone())
+            .unwrap()
+    };
+
+    let (first, first_dir, said) = run(&[]);
+    assert!(equal(&first)["kept"].is_null(), "nothing to keep: {first}");
+    assert!(!said.contains("kept from run"), "{said}");
+    let first_id = first["run_id"].as_str().unwrap();
+
+    let (second, _, said) = run(&[]);
+    let e = equal(&second);
+    assert_eq!(e["kept"]["run_id"], first_id, "{e}");
+    assert!(
+        said.contains(&format!("each variant's capacity kept from run {first_id} (the last pair run on this machine in ")),
+        "{said}"
+    );
+    let kept = e["kept"]["capacities"].as_array().unwrap();
+    let first_probed = equal(&first)["probed"].as_array().unwrap().clone();
+    for v in ["native", "sleepy"] {
+        let was = first_probed.iter().find(|p| p[0] == v).unwrap()[1]
+            .as_f64()
+            .unwrap();
+        let now = e["probed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p[0] == v)
+            .unwrap()[1]
+            .as_f64()
+            .unwrap();
+        let agrees = (0.8..=1.5).contains(&(now / was));
+        // Kept exactly where the probe agreed, and then offered the first run's rates; else set
+        // afresh, and said.
+        assert_eq!(
+            kept.iter().any(|k| k[0] == v && k[1] == was),
+            agrees,
+            "{v}: {e}"
+        );
+        if agrees {
+            assert_eq!(offered(&e, v), offered(&equal(&first), v), "{v}");
+        } else {
+            assert!(
+                said.contains(&format!("hello: {v}'s rates set afresh")),
+                "{said}"
+            );
+        }
+    }
+    assert!(
+        kept.iter().any(|k| k[0] == "sleepy"),
+        "the sleeper's capacity is its sleeps': {e}"
+    );
+
+    let (fresh, _, said) = run(&["--new-rates"]);
+    assert!(equal(&fresh)["kept"].is_null(), "{fresh}");
+    assert!(!said.contains("kept from run"), "{said}");
+
+    let named = first_dir.to_str().unwrap();
+    let (from, _, said) = run(&["--rates-from", named]);
+    assert_eq!(equal(&from)["kept"]["run_id"], first_id);
+    assert!(said.contains(&format!("(--rates-from {named})")), "{said}");
+
+    // Refused before anything is measured: no run directory is added.
+    let count = || {
+        std::fs::read_dir(tmp.path().join("results"))
+            .unwrap()
+            .count()
+    };
+    let before = count();
+    let (args, _) = run_args(tmp.path(), &suite);
+    let mut bad = args.clone();
+    bad.extend(["--rates-from".into(), tmp.path().to_str().unwrap().into()]);
+    let bad: Vec<&str> = bad.iter().map(String::as_str).collect();
+    assert_fails_with(&bad, "--rates-from: ");
+    assert_fails_with(&bad, "is not a wasmlab results directory");
+    let mut both = args.clone();
+    both.extend(["--rates-from".into(), named.into(), "--new-rates".into()]);
+    let both: Vec<&str> = both.iter().map(String::as_str).collect();
+    assert_fails_with(&both, "cannot be used with");
+    assert_eq!(count(), before);
+}

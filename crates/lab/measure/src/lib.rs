@@ -6,6 +6,7 @@
 //! recorder, and the repetitions of both through one loop ([`repetitions`]).
 
 mod cells;
+mod equal_load;
 mod generators;
 pub mod launch;
 mod programs;

@@ -24,6 +24,7 @@ use wasmlab_plan::tools::State;
 use wasmlab_record::{Recorder, ResultsDir, Servers};
 
 use crate::cells;
+use crate::equal_load;
 use crate::launch::prepare;
 use crate::launch::{LaunchContext, Launchable, RunValues, Running};
 use crate::requests::{SentRequest, Workloads};
@@ -364,12 +365,23 @@ impl<'a> ServerRun<'a> {
     }
 
     /// Each equal-load workload's rates: the suite's, offered to every variant; else chosen from
-    /// the capacities the probes measured among the variants still in the run (see
-    /// [`ladder`]). Recorded in run.json and said.
+    /// the capacities the probes measured among the variants still in the run, or an earlier
+    /// run's where they agree (see [`equal_load::choose`]). Recorded in run.json and said.
     fn choose_equal_load_rates(&mut self, probed: &[(String, String, f64)]) -> anyhow::Result<()> {
         let Some(equal) = &self.suite.equal_load else {
             return Ok(());
         };
+        for line in &self.plan.earlier_rates_said {
+            self.rec.say(line.clone());
+        }
+        if let Some(earlier) = &self.plan.earlier_rates {
+            self.rec.say(format!(
+                "equal load: each variant's capacity kept from run {} ({}) where this run's \
+                 probe agrees with it, so that both runs offer it the same rates (--new-rates: \
+                 from this run's probes alone)",
+                earlier.run_id, earlier.found
+            ));
+        }
         let mut chosen = Vec::new();
         for workload in self.suite.equal_load_workloads() {
             let mine: Vec<(String, f64)> = probed
@@ -380,14 +392,26 @@ impl<'a> ServerRun<'a> {
             let e = match equal.rates.of(&workload) {
                 Some(rates) => EqualLoadRates {
                     workload,
-                    rates: sorted(rates.to_vec()),
+                    rates: equal_load::sorted(rates.to_vec()),
                     offered: Vec::new(),
                     slowest: None,
                     probed: mine,
+                    kept: None,
                 },
                 None => {
-                    let Some(e) = ladder(&workload, mine, &equal.fractions, equal.common_rate)
-                    else {
+                    let earlier = self
+                        .plan
+                        .earlier_rates
+                        .as_ref()
+                        .map(|r| (r.run_id.as_str(), r.capacities(&workload)));
+                    let chosen = equal_load::choose(
+                        &workload,
+                        mine,
+                        earlier,
+                        &equal.fractions,
+                        equal.common_rate,
+                    );
+                    let Some((e, said)) = chosen else {
                         if !self.rec.cancelled() {
                             self.rec.say(format!(
                                 "equal load: no capacity measured for {workload}, so no rates"
@@ -395,6 +419,9 @@ impl<'a> ServerRun<'a> {
                         }
                         continue;
                     };
+                    for line in said {
+                        self.rec.say(format!("equal load: {line}"));
+                    }
                     e
                 }
             };
@@ -576,136 +603,5 @@ impl<'a> ServerRun<'a> {
         running.stop();
         self.rec.save_info()?;
         Ok(measured)
-    }
-}
-
-/// A workload's rates from the capacities `probed` (variant, req/s): each variant offered
-/// `fractions` of the lower of its capacity and native's, each rounded down to two significant
-/// digits ([`round_down`]), native every such rate, and with `common` every variant the lowest.
-/// None without a capacity.
-fn ladder(
-    workload: &str,
-    probed: Vec<(String, f64)>,
-    fractions: &[f64],
-    common: bool,
-) -> Option<EqualLoadRates> {
-    let slowest = probed.iter().min_by(|a, b| a.1.total_cmp(&b.1)).cloned()?;
-    let native = probed
-        .iter()
-        .find(|(v, _)| v == wasmlab_model::variant::BASELINE)
-        .map(|(_, c)| *c);
-    let own = |cap: f64| -> Vec<f64> {
-        let cap = native.map_or(cap, |n| n.min(cap));
-        fractions
-            .iter()
-            .map(|f| round_down(cap * f))
-            .filter(|r| *r > 0.0)
-            .collect()
-    };
-    let ladder = sorted(probed.iter().flat_map(|(_, c)| own(*c)).collect());
-    let offered = probed
-        .iter()
-        .map(|(v, cap)| {
-            let mut mine: Vec<f64> = if v == wasmlab_model::variant::BASELINE {
-                ladder.clone()
-            } else {
-                own(*cap)
-            };
-            if common {
-                mine.push(ladder[0]);
-            }
-            (v.clone(), sorted(mine))
-        })
-        .collect();
-    Some(EqualLoadRates {
-        workload: workload.to_owned(),
-        rates: ladder,
-        offered,
-        slowest: Some(slowest),
-        probed,
-    })
-}
-
-/// Ascending, without repeats.
-fn sorted(mut rates: Vec<f64>) -> Vec<f64> {
-    rates.sort_by(f64::total_cmp);
-    rates.dedup();
-    rates
-}
-
-/// `v` rounded down to two significant digits (4,870 → 4,800; 62,400 → 62,000): readable, and a
-/// capacity that moves a little between runs moves the rate as little (steps of 1, 2, 3 or 5 made
-/// two runs compare a variant at 30,000 and at 50,000 req/s, and CPU per request depends on the
-/// load).
-fn round_down(v: f64) -> f64 {
-    if !(v.is_finite() && v > 0.0) {
-        return 0.0;
-    }
-    let unit = 10f64.powf(v.log10().floor() - 1.0);
-    (v / unit * (1.0 + 1e-9)).floor() * unit
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn each_variant_is_offered_shares_of_its_capacity_and_native_every_rate() {
-        let probed = vec![
-            ("native".to_owned(), 124_000.0),
-            ("native-h2".to_owned(), 215_000.0),
-            ("wasmtime-pooled".to_owned(), 75_000.0),
-            ("wasmtime-shared".to_owned(), 113_000.0),
-            ("wasmtime-recycled".to_owned(), 88_000.0),
-            ("wasmtime-naive".to_owned(), 5_794.0),
-        ];
-        let e = ladder("hello", probed, &[0.6], true).unwrap();
-        // 60% of each capacity, native's bounding the faster native-h2's, rounded down to two
-        // digits: 3,476 → 3,400; 45,000; 52,800 → 52,000; 67,800 → 67,000; 74,400 → 74,000.
-        assert_eq!(
-            e.rates,
-            vec![3_400.0, 45_000.0, 52_000.0, 67_000.0, 74_000.0]
-        );
-        let of = |v: &str| e.offered_to(v);
-        assert_eq!(
-            of("native"),
-            vec![3_400.0, 45_000.0, 52_000.0, 67_000.0, 74_000.0]
-        );
-        assert_eq!(of("wasmtime-pooled"), vec![3_400.0, 45_000.0]);
-        assert_eq!(of("wasmtime-recycled"), vec![3_400.0, 52_000.0]);
-        assert_eq!(of("wasmtime-shared"), vec![3_400.0, 67_000.0]);
-        assert_eq!(of("native-h2"), vec![3_400.0, 74_000.0]);
-        assert_eq!(of("wasmtime-naive"), vec![3_400.0]);
-        assert_eq!(of("not-probed"), Vec::<f64>::new());
-        assert_eq!(e.slowest, Some(("wasmtime-naive".to_owned(), 5_794.0)));
-        // Without the common rate, each its own; two fractions, two rates each.
-        let e = ladder(
-            "hello",
-            vec![("native".into(), 100_000.0), ("x".into(), 10_000.0)],
-            &[0.25, 0.5],
-            false,
-        )
-        .unwrap();
-        assert_eq!(e.rates, vec![2_500.0, 5_000.0, 25_000.0, 50_000.0]);
-        assert_eq!(e.offered_to("x"), vec![2_500.0, 5_000.0]);
-        assert!(ladder("hello", Vec::new(), &[0.5], true).is_none());
-    }
-
-    #[test]
-    fn rates_round_down_to_two_significant_digits() {
-        assert_eq!(round_down(2_418.0), 2_400.0);
-        assert_eq!(round_down(4_999.0), 4_900.0);
-        assert_eq!(round_down(5_000.0), 5_000.0);
-        assert_eq!(round_down(62_400.0), 62_000.0);
-        assert_eq!(round_down(99.9), 99.0);
-        assert_eq!(round_down(1_000.0), 1_000.0);
-        assert_eq!(round_down(7.0), 7.0);
-        assert!((round_down(0.372) - 0.37).abs() < 1e-12);
-        assert_eq!(round_down(0.0), 0.0);
-        // Never above the value it rounds.
-        for v in [1.0, 9.99, 12.5, 99.0, 123_456.0, 3e-3] {
-            assert!(round_down(v) <= v && round_down(v) > 0.89 * v, "{v}");
-        }
-        assert_eq!(sorted(vec![5.0, 1.0, 5.0]), vec![1.0, 5.0]);
     }
 }

@@ -178,6 +178,19 @@ pub struct EqualLoadRates {
     /// Each variant's capacity for the workload as its probe measured it, req/s.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub probed: Vec<(String, f64)>,
+    /// The capacities of an earlier run the rates were set from instead of some of `probed`,
+    /// so that the two runs offer those variants the same rates (None: from `probed` alone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept: Option<KeptCapacities>,
+}
+
+/// Capacities an equal-load workload's rates were set from, kept from an earlier run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KeptCapacities {
+    /// The run they were kept from.
+    pub run_id: String,
+    /// Each kept variant's capacity, req/s: the earlier run's, where this run's probe agreed.
+    pub capacities: Vec<(String, f64)>,
 }
 
 impl EqualLoadRates {
@@ -193,6 +206,19 @@ impl EqualLoadRates {
             .unwrap_or_default()
     }
 
+    /// Each variant's capacity the rates were set from, req/s: the kept one where there is one,
+    /// else the probe's.
+    pub fn capacities(&self) -> Vec<(String, f64)> {
+        let kept = self.kept.as_ref().map_or(&[][..], |k| &k.capacities[..]);
+        self.probed
+            .iter()
+            .map(|(v, probed)| {
+                let cap = kept.iter().find(|(k, _)| k == v).map_or(*probed, |k| k.1);
+                (v.clone(), cap)
+            })
+            .collect()
+    }
+
     /// The rates of the workload in words: `2800, 9700 and 34000 req/s (from the variants'
     /// capacities; the least, 5794 req/s, wasmtime-naive's)`.
     pub fn describe(&self) -> String {
@@ -206,9 +232,18 @@ impl EqualLoadRates {
                 .map(|r| crate::sample::rate_label(*r))
                 .collect(),
         );
+        let kept = match &self.kept {
+            Some(k) => format!(
+                "; {} of {} kept from run {}, as this run's probes agreed with them",
+                k.capacities.len(),
+                self.probed.len(),
+                k.run_id
+            ),
+            None => String::new(),
+        };
         match &self.slowest {
             Some((v, cap)) => format!(
-                "{rates} req/s, shares of the variants' capacities (the least {} req/s, {v}'s)",
+                "{rates} req/s, shares of the variants' capacities (the least {} req/s, {v}'s{kept})",
                 crate::sample::rate_label(*cap)
             ),
             None => format!("{rates} req/s (the suite's)"),

@@ -9,6 +9,7 @@
 pub mod containerd;
 pub mod containers;
 pub mod cpus;
+pub mod earlier;
 pub mod environment;
 pub mod idle;
 pub mod machine;
@@ -51,6 +52,23 @@ pub struct RunRequest {
     pub quick_setup: bool,
     /// Where wasmlab's own binaries are (default: beside this executable).
     pub bin_dir: Option<PathBuf>,
+    /// Where a server run's equal-load rates come from when its suite names none.
+    pub rates_from: RatesFrom,
+}
+
+/// Where a server run's equal-load rates come from when its suite names none: the capacities its
+/// probes measure, or, for each variant whose probe agrees with it, an earlier run's, so that
+/// two runs compare a variant at the same rates (CPU per request depends on the rate: a rate
+/// chosen afresh from a probe that moved by 15% moves the figure with it).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum RatesFrom {
+    /// The newest earlier run of the same suite on this machine in this results directory.
+    LastRunIn(PathBuf),
+    /// That run's (a run directory named on the command line).
+    Run(PathBuf),
+    /// This run's probes alone (the default of a request made in code: no history).
+    #[default]
+    New,
 }
 
 /// A variant the run names, and whether it can run here.
@@ -87,6 +105,10 @@ pub struct Plan {
     pub machine: Machine,
     /// Seed of every shuffled order, recorded in run.json.
     pub seed: u64,
+    /// The earlier run whose equal-load capacities this run keeps where its probes agree.
+    pub earlier_rates: Option<earlier::EarlierRates>,
+    /// What to say of it (a run named on the command line that differs from this one).
+    pub earlier_rates_said: Vec<String>,
 }
 
 impl Plan {
@@ -203,8 +225,20 @@ pub fn plan(req: &RunRequest) -> anyhow::Result<Plan> {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs())
     });
+    let machine = machine::describe(workspace.as_deref());
+    let (earlier_rates, earlier_rates_said) = match &suite {
+        Suite::Servers(s) => earlier::find(&req.rates_from, s, &machine)?,
+        Suite::Programs(p) => {
+            anyhow::ensure!(
+                !matches!(req.rates_from, RatesFrom::Run(_)),
+                "--rates-from: suite {} runs programs, which are measured at no equal load",
+                p.name
+            );
+            (None, Vec::new())
+        }
+    };
     Ok(Plan {
-        machine: machine::describe(workspace.as_deref()),
+        machine,
         suite,
         catalog,
         variants,
@@ -214,6 +248,8 @@ pub fn plan(req: &RunRequest) -> anyhow::Result<Plan> {
         tools,
         cpus,
         seed,
+        earlier_rates,
+        earlier_rates_said,
     })
 }
 

@@ -3,13 +3,46 @@
 //! cut short (a run killed mid-write) is skipped with a warning; any other bad line is an error
 //! naming it.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use wasmlab_model::run::{PROGRAMS_KIND, ProgramRunInfo, Run, ServerRunInfo};
 use wasmlab_model::sample::{SAMPLES_SCHEMA, SampleLine};
 
 /// run.json and samples.jsonl of the results directory `dir`.
 pub fn read_run(dir: &Path) -> anyhow::Result<Run> {
+    let (path, value) = run_json(dir)?;
+    let samples = dir.join("samples.jsonl");
+    let bad = |e: serde_json::Error| anyhow::anyhow!("{}: {e}", path.display());
+    match value.get("kind").and_then(|k| k.as_str()) {
+        Some(PROGRAMS_KIND) => Ok(Run::Programs {
+            info: Box::new(serde_json::from_value::<ProgramRunInfo>(value).map_err(bad)?),
+            samples: read_samples(&samples)?,
+        }),
+        None => Ok(Run::Servers {
+            info: Box::new(serde_json::from_value::<ServerRunInfo>(value).map_err(bad)?),
+            samples: read_samples(&samples)?,
+        }),
+        Some(other) => unknown_kind(&path, other),
+    }
+}
+
+/// run.json alone of the results directory `dir`, which must be a server suite's run.
+pub fn read_server_info(dir: &Path) -> anyhow::Result<ServerRunInfo> {
+    let (path, value) = run_json(dir)?;
+    match value.get("kind").and_then(|k| k.as_str()) {
+        None => {
+            serde_json::from_value(value).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+        }
+        Some(PROGRAMS_KIND) => anyhow::bail!(
+            "{} is a run of a program suite, not of an HTTP suite",
+            dir.display()
+        ),
+        Some(other) => unknown_kind(&path, other),
+    }
+}
+
+/// The path of `dir`'s run.json and its contents, checked to be the schema this wasmlab reads.
+fn run_json(dir: &Path) -> anyhow::Result<(PathBuf, serde_json::Value)> {
     anyhow::ensure!(dir.is_dir(), "{} is not a directory", dir.display());
     let path = dir.join("run.json");
     let text = std::fs::read_to_string(&path).map_err(|e| {
@@ -28,22 +61,14 @@ pub fn read_run(dir: &Path) -> anyhow::Result<Run> {
         path.display(),
         schema.unwrap_or_default()
     );
-    let samples = dir.join("samples.jsonl");
-    let bad = |e: serde_json::Error| anyhow::anyhow!("{}: {e}", path.display());
-    match value.get("kind").and_then(|k| k.as_str()) {
-        Some(PROGRAMS_KIND) => Ok(Run::Programs {
-            info: Box::new(serde_json::from_value::<ProgramRunInfo>(value).map_err(bad)?),
-            samples: read_samples(&samples)?,
-        }),
-        None => Ok(Run::Servers {
-            info: Box::new(serde_json::from_value::<ServerRunInfo>(value).map_err(bad)?),
-            samples: read_samples(&samples)?,
-        }),
-        Some(other) => anyhow::bail!(
-            "{}: unknown kind {other:?} (this wasmlab reads server and program runs)",
-            path.display()
-        ),
-    }
+    Ok((path, value))
+}
+
+fn unknown_kind<T>(path: &Path, kind: &str) -> anyhow::Result<T> {
+    anyhow::bail!(
+        "{}: unknown kind {kind:?} (this wasmlab reads server and program runs)",
+        path.display()
+    )
 }
 
 /// Reads samples.jsonl as lines of `T`.

@@ -114,6 +114,7 @@ pub(crate) fn info(state: RunState) -> ServerRunInfo {
                 ("native".into(), 9_000.0),
                 ("wasmtime-pooled".into(), 4_000.0),
             ],
+            kept: None,
         }],
         added_repetitions: None,
     }
