@@ -2,9 +2,10 @@
 //! overrides, the user's files) to what the run will do. The suite with its overrides, the
 //! variants it names (built-in, the user's files, the suite's own) and whether each can run here,
 //! what the machine is, how its CPUs are shared between the load generator and what is measured,
-//! and the seed of every shuffled order. Nothing is built or measured yet. The helpers that
-//! ready processes for the later phases (a tool's probe and install, a server's CPU affinity)
-//! live here too, and measuring uses them.
+//! the seed of every shuffled order, and the earlier run whose equal-load rates a server run
+//! keeps. Nothing is built or measured yet. The helpers that ready processes for the later
+//! phases (a tool's probe and install, a server's CPU affinity) live here too, and measuring
+//! uses them.
 
 pub mod containerd;
 pub mod containers;
