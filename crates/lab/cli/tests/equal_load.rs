@@ -28,18 +28,35 @@ ThreadingHTTPServer.daemon_threads = True
 ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Hello).serve_forever()
 "#;
 
-#[test]
-fn a_server_that_never_saturates_is_costed_at_equal_load_and_a_rate_above_it_is_marked() {
+/// The suite `head` (its name, variants, workloads and sections) with the sleeper as variant
+/// `sleepy`, its script written into `dir`; None, said, where python3 is missing.
+fn with_sleepy(dir: &std::path::Path, head: &str) -> Option<String> {
     if std::process::Command::new("python3")
         .arg("--version")
         .output()
         .is_err()
     {
-        return skipped("python3 is not installed: the sleeping server of this test is Python");
+        skipped("python3 is not installed: the sleeping server of this test is Python");
+        return None;
     }
+    let script = write(dir, "sleepy.py", SLEEPY);
+    Some(format!(
+        r#"{head}
+[[variant]]
+name = "sleepy"
+about = "a Python server that sleeps 20 ms a request"
+[variant.start]
+command = ["python3", "{script}", "{{port}}"]
+address = "port"
+"#
+    ))
+}
+
+#[test]
+fn a_server_that_never_saturates_is_costed_at_equal_load_and_a_rate_above_it_is_marked() {
     let tmp = tempfile::tempdir().unwrap();
-    let script = write(tmp.path(), "sleepy.py", SLEEPY);
-    let suite = format!(
+    let Some(suite) = with_sleepy(
+        tmp.path(),
         r#"name = "sleepy"
 variants = ["native", "sleepy"]
 workloads = ["hello"]
@@ -53,15 +70,10 @@ rates = [100, 2000]
 duration_secs = 0.3
 warmup_secs = 0.05
 connections = 8
-
-[[variant]]
-name = "sleepy"
-about = "a Python server that sleeps 20 ms a request"
-[variant.start]
-command = ["python3", "{script}", "{{port}}"]
-address = "port"
-"#
-    );
+"#,
+    ) else {
+        return;
+    };
     let (out, results) = run_suite(tmp.path(), &suite, &[]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -129,16 +141,9 @@ address = "port"
 /// anything is measured.
 #[test]
 fn a_second_run_offers_each_variant_the_first_runs_rates_where_its_probe_agrees() {
-    if std::process::Command::new("python3")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        return skipped("python3 is not installed: the sleeping server of this test is Python");
-    }
     let tmp = tempfile::tempdir().unwrap();
-    let script = write(tmp.path(), "sleepy.py", SLEEPY);
-    let suite = format!(
+    let Some(suite) = with_sleepy(
+        tmp.path(),
         r#"name = "pair"
 variants = ["native", "sleepy"]
 workloads = ["hello"]
@@ -151,15 +156,10 @@ repetitions = 1
 duration_secs = 0.2
 warmup_secs = 0.05
 connections = 4
-
-[[variant]]
-name = "sleepy"
-about = "a Python server that sleeps 20 ms a request"
-[variant.start]
-command = ["python3", "{script}", "{{port}}"]
-address = "port"
-"#
-    );
+"#,
+    ) else {
+        return;
+    };
     let run = |extra: &[&str]| {
         let (out, results) = run_suite(tmp.path(), &suite, extra);
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
