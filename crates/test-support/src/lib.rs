@@ -110,6 +110,11 @@ impl ServerProcess {
 }
 
 impl ServerProcess {
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Resident memory of the server process, in KiB (from /proc).
     pub fn rss_kib(&self) -> u64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
@@ -328,4 +333,31 @@ impl KeepAlive {
             ),
         }
     }
+}
+
+/// The environment variable that makes a skip a failure: set by `.ci/run` after it installed every
+/// tool the tests use, so that a test which would skip (a tool missing, at the wrong version, or
+/// whose setup failed) fails with the same reason instead of passing unseen.
+pub const NO_SKIP_VAR: &str = "WASMLAB_NO_SKIP";
+
+/// Says that the running test skipped itself, and why, where `cargo test` shows it: libtest
+/// captures `print!`/`eprint!` of a passing test, not writes to the stderr handle itself. Under
+/// [`NO_SKIP_VAR`] it panics with the reason instead: the machine was meant to have everything.
+pub fn skipped(why: &str) {
+    let test = current_test();
+    if std::env::var_os(NO_SKIP_VAR).is_some_and(|v| v != "0" && !v.is_empty()) {
+        panic!("{test} would skip, and {NO_SKIP_VAR} is set: {why}");
+    }
+    let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
+}
+
+/// As [`skipped`] for what no setup can bring, whatever [`NO_SKIP_VAR`] says: hardware absent
+/// here (a cpuidle driver, a second CPU), or a tool no package registry has (WasmEdge).
+pub fn skipped_not_installable(why: &str) {
+    let test = current_test();
+    let _ = writeln!(std::io::stderr(), "SKIPPED {test} (not installable): {why}");
+}
+
+fn current_test() -> String {
+    std::thread::current().name().unwrap_or("a test").to_owned()
 }

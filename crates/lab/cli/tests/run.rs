@@ -26,6 +26,10 @@ fn assert_servers_ran_on_their_own_cpus(run: &serde_json::Value, dir: &Path) {
     assert!(!load.is_empty(), "{}", run["cpus"]);
     if run["cpus"]["shared_because"].is_string() {
         assert!(server.is_empty(), "{}", run["cpus"]);
+        support::skipped_not_installable(&format!(
+            "the servers' own CPUs' check: {}",
+            run["cpus"]["shared_because"]
+        ));
         return;
     }
     assert!(!server.is_empty() && server.iter().all(|c| !load.contains(c)));
@@ -155,7 +159,9 @@ connections = 4
                     stderr.contains("no figure of the lead has an interval"),
                     "{stderr}"
                 );
-                skipped("the added repetitions' check: no lead figure had an interval here");
+                skipped_not_installable(
+                    "the added repetitions' check: no lead figure had an interval here",
+                );
             }
             Some(added) => {
                 let look = &run["added_repetitions"];
@@ -442,7 +448,7 @@ fn assert_idle_recorded(run: &serde_json::Value, dir: &Path) {
         assert!(polled > 0.5, "the request did not take: {idle}");
     } else {
         let why = idle["not_held_because"].as_str().unwrap();
-        skipped(&format!("the idle request's check: not held here ({why})"));
+        skipped_not_installable(&format!("the idle request's check: not held here ({why})"));
     }
     let summary = std::fs::read_to_string(dir.join("summary.md")).unwrap();
     assert!(summary.contains("- Idle CPUs: idle CPUs "), "{summary}");

@@ -53,7 +53,7 @@ fn runner_variants() -> Vec<(String, Vec<String>)> {
 
 /// Where a `{tool:NAME}` is: the project's tools directory, else PATH.
 fn find_tool(name: &str) -> Option<PathBuf> {
-    let local = workspace().join("tools/bin").join(name);
+    let local = support::tools_dir().join("bin").join(name);
     if local.exists() {
         return Some(local);
     }
@@ -161,13 +161,17 @@ fn every_installed_runner_follows_the_protocol_on_exits_traps_and_bad_invocation
     }
     if !missing.is_empty() {
         support::skipped(&format!(
-            "{} of {} runners not checked, not installed here (`wasmlab setup NAME` builds one): {}",
+            "{} of {} runners not checked, not installed here (`wasmlab setup NAME` builds one): {}; checked: {}",
             missing.len(),
             variants.len(),
-            missing.join(", ")
+            missing.join(", "),
+            checked.join(", ")
         ));
     }
-    eprintln!("runners checked: {}", checked.join(", "));
+    assert!(
+        !checked.is_empty() || std::env::var_os(wasmlab_test_support::NO_SKIP_VAR).is_none(),
+        "no runner checked"
+    );
 }
 
 /// Holds one runner to the protocol through its variant's command `template`; Err when its tool

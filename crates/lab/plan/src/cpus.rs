@@ -98,7 +98,7 @@ mod tests {
         let allowed = allowed().unwrap();
         let plan = CpuPlan::new(&allowed, 1, true);
         if !plan.apart() {
-            eprintln!("skipped: {}", plan.describe());
+            wasmlab_test_support::skipped_not_installable(&plan.describe());
             return;
         }
         let mut cmd = Command::new("grep");

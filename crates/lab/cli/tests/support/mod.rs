@@ -2,18 +2,21 @@
 //! and the checks every results directory must pass. Each test file uses some of them.
 #![allow(dead_code)]
 
-use std::io::Write;
 use std::path::Path;
 use std::process::Command;
 
 pub const WASMLAB: &str = env!("CARGO_BIN_EXE_wasmlab");
 
-/// Says that the running test skipped itself, and why, where `cargo test` shows it: libtest
-/// captures `eprintln!` of a passing test, but not writes to the stderr handle itself, so a
-/// skip never looks like a silent pass.
-pub fn skipped(why: &str) {
-    let test = std::thread::current().name().unwrap_or("a test").to_owned();
-    let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
+#[allow(unused_imports)]
+pub use wasmlab_test_support::{skipped, skipped_not_installable};
+
+/// The tools directory the lab under test uses: `WASMLAB_TOOLS` (set by `.ci/run` to its tool
+/// cache), else the project's `tools/`.
+pub fn tools_dir() -> std::path::PathBuf {
+    std::env::var_os("WASMLAB_TOOLS").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../tools"),
+        std::path::PathBuf::from,
+    )
 }
 
 /// Every section report.html must hold.
