@@ -20,6 +20,18 @@ pub struct SetupArgs {
     /// Say what would be installed, and about how long it takes, without installing.
     #[arg(long)]
     pub dry_run: bool,
+    /// Install only what fits in this many minutes, the quickest tools first: a tool whose
+    /// install (as its recipe estimates it) would end past that is left for a later setup, said
+    /// (CI on a new machine installs what fits beside its tests; the next run the rest).
+    #[arg(long, value_name = "MINUTES", value_parser = positive_minutes)]
+    pub within: Option<f64>,
+}
+
+fn positive_minutes(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(m) if m.is_finite() && m > 0.0 => Ok(m),
+        _ => Err(format!("{s:?} is not a positive number of minutes")),
+    }
 }
 
 pub fn setup(args: SetupArgs) -> anyhow::Result<()> {
@@ -27,6 +39,9 @@ pub fn setup(args: SetupArgs) -> anyhow::Result<()> {
         variants: args.variants,
         variant_files: args.variant_files,
         dry_run: args.dry_run,
+        within: args
+            .within
+            .map(|m| std::time::Duration::from_secs_f64(m * 60.0)),
     })
 }
 

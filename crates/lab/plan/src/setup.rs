@@ -24,13 +24,16 @@ pub struct SetupRequest {
     pub variant_files: Vec<PathBuf>,
     /// Say what would be installed, and about how long it takes, without installing.
     pub dry_run: bool,
+    /// Install only what fits in this long, the quickest variants' tools first; the rest is
+    /// listed as left for later.
+    pub within: Option<Duration>,
 }
 
 /// Sets up every requirement of the variants asked for; one that no registry provides is listed
 /// at the end, and is an error when the user named its variant.
 pub fn setup(req: &SetupRequest) -> anyhow::Result<()> {
     let catalog = Catalog::with_files(&req.variant_files)?;
-    let specs: Vec<&VariantSpec> = if req.variants.is_empty() {
+    let mut specs: Vec<&VariantSpec> = if req.variants.is_empty() {
         catalog.all().collect()
     } else {
         req.variants
@@ -40,6 +43,12 @@ pub fn setup(req: &SetupRequest) -> anyhow::Result<()> {
     };
     let tools = tools::tools_dir();
     println!("tools directory: {}", tools.display());
+    if req.within.is_some() {
+        // The most variants ready in the time given: the quickest setups first.
+        specs.sort_by(|a, b| recipe_minutes(a).total_cmp(&recipe_minutes(b)));
+    }
+    let budget = req.within.map(|d| (Instant::now(), d));
+    let mut later: Vec<(String, f64)> = Vec::new();
     let mut cannot = Vec::new();
     let mut done: Vec<String> = Vec::new();
     for spec in specs {
@@ -59,6 +68,23 @@ pub fn setup(req: &SetupRequest) -> anyhow::Result<()> {
             if done.contains(&name) {
                 continue;
             }
+            if let (Some((start, within)), Some(install)) = (budget, &r.install) {
+                let minutes = install.minutes();
+                let ends = start.elapsed() + Duration::from_secs_f64(minutes * 60.0);
+                if ends > within && tools::probe(r, &tools).is_err() {
+                    if !later.iter().any(|(n, _)| *n == name) {
+                        println!(
+                            "{}: {name} left for later: {} ({}) would end past {} min",
+                            spec.name,
+                            install.describe(),
+                            duration_words(minutes),
+                            (within.as_secs_f64() / 6.0).round() / 10.0
+                        );
+                        later.push((name, minutes));
+                    }
+                    continue;
+                }
+            }
             if let Some(why) = set_up_tool(spec, r, &tools, req.dry_run)? {
                 cannot.push(why);
             }
@@ -77,6 +103,14 @@ pub fn setup(req: &SetupRequest) -> anyhow::Result<()> {
             }
         }
     }
+    if !later.is_empty() {
+        let names: Vec<&str> = later.iter().map(|(n, _)| n.as_str()).collect();
+        println!(
+            "left for later, not within the time given: {} ({}); `wasmlab setup` installs them",
+            names.join(", "),
+            duration_words(later.iter().map(|(_, m)| m).sum())
+        );
+    }
     if cannot.is_empty() {
         return Ok(());
     }
@@ -90,6 +124,16 @@ pub fn setup(req: &SetupRequest) -> anyhow::Result<()> {
         cannot.len()
     );
     Ok(())
+}
+
+/// About how long `spec`'s tools take to install, by their recipes (all of them: which are
+/// installed already is not asked here).
+fn recipe_minutes(spec: &VariantSpec) -> f64 {
+    spec.requires
+        .iter()
+        .filter_map(|r| r.install.as_ref())
+        .map(|i| i.minutes())
+        .sum()
 }
 
 /// One tool of `spec`: found, installed (or, dry, what would be), or why it cannot be.
@@ -254,11 +298,13 @@ pub fn install_tool(
     }
     let status = child.wait()?;
     progress.finish();
+    drop(log);
     anyhow::ensure!(
         status.success(),
-        "installing {name} failed ({status}) after {:.0} s; see {}",
+        "installing {name} failed ({status}) after {:.0} s; the installer's last words (all in {}):\n{}",
         t.elapsed().as_secs_f64(),
-        log_path.display()
+        log_path.display(),
+        last_lines(&log_path, 12)
     );
     match install {
         Install::Npm { .. } => tools::link_npm_program(tools, name)?,
@@ -275,6 +321,18 @@ pub fn install_tool(
         t.elapsed().as_secs_f64()
     ));
     tools::probe(r, tools).map_err(|e| anyhow::anyhow!("{name} was installed but {e}"))
+}
+
+/// The last `n` lines of a log, indented: where an installer says why it failed (a registry's
+/// answer, a compiler's error).
+fn last_lines(path: &Path, n: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..]
+        .iter()
+        .map(|l| format!("  {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Reads up to and including the next '\n' or '\r'; the count read (0 at the end).
