@@ -17,17 +17,20 @@ fn commands_in_markdown(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// The arguments of a line that runs wasmlab (`wasmlab …`, `target/release/wasmlab …` or `cargo
-/// run --release -p wasmlab -- …`), without a trailing comment.
+/// The arguments of a line that runs wasmlab (`wasmlab …`, `./wasmlab …`, `target/release/wasmlab
+/// …` or `cargo run --release -p wasmlab -- …`), without a trailing comment; not `./wasmlab test`,
+/// which the script runs as `cargo test` (checked below).
 fn wasmlab_arguments(line: &str) -> Option<String> {
     let line = line.split(" # ").next()?.trim();
     [
         "cargo run --release -p wasmlab -- ",
         "target/release/wasmlab ",
+        "./wasmlab ",
         "wasmlab ",
     ]
     .iter()
     .find_map(|prefix| line.strip_prefix(prefix))
+    .filter(|args| *args != "test" && !args.starts_with("test "))
     .map(str::to_owned)
 }
 
@@ -98,4 +101,42 @@ fn a_command_with_a_wrong_flag_is_caught() {
         wasmlab_arguments("cargo run --release -p wasmlab -- run --suite quick   # the main job"),
         Some("run --suite quick".to_owned())
     );
+}
+
+#[test]
+fn the_readme_s_two_commands_are_the_script_s_and_ci_ends_with_the_second() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../..");
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let block = readme
+        .split("## Two commands")
+        .nth(1)
+        .and_then(|s| s.split("```sh").nth(1))
+        .and_then(|s| s.split("```").next())
+        .expect("README.md has a block under \"Two commands\"");
+    let commands: Vec<&str> = block
+        .lines()
+        .filter_map(|l| l.split(" # ").next())
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    assert_eq!(
+        commands,
+        ["./wasmlab run --suite quick", "./wasmlab test"],
+        "{block}"
+    );
+    let script = std::fs::read_to_string(root.join("wasmlab")).unwrap();
+    assert!(
+        script.contains("exec cargo test --release --workspace \"$@\""),
+        "{script}"
+    );
+    assert!(script.contains("rustup toolchain install"), "{script}");
+    // CI's last command is the README's second (its output kept to count the skips).
+    let ci = std::fs::read_to_string(root.join(".ci/run")).unwrap();
+    let last_command = ci
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("./") || l.starts_with("cargo "))
+        .last()
+        .unwrap();
+    assert!(last_command.starts_with("./wasmlab test"), "{last_command}");
 }

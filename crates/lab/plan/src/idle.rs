@@ -93,7 +93,9 @@ fn hold(latency: &Path) -> Result<File, String> {
         let hint = match e.kind() {
             std::io::ErrorKind::PermissionDenied => {
                 "; it is root's: run as root, or pass --cpu-idle system (cpu_idle = \"system\" in a \
-                 suite) to measure idle CPUs as the machine has them"
+                 suite) to measure idle CPUs as the machine has them. Without it a request may pay \
+                 for waking a halted CPU, most at low load (native's CPU per request doubled at \
+                 5,000 req/s on a 2-core VM: docs/method.md, \"Idle CPUs\")"
             }
             _ => "",
         };
