@@ -1,0 +1,12 @@
+#!/bin/sh
+# The soak tests for minutes: the Wasm gateway, once per executor (pooled, recycled, shared,
+# component, component-recycled), under healthy and hostile traffic mixed for SECS seconds each
+# (default 120), its RSS, open files, threads and healthy p99 printed every SECS/8 and checked
+# flat (crates/gateway-wasm/tests/soak.rs; the test command runs the same for 2 s each).
+#   SECS=600 scripts/soak.sh                 ten minutes each
+#   scripts/soak.sh pooled                   one executor (a test-name filter)
+set -eu
+cd "$(dirname "$0")/.."
+export WASMLAB_SOAK_SECS="${SECS:-120}"
+unset RUST_BACKTRACE
+exec cargo test --release -p wasmlab-gateway-wasm --test soak -- --test-threads 1 "$@"
