@@ -8,7 +8,7 @@
 // this step. The WIT of the WASI packages the world names comes from the jco that componentize-js
 // installs (its bundled copy of WASI's WIT), relabelled with the WASI version this StarlingMonkey
 // was built against.
-import { readFile, writeFile, mkdtemp, mkdir, readdir, rm, stat } from "node:fs/promises";
+import { readFile, writeFile, mkdtemp, mkdir, readdir, rename, rm, stat } from "node:fs/promises";
 import { join, dirname, resolve } from "node:path";
 import { tmpdir } from "node:os";
 import { pathToFileURL, fileURLToPath } from "node:url";
@@ -91,7 +91,11 @@ async function main() {
       witPath: wit,
       worldName: "handler",
     });
-    await writeFile(o.out, component);
+    // Written beside and renamed into place: two runs (two tests at once) may build it together,
+    // and a reader of `out` must never see half a component.
+    const partial = `${o.out}.${process.pid}.partial`;
+    await writeFile(partial, component);
+    await rename(partial, o.out);
     const secs = ((Date.now() - started) / 1000).toFixed(1);
     console.log(`componentize-js ${version}: ${o.out}, ${component.length} bytes, built in ${secs} s (WASI WIT from jco's ${from}, as ${WASI}); SpiderMonkey pre-initialised with handler.js by Wizer`);
   } finally {
