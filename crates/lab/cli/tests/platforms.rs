@@ -128,12 +128,22 @@ fn wasmcloud_host_2_losing_a_host_fails_alone_and_leaves_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let catalog = wasmlab_model::variant::Catalog::builtin();
     let spec = catalog.find("wasmcloud-host-2").unwrap();
-    // The variant as it is, its second host killed 2 s after the start (during its 3 s cell).
-    let command: Vec<String> = std::iter::once("{tool:sh}".to_owned())
+    // The variant as it is, its second host killed 1.5 s after the variant first answered `/`
+    // with a 200 (during its 3 s cell; a fixed time after the start was before the answer on a
+    // busy machine), asked with bash's /dev/tcp for a minute at most.
+    let kill_once_answered = r#"(
+        for _ in $(seq 600); do
+            { exec 3<>"/dev/tcp/127.0.0.1/$1" && printf 'GET / HTTP/1.0\r\n\r\n' >&3 &&
+              read -r status <&3 && [[ $status == *" 200 "* ]]; } 2>/dev/null && break
+            sleep 0.1
+        done
+        sleep 1.5; pkill -KILL -f "$0/oci-cache-1") & exec "${@:2}""#;
+    let command: Vec<String> = std::iter::once("{tool:bash}".to_owned())
         .chain([
             "-c".into(),
-            "(sleep 2; pkill -KILL -f \"$0/oci-cache-1\") & exec \"$@\"".into(),
+            kill_once_answered.into(),
             "{prepared}/{instance}".into(),
+            "{port}".into(),
         ])
         .chain(spec.start.as_ref().unwrap().command.iter().cloned())
         .collect();
@@ -142,7 +152,7 @@ fn wasmcloud_host_2_losing_a_host_fails_alone_and_leaves_nothing() {
     let requires = variant["requires"].as_array().unwrap().clone();
     let mut requires = requires;
     requires.push(toml::Value::Table(
-        toml::from_str("tool = \"sh\"\nversion_args = [\"-c\", \"echo sh\"]").unwrap(),
+        toml::from_str("tool = \"bash\"\nversion_args = [\"-c\", \"echo bash\"]").unwrap(),
     ));
     variant.insert("requires".into(), requires.into());
     variant["start"]
