@@ -131,13 +131,15 @@ fn wasmcloud_host_2_losing_a_host_fails_alone_and_leaves_nothing() {
     // The variant as it is, its second host killed 1.5 s after the variant first answered `/`
     // with a 200 (during its 3 s cell; a fixed time after the start was before the answer on a
     // busy machine), asked with bash's /dev/tcp for a minute at most.
+    // `$$` is the driver once bash has exec'd it: the killer ends with it.
     let kill_once_answered = r#"(
         for _ in $(seq 600); do
+            kill -0 $$ 2>/dev/null || exit 0
             { exec 3<>"/dev/tcp/127.0.0.1/$1" && printf 'GET / HTTP/1.0\r\n\r\n' >&3 &&
-              read -r status <&3 && [[ $status == *" 200 "* ]]; } 2>/dev/null && break
+              read -r -t 2 status <&3 && [[ $status == *" 200 "* ]]; } 2>/dev/null && break
             sleep 0.1
         done
-        sleep 1.5; pkill -KILL -f "$0/oci-cache-1") & exec "${@:2}""#;
+        exec 3>&-; sleep 1.5; pkill -KILL -f "$0/oci-cache-1") & exec "${@:2}""#;
     let command: Vec<String> = std::iter::once("{tool:bash}".to_owned())
         .chain([
             "-c".into(),
@@ -194,6 +196,15 @@ duration_secs = 3.0
     // The next variant (one whose tools the lost one's include) is measured.
     let next = outcome(&run, "wasmcloud-dev");
     assert_eq!(next["status"], "measured", "{next}");
-    let left = processes_naming(tmp.path());
+    let left: Vec<String> = processes_naming(tmp.path())
+        .into_iter()
+        .map(|pid| {
+            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            format!(
+                "{pid}: {}",
+                String::from_utf8_lossy(&cmd).replace('\0', " ")
+            )
+        })
+        .collect();
     assert!(left.is_empty(), "{left:?} outlived the run");
 }
