@@ -135,8 +135,7 @@ fn the_readme_s_two_commands_are_the_script_s_and_ci_ends_with_the_second() {
     let last_command = ci
         .lines()
         .map(str::trim)
-        .filter(|l| l.starts_with("./") || l.starts_with("cargo "))
-        .last()
+        .rfind(|l| l.starts_with("./") || l.starts_with("cargo "))
         .unwrap();
     assert!(last_command.starts_with("./wasmlab test"), "{last_command}");
 }
