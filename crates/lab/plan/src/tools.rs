@@ -260,6 +260,15 @@ pub fn run_with_timeout(cmd: &mut Command, timeout: Duration) -> Result<String, 
     Ok(if stdout.is_empty() { stderr } else { stdout })
 }
 
+/// Where cargo builds the tools it installs: one directory for all of them, kept with the tools,
+/// so that what two tools share is compiled once (Wasmer's two runners lock the same versions:
+/// the second builds little more than its compiler) and a version bump rebuilds only what
+/// changed, where a temporary directory per install (cargo's default for a registry crate) or
+/// one per workspace would build everything anew.
+pub fn cargo_target_dir(tools: &Path) -> PathBuf {
+    tools.join("cargo-target")
+}
+
 /// The command that installs a tool into `tools` (run from anywhere).
 pub fn install_command(install: &Install, tool: &str, tools: &Path) -> Command {
     match install {
@@ -276,7 +285,8 @@ pub fn install_command(install: &Install, tool: &str, tools: &Path) -> Command {
                 "--root",
             ])
             .arg(tools)
-            .args(["--bin", tool]);
+            .args(["--bin", tool])
+            .env("CARGO_TARGET_DIR", cargo_target_dir(tools));
             c
         }
         Install::Npm {
@@ -343,7 +353,8 @@ pub fn install_command(install: &Install, tool: &str, tools: &Path) -> Command {
                 c.args(["install", "--locked", "--force", "--path"])
                     .arg(&dir)
                     .arg("--root")
-                    .arg(tools);
+                    .arg(tools)
+                    .env("CARGO_TARGET_DIR", cargo_target_dir(tools));
                 c
             }
         }
@@ -463,6 +474,43 @@ mod tests {
             "{d}"
         );
         assert!(d.ends_with("get it from example.org"), "{d}");
+    }
+
+    #[test]
+    fn every_cargo_build_of_a_tool_shares_one_target_dir_kept_with_the_tools() {
+        let tools = Path::new("/somewhere/tools");
+        let target_dir = |c: &Command| {
+            c.get_envs()
+                .find(|(k, _)| *k == "CARGO_TARGET_DIR")
+                .and_then(|(_, v)| v.map(PathBuf::from))
+        };
+        let registry = Install::Cargo {
+            package: "wasmtime-cli".into(),
+            version: "50.0.1".into(),
+            minutes: 15.0,
+        };
+        let local = Install::Local {
+            path: "engines/wasmer".into(),
+            version: "7.4.2".into(),
+            minutes: 12.0,
+            needs: vec![],
+        };
+        for (install, tool) in [(registry, "wasmtime"), (local, "wasmlab-engine-wasmer")] {
+            let c = install_command(&install, tool, tools);
+            assert_eq!(
+                target_dir(&c).as_deref(),
+                Some(Path::new("/somewhere/tools/cargo-target")),
+                "{c:?}"
+            );
+        }
+        // A Go module builds with Go's own cache, untouched.
+        let go = Install::Local {
+            path: "engines/wazero".into(),
+            version: "v1.12.0".into(),
+            minutes: 1.0,
+            needs: vec![],
+        };
+        assert_eq!(target_dir(&install_command(&go, "x", tools)), None);
     }
 
     #[test]
