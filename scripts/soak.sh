@@ -9,4 +9,5 @@ set -eu
 cd "$(dirname "$0")/.."
 export WASMLAB_SOAK_SECS="${SECS:-120}"
 unset RUST_BACKTRACE
-exec cargo test --release -p wasmlab-gateway-wasm --test soak -- --test-threads 1 "$@"
+# --workspace, as the test command builds: the same features, so nothing is rebuilt for it.
+exec cargo test --release --workspace --test soak -- --test-threads 1 "$@"
