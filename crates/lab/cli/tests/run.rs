@@ -1,6 +1,7 @@
 //! `wasmlab run` end to end: a tiny suite against the real gateway binaries, every file it
-//! writes and the report rebuilt from them; the built-in variants that need a container engine
-//! or the Wasmtime CLI, where they can run; and the errors a user gets for a bad suite.
+//! writes and the report rebuilt from them; each isolation model of the Wasm gateway, sync and
+//! async, as its variant; the built-in variants that need a container engine or the Wasmtime
+//! CLI, where they can run; and the errors a user gets for a bad suite.
 
 use std::path::Path;
 use std::process::Command;
@@ -94,6 +95,34 @@ rates = { echo = [300] }
     assert_report_complete(&dir);
 
     assert_the_report_rebuilds_the_same(&dir);
+}
+
+/// The Wasm gateway's variants the tiny suite above does not start, each started by the lab,
+/// verified on every route and measured for a moment: a recycled and a shared instance, and the
+/// three isolation models called asynchronously (the isolation suite's).
+#[test]
+fn wasmtime_recycled() {
+    verified_and_measured("wasmtime-recycled");
+}
+
+#[test]
+fn wasmtime_shared() {
+    verified_and_measured("wasmtime-shared");
+}
+
+#[test]
+fn wasmtime_pooled_async() {
+    verified_and_measured("wasmtime-pooled-async");
+}
+
+#[test]
+fn wasmtime_recycled_async() {
+    verified_and_measured("wasmtime-recycled-async");
+}
+
+#[test]
+fn wasmtime_shared_async() {
+    verified_and_measured("wasmtime-shared-async");
 }
 
 /// A suite that allows more repetitions looks at its intervals after its own: with a target no
