@@ -269,24 +269,26 @@ pub fn cargo_target_dir(tools: &Path) -> PathBuf {
     tools.join("cargo-target")
 }
 
+/// `cargo` for an install into `tools`: in the shared target directory, and never incremental
+/// (CI builds its tests incrementally; a runner is a measured binary, built as a release is).
+fn cargo_install(tools: &Path) -> Command {
+    let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    c.arg("install")
+        .env("CARGO_TARGET_DIR", cargo_target_dir(tools))
+        .env("CARGO_INCREMENTAL", "0");
+    c
+}
+
 /// The command that installs a tool into `tools` (run from anywhere).
 pub fn install_command(install: &Install, tool: &str, tools: &Path) -> Command {
     match install {
         Install::Cargo {
             package, version, ..
         } => {
-            let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-            c.args([
-                "install",
-                package,
-                "--version",
-                version,
-                "--locked",
-                "--root",
-            ])
-            .arg(tools)
-            .args(["--bin", tool])
-            .env("CARGO_TARGET_DIR", cargo_target_dir(tools));
+            let mut c = cargo_install(tools);
+            c.args([package, "--version", version, "--locked", "--root"])
+                .arg(tools)
+                .args(["--bin", tool]);
             c
         }
         Install::Npm {
@@ -347,14 +349,13 @@ pub fn install_command(install: &Install, tool: &str, tools: &Path) -> Command {
                     .current_dir(&dir);
                 c
             } else {
-                let mut c = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+                let mut c = cargo_install(tools);
                 // Every binary of the runner's package: a runner may ship a helper beside it
                 // (engines/wamr's AOT compiler, wasmlab-wamrc).
-                c.args(["install", "--locked", "--force", "--path"])
+                c.args(["--locked", "--force", "--path"])
                     .arg(&dir)
                     .arg("--root")
-                    .arg(tools)
-                    .env("CARGO_TARGET_DIR", cargo_target_dir(tools));
+                    .arg(tools);
                 c
             }
         }
@@ -502,6 +503,12 @@ mod tests {
                 Some(Path::new("/somewhere/tools/cargo-target")),
                 "{c:?}"
             );
+            assert!(
+                c.get_envs()
+                    .any(|(k, v)| k == "CARGO_INCREMENTAL" && v == Some("0".as_ref())),
+                "{c:?}"
+            );
+            assert_eq!(c.get_args().next(), Some("install".as_ref()), "{c:?}");
         }
         // A Go module builds with Go's own cache, untouched.
         let go = Install::Local {
