@@ -135,10 +135,17 @@ impl UpstreamHost {
         if set.iter().any(Result::is_err) {
             return Err(format!("the host refused the request {path:?} to {url}"));
         }
+        // The body, empty, taken and finished: a host may hold the request until its body is
+        // finished (jco's preview2-shim waits for it, and with it every other request), where
+        // Wasmtime sends a request whose body was never taken as one without a body.
+        let body = request
+            .body()
+            .map_err(|()| "the request's body was taken already".to_owned())?;
         let options = RequestOptions::new();
         let _ = options.set_first_byte_timeout(Some(UPSTREAM_TIMEOUT_NS));
         let _ = options.set_between_bytes_timeout(Some(UPSTREAM_TIMEOUT_NS));
         let pending = outgoing_handler::handle(request, Some(options)).map_err(describe)?;
+        OutgoingBody::finish(body, None).map_err(describe)?;
         let response = loop {
             match pending.get() {
                 Some(outcome) => break outcome,
