@@ -212,7 +212,14 @@ impl<'a> ServerRun<'a> {
             ready: &ready,
             ..self.ctx("upstream")
         };
-        crate::launch::spawn_server("upstream", cmd, &ctx, &ready, None)
+        crate::launch::spawn_server(
+            "upstream",
+            cmd,
+            &ctx,
+            &ready,
+            None,
+            crate::launch::WRONG_STATUS_GRACE,
+        )
     }
 
     /// The runnable variants with this run's values, each prepared (a failed preparation fails

@@ -187,7 +187,10 @@ impl Launchable {
         };
         let own = start.ready_path.as_deref().map(SentRequest::get);
         let ready = own.as_ref().unwrap_or(ctx.ready);
-        let mut running = spawn_server(&self.spec.name, cmd, ctx, ready, known)?;
+        let grace = start
+            .ready_grace_secs
+            .map_or(WRONG_STATUS_GRACE, Duration::from_secs_f64);
+        let mut running = spawn_server(&self.spec.name, cmd, ctx, ready, known, grace)?;
         running.protocol = self.spec.protocol;
         running.stop_command = start.stop.as_ref().map(|s| vars.command(s)).transpose()?;
         running.processes_command = start
@@ -255,7 +258,8 @@ fn reach(
         processes_only: false,
         processes_parents: false,
     };
-    wait_ready(name, &mut running, ctx.ready, ctx, Instant::now())?;
+    let t0 = Instant::now();
+    wait_ready(name, &mut running, ctx.ready, ctx, t0, WRONG_STATUS_GRACE)?;
     Ok(running)
 }
 
@@ -274,6 +278,7 @@ pub fn spawn_server(
     ctx: &LaunchContext<'_>,
     ready: &SentRequest,
     known: Option<SocketAddr>,
+    grace: Duration,
 ) -> anyhow::Result<Running> {
     let log = File::create(&ctx.log_path)
         .map_err(|e| anyhow::anyhow!("create {}: {e}", ctx.log_path.display()))?;
@@ -291,6 +296,9 @@ pub fn spawn_server(
             Ok(())
         });
     }
+    // A process group of its own: stopping the server signals the group, so a process it started
+    // and does not stop itself (`jco serve`'s Node server) goes with it.
+    cmd.process_group(0);
     let t0 = Instant::now();
     let mut child = cmd
         .spawn()
@@ -331,7 +339,7 @@ pub fn spawn_server(
     };
     running.addr = addr;
     running.authority = addr.to_string();
-    wait_ready(name, &mut running, ready, ctx, t0)?;
+    wait_ready(name, &mut running, ready, ctx, t0, grace)?;
     Ok(running)
 }
 
@@ -367,17 +375,20 @@ fn printed_address(
 }
 
 /// How long a server that answers, but with another status than the ready request expects, is
-/// given to come round (one still loading its routes) before the launch fails.
-const WRONG_STATUS_GRACE: Duration = Duration::from_secs(2);
+/// given to come round (one still loading its routes) before the launch fails, unless its
+/// variant says otherwise (`[start] ready_grace_secs`).
+pub const WRONG_STATUS_GRACE: Duration = Duration::from_secs(2);
 
 /// Waits until `ready` is answered with its expected status, timing the first connect, the
-/// first byte and the whole response from `t0`.
+/// first byte and the whole response from `t0`; a server answering another status fails after
+/// `grace`.
 fn wait_ready(
     name: &str,
     running: &mut Running,
     ready: &SentRequest,
     ctx: &LaunchContext<'_>,
     t0: Instant,
+    grace: Duration,
 ) -> anyhow::Result<()> {
     let deadline = t0 + ctx.start_timeout;
     let request = ready.closing_bytes(&running.authority);
@@ -402,7 +413,7 @@ fn wait_ready(
                 Some(s) => {
                     let (_, since) = *wrong.get_or_insert((s, Instant::now()));
                     anyhow::ensure!(
-                        since.elapsed() < WRONG_STATUS_GRACE,
+                        since.elapsed() < grace,
                         "{name} answers {} with {s}, expected {want} (the suite's first workload, \
                          or the variant's ready_path, must be served)",
                         ready.describe()
@@ -572,26 +583,29 @@ impl Running {
         if let Some(mut cmd) = self.stop_command.take() {
             let _ = run_with_timeout(&mut cmd, Duration::from_secs(15));
         }
-        if self.exited().is_some() {
-            return;
-        }
-        let Some(child) = self.child.as_mut() else {
+        // Taken: a second call (Drop after `stop`) signals nothing.
+        let Some(mut child) = self.child.take() else {
             return;
         };
-        // SAFETY: signalling our own child by pid.
-        unsafe {
-            libc::kill(child.id() as i32, libc::SIGTERM);
-        }
-        let deadline = Instant::now() + Duration::from_secs(3);
-        while Instant::now() < deadline {
-            if self.exited().is_some() {
-                return;
+        // The server leads a process group of its own (`spawn_server`).
+        let group = -(child.id() as i32);
+        let exited = |c: &mut Child| c.try_wait().ok().flatten().is_some();
+        if !exited(&mut child) {
+            // SAFETY: signalling the process group of our own child.
+            unsafe {
+                libc::kill(group, libc::SIGTERM);
             }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        if let Some(child) = self.child.as_mut() {
+            let deadline = Instant::now() + Duration::from_secs(3);
+            while Instant::now() < deadline && !exited(&mut child) {
+                std::thread::sleep(Duration::from_millis(10));
+            }
             let _ = child.kill();
             let _ = child.wait();
+        }
+        // What is left of its group, the server gone: processes it started and left behind.
+        // SAFETY: as above; ESRCH when none is left.
+        unsafe {
+            libc::kill(group, libc::SIGKILL);
         }
     }
 }

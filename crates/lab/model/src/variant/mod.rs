@@ -363,6 +363,11 @@ pub struct Start {
     /// workload answering its first request with its expected status (the default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ready_path: Option<String>,
+    /// How long the server may answer the ready request with another status before the launch
+    /// fails (default 2 s): a platform that listens before it has deployed its component (`wash
+    /// dev` answers 404 meanwhile, for seconds on a busy machine) needs longer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_grace_secs: Option<f64>,
     /// Arguments that make the server serve HTTP/2 too (`["--http2"]` for wasmlab's gateways):
     /// with them the variant is also measurable over HTTP/2, as `NAME-h2`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -512,6 +517,12 @@ impl VariantSpec {
                     anyhow::ensure!(
                         path.starts_with('/') && path.parse::<http::uri::PathAndQuery>().is_ok(),
                         "[start] ready_path {path:?} is not a path starting with '/'"
+                    );
+                }
+                if let Some(g) = start.ready_grace_secs {
+                    anyhow::ensure!(
+                        g.is_finite() && (0.0..=600.0).contains(&g),
+                        "[start] ready_grace_secs {g} is not a number of seconds from 0 to 600"
                     );
                 }
             }
