@@ -126,7 +126,7 @@ fn the_readme_s_two_commands_are_the_script_s_and_ci_ends_with_the_second() {
     );
     let script = std::fs::read_to_string(root.join("wasmlab")).unwrap();
     assert!(
-        script.contains("exec cargo test --release --workspace \"$@\""),
+        script.contains("exec cargo test --release --workspace --no-fail-fast \"$@\""),
         "{script}"
     );
     assert!(script.contains("rustup toolchain install"), "{script}");
