@@ -100,6 +100,10 @@ const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../../../variants/js-component-wasmtime-serve.toml"),
     ),
     (
+        "jco-serve",
+        include_str!("../../../../../variants/jco-serve.toml"),
+    ),
+    (
         "wasmcloud-dev",
         include_str!("../../../../../variants/wasmcloud-dev.toml"),
     ),
