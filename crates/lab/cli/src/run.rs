@@ -17,10 +17,10 @@ pub const THRESHOLD_EXIT: u8 = 99;
 
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
-    /// A built-in suite (quick, gateway-study, isolation, libsodium-quick, ...) or a path to a
-    /// suite TOML file.
-    #[arg(long, default_value = "quick")]
-    pub suite: String,
+    /// A built-in suite (quick, gateway-study, isolation, component, libsodium-quick, ...) or a
+    /// path to a suite TOML file. Default: quick; with --component, component.
+    #[arg(long)]
+    pub suite: Option<String>,
     /// Measure only these variants (repeatable); default: the suite's list.
     #[arg(long = "variant")]
     pub variants: Vec<String>,
@@ -71,6 +71,12 @@ pub struct RunArgs {
     /// (wasmtime-pooled) instead of the built-in guest. It is verified like any variant.
     #[arg(long, value_name = "PATH")]
     pub wasm: Option<PathBuf>,
+    /// Your wasi:http component (WASI 0.2 or 0.3; repeatable): put in every component host the
+    /// suite names, each beside the same host running wasmlab's minimal component (the host's
+    /// floor). Without --suite, the component suite: every host, on `GET /` (any 200 answer with
+    /// a body).
+    #[arg(long = "component", value_name = "PATH")]
+    pub components: Vec<PathBuf>,
     /// A variant file of your own (repeatable; docs/variants.md): name it in --variant or the
     /// suite. It is verified like any variant before it is measured.
     #[arg(long = "variant-file", value_name = "PATH")]
@@ -88,7 +94,13 @@ impl RunArgs {
     /// What the command line asks of the planner.
     fn request(&self) -> RunRequest {
         RunRequest {
-            suite: self.suite.clone(),
+            suite: self.suite.clone().unwrap_or_else(|| {
+                let suite = match self.components.is_empty() {
+                    true => "quick",
+                    false => wasmlab_plan::component::SUITE,
+                };
+                suite.to_owned()
+            }),
             variants: self.variants.clone(),
             connections: self.connections.clone(),
             duration_secs: self.duration.map(|d| d.as_secs_f64()),
@@ -97,6 +109,7 @@ impl RunArgs {
             cpu_idle: self.cpu_idle,
             seed: self.seed,
             wasm: self.wasm.clone(),
+            components: self.components.clone(),
             variant_files: self.variant_files.clone(),
             quick_setup: !self.no_setup,
             bin_dir: self.bin_dir.clone(),

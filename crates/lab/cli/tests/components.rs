@@ -5,7 +5,9 @@
 //! component, in the gateway's executor and `wasmtime serve`, both reusing instances), and the
 //! JavaScript component in
 //! both. One whose tool is not here is skipped, said so; the JavaScript ones are never set up by a
-//! test (`--no-setup`): `wasmlab setup js-component` installs componentize-js.
+//! test (`--no-setup`): `wasmlab setup js-component` installs componentize-js. Then a component
+//! written outside wasmlab's ABI (examples/components/rust) put in every host with `wasmlab run
+//! --component`, beside each host's floor, and what is not a component refused.
 
 mod support;
 
@@ -62,4 +64,294 @@ fn js_component() {
 #[test]
 fn js_component_wasmtime_serve() {
     verified_and_measured_with("js-component-wasmtime-serve", &["--no-setup"]);
+}
+
+/// `jco serve` on Node: skipped until `wasmlab setup jco-serve` has installed jco from npm.
+#[test]
+fn jco_serve() {
+    verified_and_measured_with("jco-serve", &["--no-setup"]);
+}
+
+/// examples/components/rust (a component as a Rust user writes one: the `wasip2` crate, cargo's
+/// wasm32-wasip2 target) built into target/user-components; its path.
+fn rust_user_component() -> std::path::PathBuf {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../..");
+    let target = root.join("target/user-components/rust");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let out = std::process::Command::new(cargo)
+        .current_dir(root.join("examples/components/rust"))
+        .args([
+            "build",
+            "--release",
+            "--locked",
+            "--target",
+            "wasm32-wasip2",
+        ])
+        .arg("--target-dir")
+        .arg(&target)
+        .env_remove("CARGO_TARGET_DIR")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "examples/components/rust: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    target.join("wasm32-wasip2/release/hello_rust.wasm")
+}
+
+/// The component hosts the first test puts the user's component in beside their floors (the
+/// embedded and the reference host; the second test puts it in every WASI 0.2 host, floors left
+/// out, which keeps CI's time down).
+const HOSTS: &[&str] = &[
+    "component-pooled",
+    "component-recycled",
+    "component-wasmtime-serve",
+];
+
+/// Every WASI 0.2 host of the component suite but the two wasmCloud hosts behind NATS.
+const EVERY_HOST: &[&str] = &[
+    "component-pooled",
+    "component-recycled",
+    "component-wasmtime-serve",
+    "jco-serve",
+    "wasmcloud-dev",
+];
+
+/// `wasmlab run --component` with a component written outside wasmlab's ABI: in each host ready
+/// here, right after the host running wasmlab's own component (its floor), verified on `GET /`
+/// (the component suite's check: any 200 answer with a body) and measured; read and recorded in
+/// run.json; a host not set up is skipped, said, with its twin.
+#[test]
+fn a_component_written_elsewhere_runs_in_every_host_beside_the_host_s_floor() {
+    let component = rust_user_component();
+    let tmp = tempfile::tempdir().unwrap();
+    let results = tmp.path().join("results");
+    let mut args = vec![
+        "run".to_owned(),
+        "--component".into(),
+        component.display().to_string(),
+        "--no-build".into(),
+        "--no-setup".into(),
+        "--repetitions".into(),
+        "1".into(),
+        "--duration".into(),
+        "0.1s".into(),
+        "--results".into(),
+        results.display().to_string(),
+        "--variant".into(),
+        "native".into(),
+    ];
+    for h in HOSTS {
+        args.extend(["--variant".to_owned(), (*h).to_owned()]);
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = wasmlab(&args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("your component hello_rust.wasm (")
+            && stderr.contains("hello-rust-in-component-pooled"),
+        "{stderr}"
+    );
+    let dir = only_run_dir(&results);
+    let run = read_json(&dir.join("run.json"));
+    let read = &run["components"][0];
+    assert_eq!(read["wasi"], "0.2", "{read}");
+    assert_eq!(read["name"], "hello-rust", "{read}");
+    assert!(
+        read["exports"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("wasi:http/incoming-handler@0.2"),
+        "{read}"
+    );
+    assert_eq!(
+        read["bytes"].as_u64().unwrap(),
+        std::fs::metadata(&component).unwrap().len()
+    );
+    let order: Vec<&str> = run["suite"]["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    let throughput = std::fs::read_to_string(dir.join("throughput.csv")).unwrap();
+    for host in HOSTS {
+        let twin = format!("hello-rust-in-{host}");
+        let at = order.iter().position(|v| *v == twin).unwrap();
+        assert_eq!(order[at - 1], *host, "{order:?}");
+        if was_skipped(&run, host) {
+            assert_eq!(outcome(&run, &twin)["status"], "skipped");
+            continue;
+        }
+        for v in [*host, twin.as_str()] {
+            let o = outcome(&run, v);
+            assert_eq!(o["status"], "measured", "{o}");
+            assert_served(&throughput, v, "root", 50);
+        }
+        let spec = run["variant_specs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == twin.as_str())
+            .unwrap();
+        assert_eq!(spec["component"], read["path"], "{spec}");
+    }
+    let left = processes_naming(tmp.path());
+    assert!(left.is_empty(), "{left:?} outlived the run");
+}
+
+/// A suite of the user's routes that names no variant: the component in every host (without the
+/// floors, which serve wasmlab's routes), its route checked; a route that traps fails
+/// verification, named, and the run's exit status says so.
+#[test]
+fn your_routes_are_checked_in_your_component_and_a_trap_is_named() {
+    let comp = rust_user_component().display().to_string();
+    let suite = |path: &str, expect: &str| {
+        format!(
+            r#"name = "mine"
+workloads = ["mine"]
+connections = [4]
+duration_secs = 0.1
+warmup_secs = 0.05
+repetitions = 1
+
+[[workload]]
+name = "mine"
+request = {{ path = "{path}" }}
+expect = {{ {expect} }}
+"#
+        )
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let greet = suite("/greet?name=lab", r#"status = 200, body = "hello, lab\n""#);
+    let (out, results) = run_suite(tmp.path(), &greet, &["--no-setup", "--component", &comp]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let run = read_json(&only_run_dir(&results).join("run.json"));
+    let names: Vec<&str> = run["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["name"].as_str().unwrap())
+        .collect();
+    assert!(!names.contains(&"component-pooled"), "{names:?}");
+    assert!(!names.iter().any(|n| n.contains("p3")), "{names:?}");
+    for host in EVERY_HOST {
+        let twin = format!("hello-rust-in-{host}");
+        assert!(names.contains(&twin.as_str()), "{names:?}");
+        if !was_skipped(&run, &twin) {
+            let o = outcome(&run, &twin);
+            assert_eq!(o["status"], "measured", "{o}");
+        }
+    }
+    let left = processes_naming(tmp.path());
+    assert!(left.is_empty(), "{left:?} outlived the run");
+
+    let trap = tempfile::tempdir().unwrap();
+    let trapping = suite("/trap", "status = 200");
+    let (out, results) = run_suite(
+        trap.path(),
+        &trapping,
+        &[
+            "--no-setup",
+            "--component",
+            &comp,
+            "--variant",
+            "component-pooled",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "every variant failed: {stderr}");
+    let run = read_json(&only_run_dir(&results).join("run.json"));
+    // Named on the command line, the host stays beside its twin: wasmlab's component has no
+    // /trap route (404).
+    for (v, status) in [
+        ("component-pooled", "404"),
+        ("hello-rust-in-component-pooled", "500"),
+    ] {
+        let o = outcome(&run, v);
+        assert_eq!(o["status"], "failed", "{o}");
+        assert!(o["reason"].as_str().unwrap().contains(status), "{o}");
+    }
+    let left = processes_naming(trap.path());
+    assert!(left.is_empty(), "{left:?} outlived the run");
+
+    // A route that never answers: each host fails at the start's deadline, then the next is
+    // started; nothing is left running.
+    let hang = tempfile::tempdir().unwrap();
+    let hanging = suite("/hang", "status = 200").replace(
+        "repetitions = 1",
+        "repetitions = 1\nstart_timeout_secs = 3.0\ntimeout_secs = 2.0",
+    );
+    let started = std::time::Instant::now();
+    let (out, results) = run_suite(
+        hang.path(),
+        &hanging,
+        &[
+            "--no-setup",
+            "--component",
+            &comp,
+            "--variant",
+            "component-pooled",
+            "--variant",
+            "component-wasmtime-serve",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(started.elapsed().as_secs() < 60, "{:?}", started.elapsed());
+    let run = read_json(&only_run_dir(&results).join("run.json"));
+    for host in ["component-pooled", "component-wasmtime-serve"] {
+        let twin = format!("hello-rust-in-{host}");
+        if !was_skipped(&run, &twin) {
+            assert_eq!(outcome(&run, &twin)["status"], "failed", "{stderr}");
+        }
+    }
+    let left = processes_naming(hang.path());
+    assert!(left.is_empty(), "{left:?} outlived the run");
+}
+
+/// What is not a wasi:http component is refused before anything is built, started or written.
+#[test]
+fn a_wrong_component_is_refused_before_anything_starts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let results = tmp.path().join("results");
+    let file = |name: &str, bytes: &[u8]| {
+        let p = tmp.path().join(name);
+        std::fs::write(&p, bytes).unwrap();
+        p.display().to_string()
+    };
+    let core = file("core.wasm", &wat::parse_str("(module)").unwrap());
+    let text = file("notes.wasm", b"not wasm at all");
+    let bare = file("bare.wasm", b"\0asm\x0d\0\x01\0");
+    let missing = tmp.path().join("missing.wasm").display().to_string();
+    for (flag, path, says) in [
+        (
+            "--component",
+            core.as_str(),
+            "a core module, not a component",
+        ),
+        ("--component", text.as_str(), "not WebAssembly"),
+        ("--component", bare.as_str(), "exports no wasi:http handler"),
+        ("--component", missing.as_str(), "no such file"),
+        ("--wasm", bare.as_str(), "a component, not a core module"),
+    ] {
+        let out = wasmlab(&[
+            "run",
+            flag,
+            path,
+            "--no-build",
+            "--results",
+            results.to_str().unwrap(),
+        ]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag} {path}: {stderr}");
+        assert!(
+            stderr.contains(says) && stderr.contains(path),
+            "{flag} {path}: {stderr}"
+        );
+        assert!(!results.exists(), "{flag} {path} wrote results");
+    }
 }

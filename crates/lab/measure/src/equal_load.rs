@@ -107,6 +107,34 @@ pub(crate) fn ladder(
     })
 }
 
+/// Each variant running a user's component and its host's floor (`pairs`: (variant, floor)):
+/// the one with the higher rates is offered the other's too, so that what the user's handler adds
+/// over the floor is read at the same loads (CPU per request depends on the load as much as on
+/// the handler), and neither is offered a rate set for the faster one.
+pub(crate) fn share_with_floors(e: &mut EqualLoadRates, pairs: &[(String, String)]) {
+    for (variant, floor) in pairs {
+        let of = |e: &EqualLoadRates, v: &str| {
+            e.offered
+                .iter()
+                .find(|(name, _)| name == v)
+                .map(|(_, r)| r.clone())
+        };
+        let (Some(mine), Some(theirs)) = (of(e, variant), of(e, floor)) else {
+            continue;
+        };
+        let top = |r: &[f64]| r.last().copied().unwrap_or(0.0);
+        let (faster, slower_rates) = match top(&mine) >= top(&theirs) {
+            true => (variant, theirs),
+            false => (floor, mine),
+        };
+        for (name, rates) in &mut e.offered {
+            if name == faster {
+                *rates = sorted(rates.iter().copied().chain(slower_rates.clone()).collect());
+            }
+        }
+    }
+}
+
 /// Ascending, without repeats.
 pub(crate) fn sorted(mut rates: Vec<f64>) -> Vec<f64> {
     rates.sort_by(f64::total_cmp);
@@ -129,6 +157,26 @@ fn round_down(v: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_user_s_component_and_its_host_s_floor_are_offered_each_other_s_rates() {
+        let probed = vec![
+            ("native".to_owned(), 50_000.0),
+            ("component-pooled".to_owned(), 30_000.0),
+            ("mine-in-component-pooled".to_owned(), 10_000.0),
+            ("other".to_owned(), 20_000.0),
+        ];
+        let mut e = ladder("root", probed, &[0.6], false).unwrap();
+        share_with_floors(
+            &mut e,
+            &[("mine-in-component-pooled".into(), "component-pooled".into())],
+        );
+        let of = |v: &str| e.offered.iter().find(|(n, _)| n == v).unwrap().1.clone();
+        assert_eq!(of("mine-in-component-pooled"), vec![6_000.0]);
+        assert_eq!(of("component-pooled"), vec![6_000.0, 18_000.0]);
+        assert_eq!(of("other"), vec![12_000.0]);
+        assert_eq!(of("native"), vec![6_000.0, 12_000.0, 18_000.0, 30_000.0]);
+    }
 
     #[test]
     fn each_variant_is_offered_shares_of_its_capacity_and_native_every_rate() {

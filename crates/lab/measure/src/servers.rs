@@ -119,9 +119,26 @@ fn start_recording(
     if let Some(axis) = suite.http2_axis() {
         eprintln!("wasmlab: HTTP/2: {axis}");
     }
+    for c in &plan.components {
+        let hosts: Vec<&str> = plan
+            .variants
+            .iter()
+            .filter(|p| p.spec.component.as_deref() == Some(c.path.as_str()))
+            .map(|p| p.name())
+            .collect();
+        eprintln!(
+            "wasmlab: your component {} ({} bytes, {}, {} imports) runs as {}",
+            c.file_name(),
+            c.bytes,
+            c.world,
+            c.imports.len(),
+            hosts.join(", ")
+        );
+    }
     let info = ServerRunInfo {
         header: crate::header(plan, &dir.run_id),
         core_guest: plan.core_guest.as_ref().map(|p| p.display().to_string()),
+        components: plan.components.clone(),
         orders: Vec::new(),
         cpus: plan.cpus.clone(),
         idle: Some(idle.clone()),
@@ -287,6 +304,15 @@ impl<'a> ServerRun<'a> {
         Ok(variants)
     }
 
+    /// (variant, its floor) of each variant that runs a user's component in a host.
+    fn floors(&self) -> Vec<(String, String)> {
+        self.plan
+            .variants
+            .iter()
+            .filter_map(|p| Some((p.spec.name.clone(), p.spec.floor.clone()?)))
+            .collect()
+    }
+
     /// Launches `v` and verifies its answers; a variant that does not start or answers wrongly
     /// is marked failed (and `None` returned).
     fn launch_verified(
@@ -429,6 +455,8 @@ impl<'a> ServerRun<'a> {
                     for line in said {
                         self.rec.say(format!("equal load: {line}"));
                     }
+                    let mut e = e;
+                    equal_load::share_with_floors(&mut e, &self.floors());
                     e
                 }
             };

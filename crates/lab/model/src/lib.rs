@@ -4,6 +4,7 @@
 //! measuring fills them, recording writes them and analysis reads them; nothing here runs a
 //! command or writes a file.
 
+pub mod component;
 pub mod cpus;
 pub mod idle;
 pub mod machine;

@@ -104,6 +104,9 @@ pub struct ServerRunInfo {
     pub header: RunHeader,
     /// The core-module guest given with --wasm, if any (else the built-in one ran).
     pub core_guest: Option<String>,
+    /// The user's wasi:http components (--component), as read: size, WASI, imports, exports.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub components: Vec<crate::component::UserComponent>,
     /// The variant order of each repetition, as run.
     #[serde(default)]
     pub orders: Vec<Vec<String>>,

@@ -7,6 +7,7 @@
 //! phases (a tool's probe and install, a server's CPU affinity) live here too, and measuring
 //! uses them.
 
+pub mod component;
 pub mod containerd;
 pub mod containers;
 pub mod cpus;
@@ -19,6 +20,7 @@ pub mod tools;
 
 use std::path::{Path, PathBuf};
 
+use wasmlab_model::component::UserComponent;
 use wasmlab_model::cpus::CpuPlan;
 use wasmlab_model::idle::IdlePolicy;
 use wasmlab_model::machine::Machine;
@@ -47,6 +49,8 @@ pub struct RunRequest {
     pub seed: Option<u64>,
     /// A core-module guest to run instead of the built-in one.
     pub wasm: Option<PathBuf>,
+    /// The user's wasi:http components, each put in every component host the run names.
+    pub components: Vec<PathBuf>,
     /// Variant files of the user's.
     pub variant_files: Vec<PathBuf>,
     /// Set up, before planning, what a variant needs when that takes a minute at most.
@@ -95,6 +99,8 @@ pub struct Plan {
     pub variants: Vec<Planned>,
     /// `--wasm`: the core guest to run instead of the built-in one.
     pub core_guest: Option<PathBuf>,
+    /// `--component`: the user's components, as read (their hosts' twins are in `variants`).
+    pub components: Vec<UserComponent>,
     /// Where wasmlab's own binaries are.
     pub bin_dir: PathBuf,
     /// The wasmlab source tree, when wasmlab runs from it (it builds what it needs there).
@@ -181,12 +187,24 @@ pub fn shuffled<T: Clone>(items: &[T], seed: u64) -> Vec<T> {
 pub fn plan(req: &RunRequest) -> anyhow::Result<Plan> {
     let workspace = workspace_dir();
     let tools = tools::tools_dir();
+    // Each component read first: a wrong file is refused before anything else is looked at.
+    let components = req
+        .components
+        .iter()
+        .map(|p| component::inspect(p))
+        .collect::<anyhow::Result<Vec<_>>>()?;
     let (suite, catalog, names, core_guest) = match Suite::read(&req.suite)? {
         Suite::Servers(s) => {
-            let (s, catalog, names, core_guest) = servers(req, s)?;
+            let (s, catalog, names, core_guest) = servers(req, s, &components)?;
             (Suite::Servers(s), catalog, names, core_guest)
         }
         Suite::Programs(p) => {
+            anyhow::ensure!(
+                components.is_empty(),
+                "--component: suite {} runs programs; a component is served by the server suites \
+                 (without --suite, the component suite)",
+                p.name
+            );
             let (p, catalog) = programs(req, p)?;
             let names = p.variants.clone();
             (Suite::Programs(p), catalog, names, None)
@@ -244,6 +262,7 @@ pub fn plan(req: &RunRequest) -> anyhow::Result<Plan> {
         catalog,
         variants,
         core_guest,
+        components,
         bin_dir,
         workspace,
         tools,
@@ -259,6 +278,7 @@ pub fn plan(req: &RunRequest) -> anyhow::Result<Plan> {
 fn servers(
     req: &RunRequest,
     mut suite: ServerSuite,
+    components: &[UserComponent],
 ) -> anyhow::Result<(ServerSuite, Catalog, Vec<String>, Option<PathBuf>)> {
     if !req.variants.is_empty() {
         suite.variants = req.variants.clone();
@@ -306,12 +326,20 @@ fn servers(
         suite.cpu_idle = p;
     }
     suite.validate()?;
-    let catalog = suite.catalog(&req.variant_files)?;
+    let mut catalog = suite.catalog(&req.variant_files)?;
+    component::put_in_hosts(&mut suite, &mut catalog, components)?;
     suite.add_http2_twins(&catalog)?;
     suite.check_variants(&catalog)?;
     let core_guest = match &req.wasm {
         Some(p) => {
             anyhow::ensure!(p.is_file(), "--wasm {}: no such file", p.display());
+            let head = std::fs::read(p)?;
+            anyhow::ensure!(
+                !wasmparser::Parser::is_component(&head),
+                "--wasm {}: a component, not a core module: give it with --component, which puts \
+                 it in every component host",
+                p.display()
+            );
             Some(p.canonicalize()?)
         }
         None => None,

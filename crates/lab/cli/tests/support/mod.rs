@@ -317,14 +317,20 @@ warmup_secs = 0.1
     assert!(checks.iter().all(|c| c["ok"] == true), "{outcome}");
     let throughput = std::fs::read_to_string(dir.join("throughput.csv")).unwrap();
     for workload in ["hello", "echo"] {
-        let row = throughput
-            .lines()
-            .find(|l| l.starts_with(&format!("{variant},{workload},4,")))
-            .unwrap_or_else(|| panic!("no {workload} row: {throughput}"));
-        let cols: Vec<&str> = row.split(',').collect();
-        assert!(cols[3].parse::<f64>().unwrap() > 0.0, "{row}");
-        assert_eq!(cols[10], "0", "errors in {row}");
+        assert_served(&throughput, variant, workload, 4);
     }
+}
+
+/// throughput.csv (its text) has a row of `variant` on `workload` at `connections` with
+/// responses and no errors.
+pub fn assert_served(throughput: &str, variant: &str, workload: &str, connections: usize) {
+    let row = throughput
+        .lines()
+        .find(|l| l.starts_with(&format!("{variant},{workload},{connections},")))
+        .unwrap_or_else(|| panic!("no row of {variant} on {workload}: {throughput}"));
+    let cols: Vec<&str> = row.split(',').collect();
+    assert!(cols[3].parse::<f64>().unwrap() > 0.0, "{row}");
+    assert_eq!(cols[10], "0", "errors in {row}");
 }
 
 /// The pids of live processes whose command line names `path` (a test's temporary directory,

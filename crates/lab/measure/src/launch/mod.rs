@@ -71,8 +71,16 @@ impl Launchable {
         );
         vars.set("command_guest", wasmlab_guest_artifacts::COMMAND_PATH);
         vars.set("pipe_guest", wasmlab_guest_artifacts::PIPE_PATH);
-        vars.set("http_guest", wasmlab_guest_artifacts::HTTP_PATH);
-        vars.set("http_p3_guest", wasmlab_guest_artifacts::HTTP_P3_PATH);
+        // A variant that runs a user's component (`--component`) has it in place of both.
+        let user = spec.component.as_deref();
+        vars.set(
+            "http_guest",
+            user.unwrap_or(wasmlab_guest_artifacts::HTTP_PATH),
+        );
+        vars.set(
+            "http_p3_guest",
+            user.unwrap_or(wasmlab_guest_artifacts::HTTP_P3_PATH),
+        );
         vars.set("upstream", run.upstream);
         vars.set("server_cpus", run.server_cpus.clone());
         vars.set("run_id", run.run_id);

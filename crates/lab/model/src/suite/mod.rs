@@ -24,6 +24,10 @@ const BUILTIN: &[(&str, &str)] = &[
     ),
     ("http2", include_str!("../../../../../suites/http2.toml")),
     (
+        "component",
+        include_str!("../../../../../suites/component.toml"),
+    ),
+    (
         "net-limits",
         include_str!("../../../../../suites/net-limits.toml"),
     ),

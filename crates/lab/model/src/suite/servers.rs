@@ -18,6 +18,9 @@ pub struct ServerSuite {
     pub name: String,
     #[serde(default)]
     pub description: String,
+    /// The variants measured; may be empty in the file of a run that gives `--component` (its
+    /// hosts are added), checked by [`Self::check_variants`].
+    #[serde(default)]
     pub variants: Vec<String>,
     /// The workloads measured, by name: the suite's own `[[workload]]` definitions, else
     /// wasmlab's (`suites/workloads.toml`). The first is the one a cold start waits for.
@@ -486,6 +489,12 @@ impl ServerSuite {
     /// Checks that every variant the suite names is in `catalog`, and that the connection
     /// levels split into HTTP/2 streams evenly if any variant speaks it.
     pub fn check_variants(&self, catalog: &Catalog) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            !self.variants.is_empty(),
+            "suite {}: `variants` is empty: name the variants to measure (or give --component: your \
+             component in every component host)",
+            self.name
+        );
         let mut http2 = false;
         for v in self.variants.iter().chain(&self.cold_start_variants()) {
             let spec = catalog.find(v)?;
@@ -605,7 +614,6 @@ impl ServerSuite {
     }
 
     pub fn validate(&self) -> anyhow::Result<()> {
-        anyhow::ensure!(!self.variants.is_empty(), "`variants` is empty");
         anyhow::ensure!(!self.workloads.is_empty(), "`workloads` is empty");
         for (i, w) in self.definitions.iter().enumerate() {
             anyhow::ensure!(

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::component::{UserComponent, WasiHttp};
 pub use catalog::Catalog;
 pub use template::{PLACEHOLDERS, Piece, parse_template};
 
@@ -64,6 +65,15 @@ pub struct VariantSpec {
     /// Run once at the end of a run (e.g. remove an image).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub finish: Vec<Step>,
+    /// A wasi:http component of the user's that this variant runs in place of wasmlab's own:
+    /// `{http_guest}` and `{http_p3_guest}` are its path (`wasmlab run --component` sets it on
+    /// the variants it derives; a variant file may set it too).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub component: Option<String>,
+    /// The variant running wasmlab's own component in the same host: the host's floor, against
+    /// which what the user's handler adds is read, and which is offered the same equal-load rates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub floor: Option<String>,
 }
 
 /// The HTTP the lab speaks to a variant.
@@ -603,6 +613,54 @@ impl VariantSpec {
     /// A server that runs elsewhere (`url`): none of its processes is observable.
     pub fn is_remote(&self) -> bool {
         self.url.is_some()
+    }
+
+    /// Which wasi:http component of wasmlab's the variant runs (`{http_guest}` or
+    /// `{http_p3_guest}` in a command, its environment, a prepare step or an artifact): a host a
+    /// user's component of that WASI can be put in. None when it runs another (or none).
+    pub fn component_host(&self) -> Option<WasiHttp> {
+        if self.component.is_some() {
+            return None;
+        }
+        let start = self
+            .start
+            .iter()
+            .flat_map(|s| s.command.iter().chain(s.env.values()));
+        let steps = self
+            .prepare
+            .iter()
+            .flat_map(|s| s.run.iter().chain(s.env.values()).chain(&s.stdin));
+        let artifacts = self.artifacts.iter().filter_map(|a| a.path.as_ref());
+        let all: Vec<&String> = start.chain(steps).chain(artifacts).collect();
+        [WasiHttp::P3, WasiHttp::P2]
+            .into_iter()
+            .find(|w| all.iter().any(|a| a.contains(w.placeholder())))
+    }
+
+    /// This host (see [`Self::component_host`]) running the user's `component` in place of
+    /// wasmlab's own, named `NAME-in-HOST`; None when it hosts no component of that WASI.
+    pub fn hosting(&self, component: &UserComponent) -> Option<VariantSpec> {
+        if self.component_host()? != component.wasi || self.protocol != Protocol::Http1 {
+            return None;
+        }
+        let mut twin = self.clone();
+        twin.name = component.variant_name(&self.name);
+        twin.about = format!(
+            "your component {} ({}, {} bytes) in {}, the host of: {}",
+            component.file_name(),
+            component.world,
+            component.bytes,
+            self.name,
+            self.about
+        );
+        // The user's code in a published host: no study row of its own.
+        twin.study = None;
+        twin.family = "yours".into();
+        // Its routes are the user's: the handlers' own compute code is not what it runs.
+        twin.compute_code = None;
+        twin.component = Some(component.path.clone());
+        twin.floor = Some(self.name.clone());
+        Some(twin)
     }
 
     /// Whether the variant runs a core-module guest that `wasmlab run --wasm` replaces.
