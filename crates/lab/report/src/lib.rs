@@ -17,6 +17,7 @@ mod sections;
 mod table;
 pub mod terminal;
 mod view;
+mod yours;
 
 use wasmlab_analysis::Analysis;
 

@@ -35,6 +35,9 @@ pub fn servers(a: &ServerAnalysis, wide: bool) -> String {
     warm(&mut out, a, wide);
     open_loop(&mut out, a, wide);
     costs(&mut out, a, wide);
+    for line in crate::yours::sentences(a) {
+        out += &format!("{line}\n");
+    }
     not_measured(&mut out, a);
     out
 }

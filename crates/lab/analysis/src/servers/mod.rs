@@ -14,9 +14,11 @@ use wasmlab_model::study::Study;
 
 mod equal_load;
 mod throughput;
+mod yours;
 
 pub use equal_load::EqualLoadPoint;
 pub use throughput::{CellResources, PaceNote, ThroughputCell, describe};
+pub use yours::HandlerCost;
 
 use crate::stats::{self, Estimate, mean_ci, paired_ratio};
 
@@ -227,6 +229,8 @@ pub struct ServerAnalysis {
     pub beside_study: Vec<crate::study::Comparison>,
     /// Its sizing rule beside this run's capacity, when it gave one.
     pub capacity_planning: Option<crate::study::CapacityPlanning>,
+    /// What the user's components (`--component`) cost in each host over the host's floor.
+    pub yours: Vec<HandlerCost>,
 }
 
 impl ServerAnalysis {
@@ -435,6 +439,7 @@ pub fn analyse(info: &ServerRunInfo, samples: &[Sample]) -> ServerAnalysis {
     let levels: BTreeSet<usize> = throughput.iter().map(|c| c.connections).collect();
     let reference_connections = levels.iter().copied().min_by_key(|c| (c.abs_diff(100), *c));
     let spectra = spectra(&variants, &workloads, &samples, reference_connections);
+    let yours = yours::handler_costs(info, &variants, &workloads, &equal_load);
     let mut a = ServerAnalysis {
         info: info.clone(),
         variants,
@@ -454,6 +459,7 @@ pub fn analyse(info: &ServerRunInfo, samples: &[Sample]) -> ServerAnalysis {
             .expect("the built-in gateway study loads (tested)"),
         beside_study: Vec::new(),
         capacity_planning: None,
+        yours,
     };
     a.beside_study = crate::study::beside_servers(&a, &a.study);
     a.capacity_planning = crate::study::capacity_planning(&a, &a.study);

@@ -75,6 +75,7 @@ pub(crate) fn info(state: RunState) -> ServerRunInfo {
             machine: machine(),
         },
         core_guest: None,
+        components: Vec::new(),
         orders: vec![
             vec!["native".into(), "wasmtime-pooled".into()],
             vec!["wasmtime-pooled".into(), "native".into()],

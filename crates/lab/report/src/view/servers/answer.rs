@@ -22,6 +22,8 @@ pub(in crate::view) struct Answer {
     baseline: bool,
     /// One sentence a workload.
     workloads: Vec<WorkloadAnswer>,
+    /// The user's components (`--component`): a sentence a component and workload.
+    yours: Vec<String>,
     /// Every variant's costs: a row a variant, two columns a workload (equal load, saturated).
     costs: Option<Table>,
     /// The same costs a row a variant and workload, each with its rate (summary.md's table).
@@ -87,6 +89,7 @@ pub(super) fn answer(a: &ServerAnalysis) -> Answer {
         baseline,
         costs: (!workloads.is_empty()).then(|| costs_table(a)).flatten(),
         workloads,
+        yours: crate::yours::sentences(a),
         rates: crate::sections::equal_load_rates(a),
         spread: spread
             .as_ref()

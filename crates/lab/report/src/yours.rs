@@ -1,0 +1,166 @@
+//! The answer for a user's component (`wasmlab run --component`), a sentence a component and
+//! workload, shared by the terminal, summary.md and report.html: the hosts cheapest first, each
+//! with the component's CPU per request and its multiple of native's at the same rate, then
+//! what the user's handler adds over each host's floor (the host running wasmlab's minimal
+//! component at the same rate).
+
+use wasmlab_analysis::ServerAnalysis;
+use wasmlab_analysis::servers::{BASELINE, HandlerCost};
+use wasmlab_analysis::stats::Estimate;
+
+use crate::format::{fmt_rps, fmt_us};
+
+/// Each component's sentence on each workload it was measured on at equal load.
+pub(crate) fn sentences(a: &ServerAnalysis) -> Vec<String> {
+    let mut out = Vec::new();
+    for c in &a.info.components {
+        let runs_it = |h: &&HandlerCost| {
+            a.info
+                .variant_specs
+                .iter()
+                .any(|s| s.name == h.variant && s.component.as_deref() == Some(c.path.as_str()))
+        };
+        for w in &a.workloads {
+            let costs: Vec<&HandlerCost> = a
+                .yours
+                .iter()
+                .filter(|h| &h.workload == w)
+                .filter(runs_it)
+                .collect();
+            if costs.is_empty() {
+                continue;
+            }
+            out.push(sentence(c.file_name(), w, &costs));
+        }
+    }
+    out
+}
+
+fn sentence(file: &str, workload: &str, costs: &[&HandlerCost]) -> String {
+    let mut measured: Vec<(&HandlerCost, &Estimate, f64)> = costs
+        .iter()
+        .filter_map(|h| Some((*h, h.cpu_us.as_ref()?, h.rate?)))
+        .collect();
+    measured.sort_by(|x, y| x.1.value.total_cmp(&y.1.value));
+    let mut s = format!("your component {file} on {workload}: ");
+    let native = |h: &HandlerCost| {
+        h.over_native
+            .map(|e| format!(", {} {BASELINE}'s", times(&e)))
+            .unwrap_or_default()
+    };
+    let Some(((best, cpu, rate), others)) = measured.split_first() else {
+        let notes: Vec<String> = costs
+            .iter()
+            .filter_map(|h| Some(format!("{}: {}", h.floor, h.note.as_ref()?)))
+            .collect();
+        return s + &format!("no host has a figure at equal load ({})", notes.join("; "));
+    };
+    s += &format!(
+        "cheapest in {} ({} µs a request at {} req/s{})",
+        best.floor,
+        fmt_us(cpu.value),
+        fmt_rps(*rate),
+        native(best)
+    );
+    for (h, cpu, _) in others {
+        s += &format!("; {} {} µs{}", h.floor, fmt_us(cpu.value), native(h));
+    }
+    let adds: Vec<String> = measured
+        .iter()
+        .filter_map(|(h, _, _)| {
+            let d = h.adds_us?;
+            Some(format!("{} µs in {}", signed_us(&d), h.floor))
+        })
+        .collect();
+    if !adds.is_empty() {
+        s += &format!(
+            ". Your handler adds {} over the host's floor (wasmlab's minimal component, at the same rate)",
+            adds.join(", ")
+        );
+    }
+    for h in costs.iter().filter(|h| h.cpu_us.is_none()) {
+        if let Some(n) = &h.note {
+            s += &format!("; {}: {n}", h.floor);
+        }
+    }
+    s + "."
+}
+
+/// `2.31× [2.10–2.52]`.
+fn times(e: &Estimate) -> String {
+    match (e.n >= 2, e.lo.is_finite() && e.hi.is_finite()) {
+        (true, true) => format!("{:.2}× [{:.2}–{:.2}]", e.value, e.lo, e.hi),
+        _ => format!("{:.2}×", e.value),
+    }
+}
+
+/// A difference in µs with its sign and, over several runs, its interval: `+3.2 [2.9–3.5]`.
+fn signed_us(e: &Estimate) -> String {
+    let v = |x: f64| match x < 0.0 {
+        true => format!("−{}", fmt_us(-x)),
+        false => fmt_us(x),
+    };
+    let head = match e.value < 0.0 {
+        true => v(e.value),
+        false => format!("+{}", v(e.value)),
+    };
+    match (e.n >= 2, e.lo.is_finite() && e.hi.is_finite()) {
+        (true, true) => format!("{head} [{}–{}]", v(e.lo), v(e.hi)),
+        _ => head,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn est(value: f64, lo: f64, hi: f64) -> Estimate {
+        Estimate {
+            value,
+            lo,
+            hi,
+            n: 4,
+        }
+    }
+
+    fn cost(floor: &str, cpu: Option<f64>, adds: f64, x: f64) -> HandlerCost {
+        HandlerCost {
+            variant: format!("mine-in-{floor}"),
+            floor: floor.into(),
+            workload: "root".into(),
+            rate: cpu.map(|_| 12_000.0),
+            cpu_us: cpu.map(|c| est(c, c - 1.0, c + 1.0)),
+            floor_cpu_us: cpu.map(|c| est(c - adds, c - adds - 1.0, c - adds + 1.0)),
+            adds_us: cpu.map(|_| est(adds, adds - 0.5, adds + 0.5)),
+            over_native: cpu.map(|_| est(x, x - 0.1, x + 0.1)),
+            note: cpu
+                .is_none()
+                .then(|| "kept up with no equal-load rate".into()),
+        }
+    }
+
+    #[test]
+    fn the_sentence_leads_with_the_cheapest_host_and_says_what_the_handler_adds() {
+        let a = cost("component-pooled", Some(30.0), 4.0, 2.5);
+        let b = cost("component-recycled", Some(20.0), 3.0, 1.7);
+        let c = cost("jco-serve", None, 0.0, 0.0);
+        let s = sentence("mine.wasm", "root", &[&a, &b, &c]);
+        assert!(
+            s.starts_with("your component mine.wasm on root: cheapest in component-recycled ("),
+            "{s}"
+        );
+        assert!(s.contains("1.70× [1.60–1.80] native's"), "{s}");
+        assert!(s.contains("; component-pooled 30"), "{s}");
+        assert!(s.contains("Your handler adds +3"), "{s}");
+        assert!(s.contains("µs in component-recycled, +4"), "{s}");
+        assert!(
+            s.contains("jco-serve: kept up with no equal-load rate"),
+            "{s}"
+        );
+        let none = sentence("mine.wasm", "root", &[&c]);
+        assert!(
+            none.contains("no host has a figure at equal load"),
+            "{none}"
+        );
+    }
+}
