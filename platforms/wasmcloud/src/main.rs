@@ -196,13 +196,29 @@ async fn start(args: &Args, procs: &mut Processes) -> anyhow::Result<Started> {
     let start = start_request(&image, &args.upstream);
     for (id, _) in &hosts {
         let subject = format!("runtime.host.{id}.workload.start");
-        let reply =
-            tokio::time::timeout(START_TIMEOUT, nats.request(subject, start.clone().into()))
+        let deadline = Instant::now() + START_TIMEOUT;
+        let reply = loop {
+            let asked = nats.request(subject.clone(), start.clone().into());
+            let answer = tokio::time::timeout(START_TIMEOUT, asked)
                 .await
                 .with_context(|| {
                     format!("host {id} did not answer the workload's start in {START_TIMEOUT:?}")
-                })?
-                .with_context(|| format!("start the workload on host {id}"))?;
+                })?;
+            match answer {
+                Ok(reply) => break reply,
+                // A host prints its id before it subscribes to its subjects: asked that soon,
+                // NATS has no responder yet (seen in a run on a busy 2-core machine).
+                Err(e)
+                    if e.kind() == async_nats::client::RequestErrorKind::NoResponders
+                        && Instant::now() < deadline =>
+                {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(e) => {
+                    return Err(e).with_context(|| format!("start the workload on host {id}"));
+                }
+            }
+        };
         let text = String::from_utf8_lossy(&reply.payload);
         ensure!(
             text.contains("WORKLOAD_STATE_RUNNING"),
