@@ -42,7 +42,7 @@ fn sentence(file: &str, workload: &str, costs: &[&HandlerCost]) -> String {
         .filter_map(|h| Some((*h, h.cpu_us.as_ref()?, h.rate?)))
         .collect();
     measured.sort_by(|x, y| x.1.value.total_cmp(&y.1.value));
-    let mut s = format!("your component {file} on {workload}: ");
+    let mut s = format!("Your component {file} on {workload}: ");
     let native = |h: &HandlerCost| {
         h.over_native
             .map(|e| format!(", {} {BASELINE}'s", times(&e)))
@@ -146,7 +146,7 @@ mod tests {
         let c = cost("jco-serve", None, 0.0, 0.0);
         let s = sentence("mine.wasm", "root", &[&a, &b, &c]);
         assert!(
-            s.starts_with("your component mine.wasm on root: cheapest in component-recycled ("),
+            s.starts_with("Your component mine.wasm on root: cheapest in component-recycled ("),
             "{s}"
         );
         assert!(s.contains("1.70× [1.60–1.80] native's"), "{s}");
