@@ -202,8 +202,8 @@ fn a_component_written_elsewhere_runs_in_every_host_beside_the_host_s_floor() {
     assert!(left.is_empty(), "{left:?} outlived the run");
 }
 
-/// A suite of the user's routes that names no variant: the component in every host (without the
-/// floors, which serve wasmlab's routes), its route checked; a route that traps fails
+/// A suite of the user's routes that names no variant and its component (`component = PATH`): the
+/// component in every host (without the floors, which serve wasmlab's routes), its route checked; a route that traps fails
 /// verification, named, and the run's exit status says so.
 #[test]
 fn your_routes_are_checked_in_your_component_and_a_trap_is_named() {
@@ -225,8 +225,12 @@ expect = {{ {expect} }}
         )
     };
     let tmp = tempfile::tempdir().unwrap();
-    let greet = suite("/greet?name=lab", r#"status = 200, body = "hello, lab\n""#);
-    let (out, results) = run_suite(tmp.path(), &greet, &["--no-setup", "--component", &comp]);
+    // The component named by the suite itself, as --component would.
+    let greet = suite("/greet?name=lab", r#"status = 200, body = "hello, lab\n""#).replace(
+        "repetitions = 1",
+        &format!("repetitions = 1\ncomponent = {comp:?}"),
+    );
+    let (out, results) = run_suite(tmp.path(), &greet, &["--no-setup"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     let run = read_json(&only_run_dir(&results).join("run.json"));

@@ -17,7 +17,11 @@ pub const SUITE: &str = "component";
 /// Reads the component at `path`: every way it can be wrong is an error naming the flag and what
 /// to give instead, before anything is built or started.
 pub fn inspect(path: &Path) -> anyhow::Result<UserComponent> {
-    let what = format!("--component {}", path.display());
+    inspect_as(path, &format!("--component {}", path.display()))
+}
+
+/// As [`inspect`], its errors starting with `what` (where the path was given).
+pub fn inspect_as(path: &Path, what: &str) -> anyhow::Result<UserComponent> {
     let bytes = std::fs::read(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => anyhow::anyhow!("{what}: no such file"),
         _ => anyhow::anyhow!("{what}: cannot read it: {e}"),

@@ -188,13 +188,17 @@ pub fn plan(req: &RunRequest) -> anyhow::Result<Plan> {
     let workspace = workspace_dir();
     let tools = tools::tools_dir();
     // Each component read first: a wrong file is refused before anything else is looked at.
-    let components = req
+    let mut components = req
         .components
         .iter()
         .map(|p| component::inspect(p))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let (suite, catalog, names, core_guest) = match Suite::read(&req.suite)? {
         Suite::Servers(s) => {
+            if let Some(c) = &s.component {
+                let what = format!("suite {}: component = {c:?}", s.name);
+                components.push(component::inspect_as(Path::new(c), &what)?);
+            }
             let (s, catalog, names, core_guest) = servers(req, s, &components)?;
             (Suite::Servers(s), catalog, names, core_guest)
         }

@@ -99,6 +99,10 @@ pub struct ServerSuite {
     /// (absent: HTTP/1.1 only, unless an `-h2` variant is named).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http2: Option<Http2>,
+    /// A wasi:http component of the user's (`component = "PATH"`, relative to the suite file), put
+    /// in every host the suite names as `wasmlab run --component` does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub component: Option<String>,
     /// Variants defined in the suite itself (`[[variant]]` tables, the variant file's shape).
     #[serde(default, rename = "variant", skip_serializing_if = "Vec::is_empty")]
     pub inline_variants: Vec<crate::variant::VariantSpec>,
@@ -327,6 +331,9 @@ impl ServerSuite {
         );
         for w in &mut suite.definitions {
             w.resolve_paths(dir);
+        }
+        if let Some(c) = &mut suite.component {
+            *c = dir.join(&*c).display().to_string();
         }
         anyhow::ensure!(
             suite.http2.as_ref().is_none_or(|h| h.http1_only.is_empty()),
@@ -846,6 +853,22 @@ fn check_each_workload_table(text: &str) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_suite_s_component_is_relative_to_the_suite_file_and_its_variants_may_be_left_out() {
+        let text = "name = \"mine\"\nworkloads = [\"hello\"]\nconnections = [1]\nduration_secs = 1\ncomponent = \"app.wasm\"\n";
+        let s = ServerSuite::parse_in(text, Path::new("/srv/mine")).unwrap();
+        assert_eq!(s.component.as_deref(), Some("/srv/mine/app.wasm"));
+        assert!(s.variants.is_empty());
+        let e = s
+            .check_variants(&Catalog::builtin())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("`variants` is empty") && e.contains("--component"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn the_http2_axis_adds_twins_after_their_variants_and_splits_levels_into_streams() {
