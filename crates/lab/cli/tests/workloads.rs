@@ -142,13 +142,7 @@ fn a_users_workloads_are_measured_end_to_end_against_a_guest_that_serves_only_th
     let throughput = std::fs::read_to_string(dir.join("throughput.csv")).unwrap();
     for variant in ["wasmtime-pooled", "wasmtime-shared"] {
         for workload in ["greet", "upload"] {
-            let row = throughput
-                .lines()
-                .find(|l| l.starts_with(&format!("{variant},{workload},2,")))
-                .unwrap_or_else(|| panic!("no {variant} {workload} row: {throughput}"));
-            let cols: Vec<&str> = row.split(',').collect();
-            assert!(cols[3].parse::<f64>().unwrap() > 0.0, "{row}");
-            assert_eq!(cols[10], "0", "errors in {row}");
+            assert_served(&throughput, variant, workload, 2);
         }
     }
     assert!(!throughput.contains("native,"), "{throughput}");

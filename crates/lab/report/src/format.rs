@@ -195,3 +195,20 @@ pub(crate) fn cpu_per_1k(v: f64) -> String {
         "–".into()
     }
 }
+
+/// A ratio with its interval as the answer writes it: `1.88× [1.85–1.92]`, `17× [10–28]`, or `1.88×`
+/// with one run.
+pub(crate) fn times(e: &Estimate) -> String {
+    let digits = |v: f64| {
+        if v >= 10.0 {
+            format!("{v:.0}")
+        } else {
+            format!("{v:.2}")
+        }
+    };
+    if e.n >= 2 && e.lo.is_finite() && e.hi.is_finite() {
+        format!("{}× [{}–{}]", digits(e.value), digits(e.lo), digits(e.hi))
+    } else {
+        format!("{}×", digits(e.value))
+    }
+}

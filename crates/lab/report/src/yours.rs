@@ -8,7 +8,7 @@ use wasmlab_analysis::ServerAnalysis;
 use wasmlab_analysis::servers::{BASELINE, HandlerCost};
 use wasmlab_analysis::stats::Estimate;
 
-use crate::format::{fmt_rps, fmt_us};
+use crate::format::{fmt_rps, fmt_us, times};
 
 /// Each component's sentence on each workload it was measured on at equal load.
 pub(crate) fn sentences(a: &ServerAnalysis) -> Vec<String> {
@@ -84,14 +84,6 @@ fn sentence(file: &str, workload: &str, costs: &[&HandlerCost]) -> String {
         }
     }
     s + "."
-}
-
-/// `2.31× [2.10–2.52]`.
-fn times(e: &Estimate) -> String {
-    match (e.n >= 2, e.lo.is_finite() && e.hi.is_finite()) {
-        (true, true) => format!("{:.2}× [{:.2}–{:.2}]", e.value, e.lo, e.hi),
-        _ => format!("{:.2}×", e.value),
-    }
 }
 
 /// A difference in µs with its sign and, over several runs, its interval: `+3.2 [2.9–3.5]`.

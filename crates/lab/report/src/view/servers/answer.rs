@@ -10,7 +10,7 @@ use wasmlab_analysis::stats::Estimate;
 use wasmlab_model::run::Status;
 
 use super::plots;
-use crate::format::{fmt_ms, fmt_rps};
+use crate::format::{fmt_ms, fmt_rps, times};
 use crate::sections;
 use crate::view::{Cell, Figure, Table};
 
@@ -278,22 +278,6 @@ fn rates(costs: &[(&str, Estimate, f64)]) -> (f64, f64) {
     costs.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), c| {
         (lo.min(c.2), hi.max(c.2))
     })
-}
-
-/// `1.88× [1.85–1.92]`, or `1.88×` with one run.
-fn times(e: &Estimate) -> String {
-    let digits = |v: f64| {
-        if v >= 10.0 {
-            format!("{v:.0}")
-        } else {
-            format!("{v:.2}")
-        }
-    };
-    if e.n >= 2 && e.lo.is_finite() && e.hi.is_finite() {
-        format!("{}× [{}–{}]", digits(e.value), digits(e.lo), digits(e.hi))
-    } else {
-        format!("{}×", digits(e.value))
-    }
 }
 
 /// The cold start of each variant against native's, fastest first.
