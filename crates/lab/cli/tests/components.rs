@@ -120,7 +120,7 @@ const EVERY_HOST: &[&str] = &[
 
 /// `wasmlab run --component` with a component written outside wasmlab's ABI: in each host ready
 /// here, right after the host running wasmlab's own component (its floor), verified on `GET /`
-/// (the component suite's check: any 200 answer with a body) and measured; read and recorded in
+/// (the component suite's check: any 2xx answer with a body) and measured; read and recorded in
 /// run.json; a host not set up is skipped, said, with its twin.
 #[test]
 fn a_component_written_elsewhere_runs_in_every_host_beside_the_host_s_floor() {

@@ -91,7 +91,7 @@ impl SentRequest {
             target: self.target.clone(),
             headers,
             body: self.body.clone(),
-            expect_status: Some(self.expect.status),
+            expect_status: self.expect.status.code(),
         })
     }
 }

@@ -68,8 +68,9 @@ pub struct RequestSpec {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Expect {
+    /// One status (`200`), or any success (`"2xx"`).
     #[serde(default = "default_status")]
-    pub status: u16,
+    pub status: ExpectStatus,
     /// The body, exactly.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body: Option<String>,
@@ -98,8 +99,79 @@ pub struct Expect {
 fn default_method() -> String {
     "GET".into()
 }
-fn default_status() -> u16 {
-    200
+fn default_status() -> ExpectStatus {
+    ExpectStatus::Code(200)
+}
+
+/// The status an answer must have: one code, or any success (`"2xx"`: a component the lab did
+/// not write may answer 200, 201 or 203 to what it serves).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "StatusText", into = "StatusText")]
+pub enum ExpectStatus {
+    Code(u16),
+    Success,
+}
+
+/// How a status is written in TOML and JSON: a number, or `"2xx"`.
+#[derive(Serialize, Deserialize)]
+#[serde(untagged)]
+enum StatusText {
+    Code(u16),
+    Class(String),
+}
+
+impl TryFrom<StatusText> for ExpectStatus {
+    type Error = String;
+    fn try_from(t: StatusText) -> Result<Self, String> {
+        match t {
+            StatusText::Code(c) => Ok(ExpectStatus::Code(c)),
+            StatusText::Class(c) if c == "2xx" => Ok(ExpectStatus::Success),
+            StatusText::Class(c) => Err(format!(
+                "status {c:?}: give a number (200) or \"2xx\" (any success)"
+            )),
+        }
+    }
+}
+
+impl From<ExpectStatus> for StatusText {
+    fn from(s: ExpectStatus) -> Self {
+        match s {
+            ExpectStatus::Code(c) => StatusText::Code(c),
+            ExpectStatus::Success => StatusText::Class("2xx".into()),
+        }
+    }
+}
+
+impl ExpectStatus {
+    pub fn accepts(self, status: u16) -> bool {
+        match self {
+            ExpectStatus::Code(c) => c == status,
+            ExpectStatus::Success => (200..300).contains(&status),
+        }
+    }
+
+    /// The one code, if the check names one (the load generator's `expect_status`: None is any
+    /// success).
+    pub fn code(self) -> Option<u16> {
+        match self {
+            ExpectStatus::Code(c) => Some(c),
+            ExpectStatus::Success => None,
+        }
+    }
+
+    /// An answer without a body (204 and 304).
+    fn has_no_body(self) -> bool {
+        matches!(self, ExpectStatus::Code(204 | 304))
+    }
+}
+
+impl std::fmt::Display for ExpectStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ExpectStatus::Code(c) => write!(f, "{c}"),
+            ExpectStatus::Success => f.write_str("2xx"),
+        }
+    }
 }
 
 impl Default for Expect {
@@ -325,11 +397,12 @@ impl Expect {
     /// has none, as to HEAD). `label` names the check in errors.
     fn validate(&self, label: &str, sent: &[u8], no_body: bool) -> anyhow::Result<()> {
         let never = |why: String| anyhow::anyhow!("`{label}`: no answer could pass: {why}");
-        anyhow::ensure!(
-            (200..=599).contains(&self.status),
-            "`{label}.status` {} is not the status of a final answer (200 to 599)",
-            self.status
-        );
+        if let ExpectStatus::Code(c) = self.status {
+            anyhow::ensure!(
+                (200..=599).contains(&c),
+                "`{label}.status` {c} is not the status of a final answer (200 to 599)"
+            );
+        }
         let pattern = match &self.body_matches {
             Some(p) => Some(regex_lite::Regex::new(p).map_err(|e| {
                 anyhow::anyhow!("`{label}.body_matches` {p:?} is not a regular expression: {e}")
@@ -352,7 +425,7 @@ impl Expect {
                 "`{label}.headers.{k}`: {v:?} is not a header value (visible ASCII)"
             );
         }
-        let no_body = no_body || self.status == 204 || self.status == 304;
+        let no_body = no_body || self.status.has_no_body();
         if self.increments {
             if self.body.is_some() || self.body_sha256.is_some() || self.echo {
                 return Err(never(
@@ -391,7 +464,8 @@ impl Expect {
         };
         if let Some(b) = wanted {
             let answer = Answer {
-                status: self.status,
+                // Any success would do: 200 stands for them.
+                status: self.status.code().unwrap_or(200),
                 headers: self
                     .headers
                     .iter()
@@ -407,7 +481,7 @@ impl Expect {
 
     fn empty_reason(&self, head: bool) -> String {
         match self.status {
-            204 | 304 => self.status.to_string(),
+            s if s.has_no_body() => s.to_string(),
             _ if head => "HEAD".into(),
             s => s.to_string(),
         }
@@ -432,7 +506,7 @@ impl Expect {
         pattern: Option<&regex_lite::Regex>,
     ) -> Result<(), String> {
         let got = &answer.body;
-        if answer.status != self.status {
+        if !self.status.accepts(answer.status) {
             return Err(format!(
                 "status {}, expected {} (body {:?})",
                 answer.status,

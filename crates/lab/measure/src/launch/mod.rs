@@ -414,7 +414,7 @@ fn wait_ready(
                 anyhow::bail!("{name}: TLS with {}: {why}", running.authority);
             }
             match answer.status {
-                Some(s) if s == want => {
+                Some(s) if want.accepts(s) => {
                     running.start.first_byte_ms = answer.first_byte_ms;
                     break;
                 }

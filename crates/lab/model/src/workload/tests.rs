@@ -142,6 +142,26 @@ fn each_kind_of_check_passes_and_fails() {
 }
 
 #[test]
+fn any_success_is_2xx_and_nothing_else_is_a_class() {
+    let e = expect(r#"status = "2xx""#);
+    assert_eq!(e.status, ExpectStatus::Success);
+    for ok in [200, 201, 203, 299] {
+        assert_eq!(e.judge(&answer(ok, "x"), b"", None), Ok(()), "{ok}");
+    }
+    let why = e.judge(&answer(404, "x"), b"", None).unwrap_err();
+    assert!(why.contains("status 404, expected 2xx"), "{why}");
+    assert_eq!(e.status.code(), None);
+    assert_eq!(e.describe(), "2xx, status only");
+    assert_eq!(expect("status = 201").status.code(), Some(201));
+    let bad: Result<Expect, _> = toml::from_str(r#"status = "3xx""#);
+    let bad = bad.unwrap_err().to_string();
+    assert!(bad.contains(r#"give a number (200) or "2xx""#), "{bad}");
+    // Written back as it was given.
+    let json = serde_json::to_string(&e).unwrap();
+    assert!(json.contains(r#""status":"2xx""#), "{json}");
+}
+
+#[test]
 fn requests_rotate_and_carry_their_own_checks() {
     let w = workload(
         r#"name = "items"
