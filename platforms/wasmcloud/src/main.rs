@@ -34,9 +34,10 @@ struct Args {
     /// The wasi:http component to serve.
     #[arg(long)]
     component: PathBuf,
-    /// The upstream's URL, given to the component as WASMLAB_UPSTREAM.
-    #[arg(long)]
-    upstream: String,
+    /// A variable of the component's environment, KEY=VALUE (repeatable): the lab gives the
+    /// upstream's URL as WASMLAB_UPSTREAM, and a user's `--component-env` beside it.
+    #[arg(long = "env", value_name = "KEY=VALUE", value_parser = key_value)]
+    env: Vec<(String, String)>,
     /// How many hosts.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=16))]
     hosts: u16,
@@ -193,7 +194,7 @@ async fn start(args: &Args, procs: &mut Processes) -> anyhow::Result<Started> {
     let nats = async_nats::connect(&nats_url)
         .await
         .with_context(|| format!("connect to {nats_url}"))?;
-    let start = start_request(&image, &args.upstream);
+    let start = start_request(&image, &args.env);
     for (id, _) in &hosts {
         let subject = format!("runtime.host.{id}.workload.start");
         let deadline = Instant::now() + START_TIMEOUT;
@@ -259,9 +260,20 @@ async fn start(args: &Args, procs: &mut Processes) -> anyhow::Result<Started> {
     Ok(Started { nats, hosts })
 }
 
-/// The workload wasmCloud's operator would send: the component from the registry, the upstream in
-/// its environment, outgoing HTTP allowed (deny-all otherwise), and HTTP routed to it by Host.
-fn start_request(image: &str, upstream: &str) -> String {
+/// `KEY=VALUE`, split at the first `=`.
+fn key_value(s: &str) -> Result<(String, String), String> {
+    s.split_once('=')
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .ok_or_else(|| format!("{s:?} is not KEY=VALUE"))
+}
+
+/// The workload wasmCloud's operator would send: the component from the registry, `env` its
+/// environment, outgoing HTTP allowed (deny-all otherwise), and HTTP routed to it by Host.
+fn start_request(image: &str, env: &[(String, String)]) -> String {
+    let env: serde_json::Map<String, serde_json::Value> = env
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone().into()))
+        .collect();
     serde_json::json!({
         "workloadId": WORKLOAD_ID,
         "workload": {
@@ -273,7 +285,7 @@ fn start_request(image: &str, upstream: &str) -> String {
                     "image": image,
                     "imagePullPolicy": "IMAGE_PULL_POLICY_IF_NOT_PRESENT",
                     "localResources": {
-                        "environment": { "WASMLAB_UPSTREAM": upstream },
+                        "environment": env,
                         "allowedHosts": ["*"],
                     },
                 }],
@@ -446,16 +458,24 @@ mod tests {
     }
 
     #[test]
-    fn the_workload_names_the_image_the_upstream_and_the_host_name() {
+    fn the_workload_names_the_image_the_environment_and_the_host_name() {
+        let env = [
+            key_value("WASMLAB_UPSTREAM=http://u").unwrap(),
+            key_value("GREETING=a=b \"c\"").unwrap(),
+        ];
         let v: serde_json::Value =
-            serde_json::from_str(&start_request("127.0.0.1:5000/wasmlab/http:v1", "http://u"))
-                .unwrap();
+            serde_json::from_str(&start_request("127.0.0.1:5000/wasmlab/http:v1", &env)).unwrap();
         let component = &v["workload"]["witWorld"]["components"][0];
         assert_eq!(component["image"], "127.0.0.1:5000/wasmlab/http:v1");
         assert_eq!(
             component["localResources"]["environment"]["WASMLAB_UPSTREAM"],
             "http://u"
         );
+        assert_eq!(
+            component["localResources"]["environment"]["GREETING"],
+            "a=b \"c\""
+        );
+        assert!(key_value("NOEQUALS").is_err());
         assert_eq!(component["localResources"]["allowedHosts"][0], "*");
         let http = &v["workload"]["witWorld"]["hostInterfaces"][0];
         assert_eq!(http["interfaces"][0], "incoming-handler");

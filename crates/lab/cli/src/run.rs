@@ -21,7 +21,9 @@ pub struct RunArgs {
     /// path to a suite TOML file. Default: quick; with --component, component.
     #[arg(long)]
     pub suite: Option<String>,
-    /// Measure only these variants (repeatable); default: the suite's list.
+    /// Measure only these variants (repeatable); default: the suite's list. With --component,
+    /// NAME-in-HOST is your component NAME (its file's stem) in HOST alone, without the host's
+    /// floor (a host named alone gets your component beside it).
     #[arg(long = "variant")]
     pub variants: Vec<String>,
     /// Override the suite's concurrency levels (comma-separated).
@@ -73,10 +75,15 @@ pub struct RunArgs {
     pub wasm: Option<PathBuf>,
     /// Your wasi:http component (WASI 0.2 or 0.3; repeatable): put in every component host the
     /// suite names, each beside the same host running wasmlab's minimal component (the host's
-    /// floor). Without --suite, the component suite: every host, on `GET /` (any 200 answer with
+    /// floor). Without --suite, the component suite: every host, on `GET /` (any 2xx answer with
     /// a body).
     #[arg(long = "component", value_name = "PATH")]
     pub components: Vec<PathBuf>,
+    /// An environment variable for your components (repeatable), in every host: each gives it
+    /// where it gives wasmlab's component the upstream's URL (WASMLAB_UPSTREAM). The run's
+    /// parameters (run.json, the report) record it.
+    #[arg(long = "component-env", value_name = "KEY=VALUE", value_parser = key_value)]
+    pub component_env: Vec<(String, String)>,
     /// A variant file of your own (repeatable; docs/variants.md): name it in --variant or the
     /// suite. It is verified like any variant before it is measured.
     #[arg(long = "variant-file", value_name = "PATH")]
@@ -110,6 +117,7 @@ impl RunArgs {
             seed: self.seed,
             wasm: self.wasm.clone(),
             components: self.components.clone(),
+            component_env: self.component_env.clone(),
             variant_files: self.variant_files.clone(),
             quick_setup: !self.no_setup,
             bin_dir: self.bin_dir.clone(),
@@ -120,6 +128,13 @@ impl RunArgs {
             },
         }
     }
+}
+
+/// `KEY=VALUE`, split at the first `=`.
+fn key_value(s: &str) -> Result<(String, String), String> {
+    s.split_once('=')
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .ok_or_else(|| format!("{s:?} is not KEY=VALUE"))
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<()> {

@@ -154,7 +154,20 @@ fn a_component_written_elsewhere_runs_in_every_host_beside_the_host_s_floor() {
             && stderr.contains("hello-rust-in-component-pooled"),
         "{stderr}"
     );
+    // Where each host lets the component send requests, said in the terminal and the report.
+    assert!(
+        stderr.contains(
+            "its outgoing requests go only to the upstream in hello-rust-in-component-pooled"
+        ),
+        "{stderr}"
+    );
     let dir = only_run_dir(&results);
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(
+        html.contains("Your component in each host")
+            && html.contains("only to the upstream: the gateway refuses every other origin"),
+        "report.html says nothing of the component's hosts"
+    );
     let run = read_json(&dir.join("run.json"));
     let read = &run["components"][0];
     assert_eq!(read["wasi"], "0.2", "{read}");
@@ -225,12 +238,20 @@ expect = {{ {expect} }}
         )
     };
     let tmp = tempfile::tempdir().unwrap();
-    // The component named by the suite itself, as --component would.
-    let greet = suite("/greet?name=lab", r#"status = 200, body = "hello, lab\n""#).replace(
+    // The component named by the suite itself, as --component would; its environment given with
+    // --component-env, a value that quotes, escapes and looks like a placeholder, as a host's
+    // configuration language or the lab's templates could mangle it.
+    let value = r#"hi "there" {upstream} \ ok"#;
+    let env = suite(
+        "/env?name=GREETING",
+        &format!("status = 200, body = {:?}", format!("{value}\n")),
+    )
+    .replace(
         "repetitions = 1",
         &format!("repetitions = 1\ncomponent = {comp:?}"),
     );
-    let (out, results) = run_suite(tmp.path(), &greet, &["--no-setup"]);
+    let given = format!("GREETING={value}");
+    let (out, results) = run_suite(tmp.path(), &env, &["--no-setup", "--component-env", &given]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     let run = read_json(&only_run_dir(&results).join("run.json"));
@@ -240,6 +261,7 @@ expect = {{ {expect} }}
         .iter()
         .map(|v| v["name"].as_str().unwrap())
         .collect();
+    assert_eq!(run["components"][0]["env"]["GREETING"], value, "{run}");
     assert!(!names.contains(&"component-pooled"), "{names:?}");
     assert!(!names.iter().any(|n| n.contains("p3")), "{names:?}");
     for host in EVERY_HOST {
@@ -357,5 +379,32 @@ fn a_wrong_component_is_refused_before_anything_starts() {
             "{flag} {path}: {stderr}"
         );
         assert!(!results.exists(), "{flag} {path} wrote results");
+    }
+    // A wrong environment, each refused as early.
+    let comp = rust_user_component().display().to_string();
+    for (args, says) in [
+        (vec!["--component-env", "NOEQUALS"], "is not KEY=VALUE"),
+        (vec!["--component-env", "A=1"], "no component to give it to"),
+        (
+            vec!["--component", &comp, "--component-env", "1A=x"],
+            "not starting with a digit",
+        ),
+        (
+            vec![
+                "--component",
+                &comp,
+                "--component-env",
+                "WASMLAB_UPSTREAM=x",
+            ],
+            "name yours otherwise",
+        ),
+    ] {
+        let mut all = vec!["run", "--no-build", "--results", results.to_str().unwrap()];
+        all.extend(&args);
+        let out = wasmlab(&all);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert!(!results.exists(), "{args:?} wrote results");
     }
 }

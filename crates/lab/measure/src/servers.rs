@@ -134,6 +134,29 @@ fn start_recording(
             c.imports.len(),
             hosts.join(", ")
         );
+        if !c.env.is_empty() {
+            let env: Vec<String> = c.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            eprintln!("wasmlab:   its environment: {}", env.join(" "));
+        }
+        // Each host's policy in short (its variant file's words up to the colon), hosts alike
+        // together; the report's environment section has the whole sentence.
+        let mut policies: Vec<(&str, Vec<&str>)> = Vec::new();
+        for p in plan.variants.iter() {
+            if p.spec.component.as_deref() != Some(c.path.as_str()) {
+                continue;
+            }
+            let policy = p.spec.outgoing_requests.as_deref().unwrap_or("not said");
+            let short = policy.split(':').next().unwrap_or(policy);
+            match policies.iter_mut().find(|(s, _)| *s == short) {
+                Some((_, hosts)) => hosts.push(p.name()),
+                None => policies.push((short, vec![p.name()])),
+            }
+        }
+        let said: Vec<String> = policies
+            .iter()
+            .map(|(policy, hosts)| format!("{policy} in {}", hosts.join(", ")))
+            .collect();
+        eprintln!("wasmlab:   its outgoing requests go {}", said.join("; "));
     }
     let info = ServerRunInfo {
         header: crate::header(plan, &dir.run_id),

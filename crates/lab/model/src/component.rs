@@ -2,6 +2,8 @@
 //! it serves, what it imports and exports, how large it is. Planning reads the file and puts the
 //! component in every host of its WASI version (`VariantSpec::hosting`); run.json records this.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 /// The wasi:http a component serves, by the interface it exports.
@@ -73,6 +75,10 @@ pub struct UserComponent {
     pub exports: Vec<String>,
     /// The names it imports.
     pub imports: Vec<String>,
+    /// The environment the user gave it (`--component-env KEY=VALUE`), in every host; the host
+    /// also gives it `WASMLAB_UPSTREAM`, the upstream's URL.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
 }
 
 impl UserComponent {
@@ -88,6 +94,40 @@ impl UserComponent {
             .and_then(|n| n.to_str())
             .unwrap_or(&self.path)
     }
+}
+
+/// The variable every host gives a component: the URL of the lab's upstream, the one origin the
+/// gateway lets a component send requests to.
+pub const UPSTREAM_VAR: &str = "WASMLAB_UPSTREAM";
+
+/// `--component-env`'s pairs as an environment: names a shell would take (letters, digits and
+/// `_`, not starting with a digit), each once, `WASMLAB_UPSTREAM` the lab's.
+pub fn environment(pairs: &[(String, String)]) -> Result<BTreeMap<String, String>, String> {
+    let mut env = BTreeMap::new();
+    for (k, v) in pairs {
+        let what = format!("--component-env {k}={v}");
+        if k.is_empty()
+            || k.starts_with(|c: char| c.is_ascii_digit())
+            || !k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        {
+            return Err(format!(
+                "{what}: a variable's name is ASCII letters, digits and `_`, not starting with a digit"
+            ));
+        }
+        if k == UPSTREAM_VAR {
+            return Err(format!(
+                "{what}: the lab gives every component {UPSTREAM_VAR} (its upstream's URL, where the \
+                 gateway lets outgoing requests go); name yours otherwise"
+            ));
+        }
+        if v.contains('\0') {
+            return Err(format!("{what}: a value cannot hold a NUL byte"));
+        }
+        if env.insert(k.clone(), v.clone()).is_some() {
+            return Err(format!("--component-env {k}: given twice"));
+        }
+    }
+    Ok(env)
 }
 
 /// `stem` in a variant name's alphabet (ASCII letters, digits, `-`): every other run of
@@ -141,6 +181,28 @@ mod tests {
         assert_eq!(variant_stem("Hello World!!"), "hello-world");
         assert_eq!(variant_stem("__"), "component");
         assert_eq!(variant_stem("handler.component"), "handler-component");
+    }
+
+    #[test]
+    fn an_environment_takes_shell_names_once_and_leaves_the_upstream_to_the_lab() {
+        let pair = |k: &str, v: &str| (k.to_owned(), v.to_owned());
+        let env = environment(&[pair("API_KEY", "a=b {c}"), pair("_x1", "")]).unwrap();
+        assert_eq!(env["API_KEY"], "a=b {c}");
+        assert_eq!(env["_x1"], "");
+        for (pairs, why) in [
+            (vec![pair("1A", "v")], "not starting with a digit"),
+            (vec![pair("A-B", "v")], "letters, digits and `_`"),
+            (vec![pair("", "v")], "letters, digits"),
+            (vec![pair(UPSTREAM_VAR, "v")], "name yours otherwise"),
+            (vec![pair("A", "x\0y")], "NUL"),
+            (
+                vec![pair("A", "1"), pair("A", "2")],
+                "--component-env A: given twice",
+            ),
+        ] {
+            let e = environment(&pairs).unwrap_err();
+            assert!(e.contains(why), "{pairs:?}: {e}");
+        }
     }
 
     #[test]

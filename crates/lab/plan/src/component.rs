@@ -70,6 +70,7 @@ pub fn inspect_as(path: &Path, what: &str) -> anyhow::Result<UserComponent> {
         wasi,
         exports,
         imports,
+        env: Default::default(),
     })
 }
 
@@ -123,11 +124,42 @@ pub fn put_in_hosts(
     fn is_host(catalog: &Catalog, v: &str) -> bool {
         catalog.find(v).is_ok_and(|s| s.component_host().is_some())
     }
-    let named_a_host = suite
-        .variants
-        .iter()
-        .chain(&suite.cold_start_variants())
-        .any(|v| is_host(catalog, v));
+    // A twin named by the suite or `--variant` (`hello-in-jco-serve`): made now, run alone.
+    let mut twins_named = false;
+    for v in suite.variants.iter().chain(&suite.cold_start_variants()) {
+        if catalog.find(v).is_ok() {
+            continue;
+        }
+        for c in components {
+            let Some(host) = v.strip_prefix(&format!("{}-in-", c.name)) else {
+                continue;
+            };
+            let spec = catalog.find(host).map_err(|_| {
+                anyhow::anyhow!(
+                    "{v}: your component {} in {host}, but there is no variant {host}",
+                    c.file_name()
+                )
+            })?;
+            let twin = spec.hosting(c)?.ok_or_else(|| {
+                anyhow::anyhow!(
+                    "{v}: {host} hosts no {} component ({})",
+                    c.world,
+                    match spec.component_host() {
+                        Some(w) => format!("it runs WASI {}'s", w.version()),
+                        None => "it runs none".into(),
+                    }
+                )
+            })?;
+            catalog.add(twin, format!("--component {} in {host}", c.path))?;
+            twins_named = true;
+        }
+    }
+    let named_a_host = twins_named
+        || suite
+            .variants
+            .iter()
+            .chain(&suite.cold_start_variants())
+            .any(|v| is_host(catalog, v));
     let builtin = suite.name == SUITE;
     // `list` with each host's twins right after it. `floors`: the hosts stay (where the suite
     // named them; in the built-in suite only those with a twin), and so do the other variants;
@@ -138,7 +170,7 @@ pub fn put_in_hosts(
             let mut twins = Vec::new();
             if let Ok(spec) = catalog.find(v).cloned() {
                 for c in components {
-                    let Some(twin) = spec.hosting(c) else {
+                    let Some(twin) = spec.hosting(c)? else {
                         continue;
                     };
                     if catalog.find(&twin.name).is_err() {
@@ -274,5 +306,36 @@ mod tests {
         assert_eq!(spec.family, "yours");
         assert!(s.cold_start_variants().contains(&twin));
         s.check_variants(&catalog).unwrap();
+    }
+
+    #[test]
+    fn a_twin_named_runs_alone_and_a_wrong_one_is_refused() {
+        let mine = inspect(Path::new(wasmlab_guest_artifacts::HTTP_PATH)).unwrap();
+        let twin = mine.variant_name("jco-serve");
+        let named = |v: &str| {
+            let mut s = suite(SUITE);
+            s.variants = vec![v.to_owned()];
+            if let Some(c) = &mut s.cold_start {
+                c.variants = vec![v.to_owned()];
+            }
+            let mut catalog = s.catalog(&[]).unwrap();
+            put_in_hosts(&mut s, &mut catalog, std::slice::from_ref(&mine)).map(|()| (s, catalog))
+        };
+        let (s, catalog) = named(&twin).unwrap();
+        assert_eq!(s.variants, std::slice::from_ref(&twin));
+        assert_eq!(s.cold_start_variants(), std::slice::from_ref(&twin));
+        assert_eq!(
+            catalog.find(&twin).unwrap().floor.as_deref(),
+            Some("jco-serve")
+        );
+        s.check_variants(&catalog).unwrap();
+        let e = named(&mine.variant_name("nowhere"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("there is no variant nowhere"), "{e}");
+        let e = named(&mine.variant_name("component-p3-reused"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("hosts no") && e.contains("WASI 0.3"), "{e}");
     }
 }

@@ -51,6 +51,8 @@ pub struct RunRequest {
     pub wasm: Option<PathBuf>,
     /// The user's wasi:http components, each put in every component host the run names.
     pub components: Vec<PathBuf>,
+    /// `--component-env`: the environment every host gives the user's components.
+    pub component_env: Vec<(String, String)>,
     /// Variant files of the user's.
     pub variant_files: Vec<PathBuf>,
     /// Set up, before planning, what a variant needs when that takes a minute at most.
@@ -198,6 +200,18 @@ pub fn plan(req: &RunRequest) -> anyhow::Result<Plan> {
             if let Some(c) = &s.component {
                 let what = format!("suite {}: component = {c:?}", s.name);
                 components.push(component::inspect_as(Path::new(c), &what)?);
+            }
+            if !req.component_env.is_empty() {
+                anyhow::ensure!(
+                    !components.is_empty(),
+                    "--component-env: no component to give it to (give one with --component, or \
+                     component = \"PATH\" in the suite)"
+                );
+                let env = wasmlab_model::component::environment(&req.component_env)
+                    .map_err(anyhow::Error::msg)?;
+                for c in &mut components {
+                    c.env = env.clone();
+                }
             }
             let (s, catalog, names, core_guest) = servers(req, s, &components)?;
             (Suite::Servers(s), catalog, names, core_guest)

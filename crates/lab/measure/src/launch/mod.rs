@@ -82,6 +82,14 @@ impl Launchable {
             user.unwrap_or(wasmlab_guest_artifacts::HTTP_P3_PATH),
         );
         vars.set("upstream", run.upstream);
+        // `--component-env`: as it is, and as a quoted string for a configuration language.
+        for (k, v) in &spec.component_env {
+            vars.set(&format!("env:{k}"), v.clone());
+            vars.set(
+                &format!("env-quoted:{k}"),
+                serde_json::to_string(v).unwrap_or_default(),
+            );
+        }
         vars.set("server_cpus", run.server_cpus.clone());
         vars.set("run_id", run.run_id);
         vars.set("variant", spec.name.clone());

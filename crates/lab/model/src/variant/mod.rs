@@ -74,6 +74,15 @@ pub struct VariantSpec {
     /// which what the user's handler adds is read, and which is offered the same equal-load rates.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub floor: Option<String>,
+    /// The environment the user gave their component (`wasmlab run --component-env KEY=VALUE`):
+    /// the templates of the variant that runs it name each value as `{env:KEY}` (as it is) or
+    /// `{env-quoted:KEY}` (a double-quoted string with JSON's escapes).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub component_env: BTreeMap<String, String>,
+    /// A component host: where the component may send outgoing HTTP requests, in words (the
+    /// run's parameters say it beside each host of a user's component).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outgoing_requests: Option<String>,
 }
 
 /// The HTTP the lab speaks to a variant.
@@ -454,6 +463,7 @@ impl VariantSpec {
                 .collect(),
             container: self.requires.iter().any(|r| r.container_engine),
             containerd: self.requires.iter().any(|r| r.containerd),
+            env: self.component_env.keys().map(String::as_str).collect(),
         };
         self.validate_kind(&templates)?;
         for (i, step) in self.prepare.iter().chain(&self.finish).enumerate() {
@@ -638,10 +648,12 @@ impl VariantSpec {
     }
 
     /// This host (see [`Self::component_host`]) running the user's `component` in place of
-    /// wasmlab's own, named `NAME-in-HOST`; None when it hosts no component of that WASI.
-    pub fn hosting(&self, component: &UserComponent) -> Option<VariantSpec> {
-        if self.component_host()? != component.wasi || self.protocol != Protocol::Http1 {
-            return None;
+    /// wasmlab's own, named `NAME-in-HOST`, with the component's environment where the host
+    /// gives wasmlab's component the upstream's URL; None when it hosts no component of that
+    /// WASI, an error when it has no place for the environment.
+    pub fn hosting(&self, component: &UserComponent) -> anyhow::Result<Option<VariantSpec>> {
+        if self.component_host() != Some(component.wasi) || self.protocol != Protocol::Http1 {
+            return Ok(None);
         }
         let mut twin = self.clone();
         twin.name = component.variant_name(&self.name);
@@ -660,7 +672,18 @@ impl VariantSpec {
         twin.compute_code = None;
         twin.component = Some(component.path.clone());
         twin.floor = Some(self.name.clone());
-        Some(twin)
+        if !component.env.is_empty() {
+            let start = twin.start.as_mut();
+            anyhow::ensure!(
+                start.is_some_and(|s| give_env(s, &component.env)),
+                "--component-env: {} gives a component no environment (its command gives \
+                 wasmlab's none, not even {})",
+                self.name,
+                crate::component::UPSTREAM_VAR
+            );
+            twin.component_env = component.env.clone();
+        }
+        Ok(Some(twin))
     }
 
     /// Whether the variant runs a core-module guest that `wasmlab run --wasm` replaces.
@@ -675,6 +698,45 @@ impl VariantSpec {
     }
 }
 
+/// Puts `env` (as `{env:KEY}` placeholders) where `start` gives a component the upstream's URL:
+/// an argument `WASMLAB_UPSTREAM={upstream}` gets a twin `KEY={env:KEY}` after the same flag (`--env`
+/// of `wasmtime serve` and of the gateways); a `WASMLAB_UPSTREAM` in the server's environment
+/// (jco's Node) gets its neighbours; a configuration string holding `WASMLAB_UPSTREAM="{upstream}"`
+/// (`wash dev`'s workload) gets `,KEY="VALUE"` beside it. False when `start` does none of these.
+fn give_env(start: &mut Start, env: &BTreeMap<String, String>) -> bool {
+    use crate::component::UPSTREAM_VAR;
+    let arg = format!("{UPSTREAM_VAR}={{upstream}}");
+    if let Some(i) = start.command.iter().position(|a| *a == arg)
+        && i > 1
+    {
+        let flag = start.command[i - 1].clone();
+        let pairs = env
+            .keys()
+            .flat_map(|k| [flag.clone(), format!("{k}={{env:{k}}}")]);
+        start.command.splice(i + 1..i + 1, pairs);
+        return true;
+    }
+    if start.env.contains_key(UPSTREAM_VAR) {
+        for k in env.keys() {
+            start.env.insert(k.clone(), format!("{{env:{k}}}"));
+        }
+        return true;
+    }
+    let quoted = format!("{UPSTREAM_VAR}=\"{{upstream}}\"");
+    let mut given = false;
+    for v in start.env.values_mut() {
+        if v.contains(&quoted) {
+            let more: String = env
+                .keys()
+                .map(|k| format!(",{k}={{env-quoted:{k}}}"))
+                .collect();
+            *v = v.replace(&quoted, &format!("{quoted}{more}"));
+            given = true;
+        }
+    }
+    given
+}
+
 /// The placeholders that only a variant requiring containerd has values for.
 const CONTAINERD_PLACEHOLDERS: &[&str] = &["ctr"];
 
@@ -687,6 +749,8 @@ struct Templates<'a> {
     tools: Vec<&'a str>,
     container: bool,
     containerd: bool,
+    /// The names of `component_env`.
+    env: Vec<&'a str>,
 }
 
 impl Templates<'_> {
@@ -701,6 +765,14 @@ impl Templates<'_> {
                     anyhow::ensure!(
                         self.tools.contains(&tool),
                         "{what}: {{tool:{tool}}} needs a [[requires]] with tool = {tool:?}"
+                    );
+                } else if let Some(key) = v
+                    .strip_prefix("env:")
+                    .or_else(|| v.strip_prefix("env-quoted:"))
+                {
+                    anyhow::ensure!(
+                        self.env.contains(&key),
+                        "{what}: {{{v}}} names no variable of `component_env`"
                     );
                 } else if v == "container" {
                     anyhow::ensure!(

@@ -30,6 +30,9 @@ pub(super) struct Environment {
     /// What each workload sent and what its answers were checked for (None for runs recorded
     /// before workloads were data).
     workloads: Option<Table>,
+    /// Each host a user's component (`--component`) ran in: its environment and where it may
+    /// send requests there.
+    components: Option<Table>,
     orders: Option<Table>,
     seed: u64,
 }
@@ -181,9 +184,47 @@ pub(super) fn environment(a: &ServerAnalysis) -> Environment {
             }),
         },
         workloads: workloads(s),
+        components: components(a),
         orders: (!rows.is_empty()).then(|| Table::new(&["Repetition", "Order"], 2, rows)),
         seed: a.info.header.seed,
     }
+}
+
+/// One row per host of a user's component: the variant that ran it, the environment it was
+/// given, and where the host lets it send requests.
+fn components(a: &ServerAnalysis) -> Option<Table> {
+    let mut rows: Vec<Vec<Cell>> = Vec::new();
+    for c in &a.info.components {
+        let mut env = vec![format!(
+            "{}=(the upstream's URL)",
+            wasmlab_model::component::UPSTREAM_VAR
+        )];
+        env.extend(c.env.iter().map(|(k, v)| format!("{k}={v}")));
+        for spec in a.info.variant_specs.iter() {
+            if spec.component.as_deref() != Some(c.path.as_str()) {
+                continue;
+            }
+            rows.push(vec![
+                c.file_name().to_owned().into(),
+                spec.name.clone().into(),
+                env.join(" ").into(),
+                spec.outgoing_requests
+                    .clone()
+                    .unwrap_or_else(|| "not said by the host's variant file".into())
+                    .into(),
+            ]);
+        }
+    }
+    Table::some(
+        &[
+            "Your component",
+            "Runs as",
+            "Its environment",
+            "Outgoing requests",
+        ],
+        4,
+        rows,
+    )
 }
 
 /// What the servers' environment held: the variables every measured variant had, by name (their
