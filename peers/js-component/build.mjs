@@ -1,7 +1,8 @@
-// Builds handler.js (or `--source FILE`, a handler beside it) into a wasi:http/proxy component with
-// componentize-js, as installed by `wasmlab setup js-component` into TOOLS/npm:
-//   node build.mjs --tools TOOLS --out FILE.wasm [--source hostile.js]
-// An output newer than its inputs (handler.js, world.wit, this script, componentize-js) is kept.
+// Builds handler.js (or `--source FILE`: a handler beside it, or a user's JavaScript anywhere with
+// its own `--wit` world) into a wasi:http/proxy component with componentize-js, as installed by
+// `wasmlab setup js-component` into TOOLS/npm:
+//   node build.mjs --tools TOOLS --out FILE.wasm [--source FILE.js] [--wit WORLD.wit --world NAME]
+// An output newer than its inputs (the source, its world, this script, componentize-js) is kept.
 // componentize-js splices the world's bindings into StarlingMonkey (SpiderMonkey compiled to
 // Wasm), then runs Wizer: the engine starts, parses and compiles handler.js and runs its top level
 // at build time, and the component ships that memory as its initial image. It has no way to skip
@@ -25,12 +26,18 @@ function options(args) {
     // Absolute: the build changes directory (see below).
     if (k === "--tools") o.tools = resolve(v);
     else if (k === "--out") o.out = resolve(v);
-    else if (k === "--source") o.source = resolve(here, v);
-    else throw new Error(`unknown option ${k} (give --tools DIR --out FILE [--source FILE])`);
+    else if (k === "--source") o.source = resolve(v);
+    else if (k === "--wit") o.wit = resolve(v);
+    else if (k === "--world") o.world = v;
+    else throw new Error(`unknown option ${k} (give --tools DIR --out FILE [--source FILE] [--wit FILE --world NAME])`);
   }
   if (!o.tools || !o.out) throw new Error("give --tools DIR --out FILE");
   o.source ??= join(here, "handler.js");
-  if (dirname(o.source) !== here) throw new Error(`--source ${o.source}: a handler beside build.mjs (Wizer sees ${dirname(here)} as /)`);
+  o.wit ??= join(here, "world.wit");
+  o.world ??= "handler";
+  // Wizer sees the directory componentize-js is run from (when the source is inside it) as `/`:
+  // wasmlab's handlers reach ../js/routes.mjs from peers/, a user's source has its own directory.
+  o.root = dirname(o.source) === here ? dirname(here) : dirname(o.source);
   return o;
 }
 
@@ -50,7 +57,7 @@ async function main() {
   const o = options(process.argv.slice(2));
   const modules = join(o.tools, "npm", "node_modules", "@bytecodealliance");
   const cjs = join(modules, "componentize-js");
-  const inputs = [o.source, ...["world.wit", "build.mjs", "../js/routes.mjs"].map((f) => join(here, f))];
+  const inputs = [o.source, o.wit, ...["build.mjs", "../js/routes.mjs"].map((f) => join(here, f))];
   inputs.push(join(cjs, "package.json"));
   if (await upToDate(o.out, inputs)) {
     console.log(`${o.out} is up to date`);
@@ -60,7 +67,7 @@ async function main() {
   const { componentize, version } = await import(pathToFileURL(join(cjs, "src", "componentize.js")));
   const engine = await readFile(join(cjs, "lib", "starlingmonkey_embedding.wasm"));
   if (!engine.includes(`wasi:http/types@${WASI}`)) {
-    throw new Error(`this componentize-js (${version}) embeds a StarlingMonkey not built against WASI ${WASI}: handler.js and world.wit name ${WASI}`);
+    throw new Error(`this componentize-js (${version}) embeds a StarlingMonkey not built against WASI ${WASI}: the sources and worlds name ${WASI}`);
   }
   // jco's copy of WASI's WIT: the newest 0.2.x that has every package the world needs.
   const builtin = join(modules, "jco", "lib", "wit", "builtin");
@@ -81,15 +88,13 @@ async function main() {
       await mkdir(join(wit, "deps", p), { recursive: true });
       await writeFile(join(wit, "deps", p, "package.wit"), text.replaceAll(`@${from}`, `@${WASI}`));
     }
-    await writeFile(join(wit, "world.wit"), await readFile(join(here, "world.wit")));
-    // Wizer sees the directory componentize-js is run from (when the source is inside it) as
-    // `/`: peers/, so that handler.js reaches ../js/routes.mjs.
-    process.chdir(join(here, ".."));
+    await writeFile(join(wit, "world.wit"), await readFile(o.wit));
+    process.chdir(o.root);
     const started = Date.now();
     const { component } = await componentize({
       sourcePath: o.source,
       witPath: wit,
-      worldName: "handler",
+      worldName: o.world,
     });
     // Written beside and renamed into place: two runs (two tests at once) may build it together,
     // and a reader of `out` must never see half a component.
@@ -97,7 +102,7 @@ async function main() {
     await writeFile(partial, component);
     await rename(partial, o.out);
     const secs = ((Date.now() - started) / 1000).toFixed(1);
-    console.log(`componentize-js ${version}: ${o.out}, ${component.length} bytes, built in ${secs} s (WASI WIT from jco's ${from}, as ${WASI}); SpiderMonkey pre-initialised with handler.js by Wizer`);
+    console.log(`componentize-js ${version}: ${o.out}, ${component.length} bytes, built in ${secs} s (WASI WIT from jco's ${from}, as ${WASI}); SpiderMonkey pre-initialised with ${o.source} by Wizer`);
   } finally {
     await rm(work, { recursive: true, force: true });
   }

@@ -397,7 +397,10 @@ fn hostile_js() -> Result<Vec<u8>, String> {
         .arg(root.join("peers/js-component/build.mjs"))
         .args(["--tools".as_ref(), tools.as_os_str()])
         .args(["--out".as_ref(), out.as_os_str()])
-        .args(["--source", "hostile.js"])
+        .args([
+            "--source".as_ref(),
+            root.join("peers/js-component/hostile.js").as_os_str(),
+        ])
         .output()
         .map_err(|e| format!("node cannot be run: {e}"))?;
     assert!(

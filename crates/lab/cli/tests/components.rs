@@ -215,8 +215,123 @@ fn a_component_written_elsewhere_runs_in_every_host_beside_the_host_s_floor() {
     assert!(left.is_empty(), "{left:?} outlived the run");
 }
 
+/// examples/components/js (a `fetch` handler as a componentize-js user writes one) built by
+/// peers/js-component/build.mjs with the componentize-js `wasmlab setup js-component` installs,
+/// into target/user-components/js (kept while its inputs are older); why not when that tool is
+/// not there.
+fn js_user_component() -> Result<std::path::PathBuf, String> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../..");
+    let tools = tools_dir();
+    if !tools
+        .join("npm/node_modules/@bytecodealliance/componentize-js")
+        .is_dir()
+    {
+        return Err(
+            "componentize-js is not set up (`wasmlab setup js-component` installs it)".into(),
+        );
+    }
+    let example = root.join("examples/components/js");
+    let out = root.join("target/user-components/js/hello_js.wasm");
+    let built = std::process::Command::new("node")
+        .arg(root.join("peers/js-component/build.mjs"))
+        .args(["--tools".as_ref(), tools.as_os_str()])
+        .args(["--source".as_ref(), example.join("hello.js").as_os_str()])
+        .args(["--wit".as_ref(), example.join("world.wit").as_os_str()])
+        .args(["--world", "hello", "--out"])
+        .arg(&out)
+        .output()
+        .map_err(|e| format!("node cannot be run: {e}"))?;
+    assert!(
+        built.status.success(),
+        "build.mjs: {}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    Ok(out)
+}
+
+/// A JavaScript component (componentize-js: SpiderMonkey in the component) named in three hosts
+/// alone (`--variant hello-js-in-HOST`, no floors): its routes checked, the environment given
+/// with --component-env read by the script, measured where the host can serve it. `jco serve`
+/// cannot: it serves every request from one instance, and StarlingMonkey's fetch event answers
+/// only the first (the second throws "FetchEvent#respondWith can't be called twice on the same
+/// event", and the request is never answered), so that twin fails its verification, named, and
+/// the others are measured all the same.
+#[test]
+fn a_component_in_javascript_runs_in_the_hosts_named() {
+    let component = match js_user_component() {
+        Ok(c) => c,
+        Err(why) => return skipped(&why),
+    };
+    let suite = r#"name = "mine-js"
+workloads = ["greet"]
+verify_only = ["env"]
+connections = [4]
+duration_secs = 0.1
+warmup_secs = 0.05
+repetitions = 1
+# SpiderMonkey in the component: compiled at each start, seconds on a busy 2-core machine.
+start_timeout_secs = 120.0
+
+[[workload]]
+name = "greet"
+request = { path = "/greet?name=lab" }
+expect = { status = 200, body = "hello, lab\n" }
+
+[[workload]]
+name = "env"
+request = { path = "/env?name=GREETING" }
+expect = { status = 200, body = "from the lab\n" }
+"#;
+    let hosts = ["component-pooled", "component-wasmtime-serve", "jco-serve"];
+    let comp = component.display().to_string();
+    let mut extra = vec![
+        "--no-setup",
+        "--component",
+        &comp,
+        "--component-env",
+        "GREETING=from the lab",
+    ];
+    let twins: Vec<String> = hosts.iter().map(|h| format!("hello-js-in-{h}")).collect();
+    for t in &twins {
+        extra.extend(["--variant", t]);
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let (out, results) = run_suite(tmp.path(), suite, &extra);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let dir = only_run_dir(&results);
+    let run = read_json(&dir.join("run.json"));
+    let names: Vec<&str> = run["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, twins, "{stderr}");
+    assert_eq!(run["components"][0]["wasi"], "0.2", "{run}");
+    let throughput = std::fs::read_to_string(dir.join("throughput.csv")).unwrap_or_default();
+    for t in &twins {
+        if was_skipped(&run, t) {
+            continue;
+        }
+        let o = outcome(&run, t);
+        if t.ends_with("jco-serve") {
+            assert_eq!(o["status"], "failed", "{o}");
+            assert!(
+                o["reason"].as_str().unwrap().contains("no answer within"),
+                "{o}"
+            );
+            continue;
+        }
+        assert_eq!(o["status"], "measured", "{o}\n{stderr}");
+        assert_served(&throughput, t, "greet", 4);
+    }
+    let left = processes_naming(tmp.path());
+    assert!(left.is_empty(), "{left:?} outlived the run");
+}
+
 /// A suite of the user's routes that names no variant and its component (`component = PATH`): the
-/// component in every host (without the floors, which serve wasmlab's routes), its route checked; a route that traps fails
+/// component in every host (without the floors, which serve wasmlab's routes), with the
+/// environment --component-env gives it, its route checked; a route that traps fails
 /// verification, named, and the run's exit status says so.
 #[test]
 fn your_routes_are_checked_in_your_component_and_a_trap_is_named() {
