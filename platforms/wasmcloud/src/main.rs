@@ -52,7 +52,9 @@ struct Args {
 /// The name the hosts route requests by: the Host header's, without its port.
 const HOST_NAME: &str = "127.0.0.1";
 const WORKLOAD_ID: &str = "wasmlab-http";
-const START_TIMEOUT: Duration = Duration::from_secs(40);
+/// How long a host may take to start the workload: it compiles the component first, and a
+/// JavaScript or Python one (13-18 MB of engine) takes 20-40 s on a busy 2-core machine.
+const START_TIMEOUT: Duration = Duration::from_secs(120);
 
 fn main() {
     let args = Args::parse();
@@ -191,7 +193,10 @@ async fn start(args: &Args, procs: &mut Processes) -> anyhow::Result<Started> {
         hosts.push((host_id(&log, procs).await?, port));
     }
 
-    let nats = async_nats::connect(&nats_url)
+    // The client's own request timeout (10 s by default) would end a start that compiles.
+    let nats = async_nats::ConnectOptions::new()
+        .request_timeout(Some(START_TIMEOUT))
+        .connect(&nats_url)
         .await
         .with_context(|| format!("connect to {nats_url}"))?;
     let start = start_request(&image, &args.env);
