@@ -300,12 +300,7 @@ expect = { status = 200, body = "from the lab\n" }
     let stderr = String::from_utf8_lossy(&out.stderr);
     let dir = only_run_dir(&results);
     let run = read_json(&dir.join("run.json"));
-    let names: Vec<&str> = run["variants"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v["name"].as_str().unwrap())
-        .collect();
+    let names = variant_names(&run);
     assert_eq!(names, twins, "{stderr}");
     assert_eq!(run["components"][0]["wasi"], "0.2", "{run}");
     let throughput = std::fs::read_to_string(dir.join("throughput.csv")).unwrap_or_default();
@@ -370,12 +365,7 @@ expect = {{ {expect} }}
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     let run = read_json(&only_run_dir(&results).join("run.json"));
-    let names: Vec<&str> = run["variants"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v["name"].as_str().unwrap())
-        .collect();
+    let names = variant_names(&run);
     assert_eq!(run["components"][0]["env"]["GREETING"], value, "{run}");
     assert!(!names.contains(&"component-pooled"), "{names:?}");
     assert!(!names.iter().any(|n| n.contains("p3")), "{names:?}");

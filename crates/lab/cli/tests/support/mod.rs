@@ -244,6 +244,16 @@ pub fn outcome<'a>(run: &'a serde_json::Value, variant: &str) -> &'a serde_json:
         .unwrap_or_else(|| panic!("no outcome of {variant}: {}", run["variants"]))
 }
 
+/// The names of the variants with an outcome in a run.json, in its order.
+pub fn variant_names(run: &serde_json::Value) -> Vec<&str> {
+    run["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["name"].as_str().unwrap())
+        .collect()
+}
+
 /// A copy of the committed fixture run (tests/fixtures/small-run: a real two-variant run, two
 /// repetitions, with cold starts, warm and open-loop cells) in a temporary directory.
 pub fn fixture_copy(tmp: &Path, name: &str) -> std::path::PathBuf {
