@@ -7,6 +7,7 @@
 use wasmlab_analysis::ServerAnalysis;
 use wasmlab_analysis::servers::{BASELINE, HandlerCost};
 use wasmlab_analysis::stats::Estimate;
+use wasmlab_model::run::Status;
 
 use crate::format::{fmt_rps, fmt_us, times};
 
@@ -20,6 +21,8 @@ pub(crate) fn sentences(a: &ServerAnalysis) -> Vec<String> {
                 .iter()
                 .any(|s| s.name == h.variant && s.component.as_deref() == Some(c.path.as_str()))
         };
+        let unserved = unserved(a, &c.path);
+        let mut said = false;
         for w in &a.workloads {
             let costs: Vec<&HandlerCost> = a
                 .yours
@@ -30,10 +33,39 @@ pub(crate) fn sentences(a: &ServerAnalysis) -> Vec<String> {
             if costs.is_empty() {
                 continue;
             }
-            out.push(sentence(c.file_name(), w, &costs));
+            let mut s = sentence(c.file_name(), w, &costs);
+            if !unserved.is_empty() {
+                s += &format!(" Not served in {}.", unserved.join(", "));
+            }
+            out.push(s);
+            said = true;
+        }
+        if !said && !unserved.is_empty() {
+            out.push(format!(
+                "Your component {} was served in no host: {}.",
+                c.file_name(),
+                unserved.join(", ")
+            ));
         }
     }
     out
+}
+
+/// The hosts that ran the component at `path` but measured nothing of it, each with its
+/// outcome (`component-recycled (failed)`): the reasons are in the report's "not measured".
+fn unserved(a: &ServerAnalysis, path: &str) -> Vec<String> {
+    a.info
+        .variants
+        .iter()
+        .filter(|o| o.status != Status::Measured && o.status != Status::Interrupted)
+        .filter_map(|o| {
+            let spec = a.info.variant_specs.iter().find(|s| s.name == o.name)?;
+            (spec.component.as_deref() == Some(path)).then(|| {
+                let host = spec.floor.as_deref().unwrap_or(&o.name);
+                format!("{host} ({})", o.status.as_str())
+            })
+        })
+        .collect()
 }
 
 fn sentence(file: &str, workload: &str, costs: &[&HandlerCost]) -> String {
@@ -153,6 +185,49 @@ mod tests {
         assert!(
             none.contains("no host has a figure at equal load"),
             "{none}"
+        );
+    }
+
+    #[test]
+    fn the_hosts_that_did_not_serve_a_component_are_named() {
+        use wasmlab_model::component::{UserComponent, WasiHttp};
+        let mut a = crate::tests::analysis();
+        let path = "/c/mine.wasm";
+        a.info.components.push(UserComponent {
+            path: path.into(),
+            name: "mine".into(),
+            bytes: 1,
+            wasi: WasiHttp::P2,
+            world: "wasi:http/proxy (WASI 0.2)".into(),
+            exports: Vec::new(),
+            imports: Vec::new(),
+            env: Default::default(),
+        });
+        for (host, status) in [
+            ("component-recycled", Status::Failed),
+            ("jco-serve", Status::Skipped),
+        ] {
+            let name = format!("mine-in-{host}");
+            let mut spec = wasmlab_model::variant::VariantSpec::parse(
+                &format!(
+                    "name = {name:?}\nabout = \"x\"\n[start]\ncommand = [\"x\"]\naddress = \"port\"\n"
+                ),
+                "test",
+            )
+            .unwrap();
+            spec.component = Some(path.into());
+            spec.floor = Some(host.into());
+            a.info.variant_specs.push(spec);
+            a.info
+                .variants
+                .push(crate::tests::outcome(&name, status, Some("why")));
+        }
+        assert_eq!(
+            sentences(&a),
+            [
+                "Your component mine.wasm was served in no host: component-recycled (failed), \
+                 jco-serve (skipped)."
+            ]
         );
     }
 }

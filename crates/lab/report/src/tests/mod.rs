@@ -121,7 +121,7 @@ pub(crate) fn info(state: RunState) -> ServerRunInfo {
     }
 }
 
-fn outcome(name: &str, status: Status, reason: Option<&str>) -> VariantOutcome {
+pub(crate) fn outcome(name: &str, status: Status, reason: Option<&str>) -> VariantOutcome {
     VariantOutcome {
         name: name.into(),
         status,
