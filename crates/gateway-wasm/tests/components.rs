@@ -384,30 +384,13 @@ fn hostile_js() -> Result<Vec<u8>, String> {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let tools = std::env::var_os("WASMLAB_TOOLS")
         .map_or_else(|| root.join("tools"), std::path::PathBuf::from);
-    if !tools
-        .join("npm/node_modules/@bytecodealliance/componentize-js")
-        .is_dir()
-    {
-        return Err(
-            "componentize-js is not set up (`wasmlab setup js-component` installs it)".into(),
-        );
-    }
     let out = root.join("target/js-hostile/hostile.wasm");
-    let built = std::process::Command::new("node")
-        .arg(root.join("peers/js-component/build.mjs"))
-        .args(["--tools".as_ref(), tools.as_os_str()])
-        .args(["--out".as_ref(), out.as_os_str()])
-        .args([
-            "--source".as_ref(),
-            root.join("peers/js-component/hostile.js").as_os_str(),
-        ])
-        .output()
-        .map_err(|e| format!("node cannot be run: {e}"))?;
-    assert!(
-        built.status.success(),
-        "build.mjs failed: {}",
-        String::from_utf8_lossy(&built.stderr)
-    );
+    let source = root.join("peers/js-component/hostile.js");
+    wasmlab_test_support::build_js_component(
+        &tools,
+        &["--source".as_ref(), source.as_os_str()],
+        &out,
+    )?;
     Ok(std::fs::read(&out).unwrap_or_else(|e| panic!("{}: {e}", out.display())))
 }
 

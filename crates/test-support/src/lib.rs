@@ -361,3 +361,39 @@ pub fn skipped_not_installable(why: &str) {
 fn current_test() -> String {
     std::thread::current().name().unwrap_or("a test").to_owned()
 }
+
+/// Builds a JavaScript handler into a wasi:http component at `out` with
+/// peers/js-component/build.mjs and the componentize-js `wasmlab setup js-component` installs
+/// into `tools` (`build_args`: `--source FILE`, `--wit FILE --world NAME`; kept while its inputs
+/// are older); why not when that tool is not there. Only a missing tool is a reason to skip: a
+/// build that fails with it panics.
+pub fn build_js_component(
+    tools: &std::path::Path,
+    build_args: &[&std::ffi::OsStr],
+    out: &std::path::Path,
+) -> Result<(), String> {
+    if !tools
+        .join("npm/node_modules/@bytecodealliance/componentize-js")
+        .is_dir()
+    {
+        return Err(
+            "componentize-js is not set up (`wasmlab setup js-component` installs it)".into(),
+        );
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let built = Command::new("node")
+        .arg(root.join("peers/js-component/build.mjs"))
+        .arg("--tools")
+        .arg(tools)
+        .args(build_args)
+        .arg("--out")
+        .arg(out)
+        .output()
+        .map_err(|e| format!("node cannot be run: {e}"))?;
+    assert!(
+        built.status.success(),
+        "build.mjs failed: {}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    Ok(())
+}

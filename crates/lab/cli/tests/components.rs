@@ -222,30 +222,21 @@ fn a_component_written_elsewhere_runs_in_every_host_beside_the_host_s_floor() {
 fn js_user_component() -> Result<std::path::PathBuf, String> {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../..");
     let tools = tools_dir();
-    if !tools
-        .join("npm/node_modules/@bytecodealliance/componentize-js")
-        .is_dir()
-    {
-        return Err(
-            "componentize-js is not set up (`wasmlab setup js-component` installs it)".into(),
-        );
-    }
     let example = root.join("examples/components/js");
+    let (source, wit) = (example.join("hello.js"), example.join("world.wit"));
     let out = root.join("target/user-components/js/hello_js.wasm");
-    let built = std::process::Command::new("node")
-        .arg(root.join("peers/js-component/build.mjs"))
-        .args(["--tools".as_ref(), tools.as_os_str()])
-        .args(["--source".as_ref(), example.join("hello.js").as_os_str()])
-        .args(["--wit".as_ref(), example.join("world.wit").as_os_str()])
-        .args(["--world", "hello", "--out"])
-        .arg(&out)
-        .output()
-        .map_err(|e| format!("node cannot be run: {e}"))?;
-    assert!(
-        built.status.success(),
-        "build.mjs: {}",
-        String::from_utf8_lossy(&built.stderr)
-    );
+    build_js_component(
+        &tools,
+        &[
+            "--source".as_ref(),
+            source.as_os_str(),
+            "--wit".as_ref(),
+            wit.as_os_str(),
+            "--world".as_ref(),
+            "hello".as_ref(),
+        ],
+        &out,
+    )?;
     Ok(out)
 }
 
