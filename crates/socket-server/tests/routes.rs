@@ -1,6 +1,6 @@
 //! The socket server natively (this workspace's build), started on an ephemeral loopback port:
 //! every route as the gateways answer it, its limits, and keep-alive with each response framed
-//! right. Its wasm32-wasip2 build is verified by the lab's tests (crates/lab/cli/tests/peers.rs)
+//! right. Its wasm32-wasip2 build is verified by the lab's tests (crates/lab/cli/tests/all/peers.rs)
 //! when the Wasmtime CLI is set up.
 
 use wasmlab_test_support::{

@@ -1,0 +1,217 @@
+//! The commands on results: `wasmlab report` from a committed fixture, `wasmlab compare`, and
+//! `wasmlab load` with its JSON report.
+
+use crate::support;
+
+use support::*;
+
+#[test]
+fn report_from_a_fixture_holds_every_section() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = fixture_copy(tmp.path(), "run");
+    let out = rebuild_report(&dir);
+    assert_files_parse(&dir);
+    // Cold starts of all three launched variants, and the ratio of the run's throughput to
+    // native, are in the summary.
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    for v in ["native", "wasmtime-pooled", "wasmtime-pooled-cwasm"] {
+        assert!(
+            md.contains(&format!("| {v} |")),
+            "{v} missing from summary.md"
+        );
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("capacity × native [95% CI] n"), "{stdout}");
+    // Older than the CPU plan and utilization: no capacity said to be one, none shown as zero.
+    let row = stdout
+        .lines()
+        .find(|l| l.contains("wasmtime-pooled ┆ hello    ┆ 4 "))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(row.contains("not recorded") && !row.contains("n="), "{row}");
+    assert!(
+        md.contains("## What a request costs against native"),
+        "{md}"
+    );
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(
+        html.len() < 2_000_000,
+        "report.html is {} bytes",
+        html.len()
+    );
+
+    assert_fails_with(&["report", tmp.path().to_str().unwrap()], "run.json");
+}
+
+#[test]
+fn compare_marks_significant_changes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = fixture_copy(tmp.path(), "a");
+    let b = fixture_copy(tmp.path(), "b");
+    // Every server saturated at 4 connections, and at 1 the generator set native's pace in A.
+    // B: wasmtime-pooled served half as much in every throughput run, for twice the CPU; native
+    // is unchanged. Each run also gets equal-load cells (copies of the 4-connection runs before
+    // B's edit), offered 1,050 req/s in A and 1,000 in B, as two runs' probes would set them,
+    // where native was 7% busy in A and 5% in B.
+    let edit =
+        |dir: &std::path::Path, rate: f64, native_busy: f64, f: &dyn Fn(&mut serde_json::Value)| {
+            let samples = std::fs::read_to_string(dir.join("samples.jsonl")).unwrap();
+            let mut edited: Vec<String> = Vec::new();
+            for l in samples.lines() {
+                let mut s: serde_json::Value = serde_json::from_str(l).unwrap();
+                if s["kind"] == "throughput" {
+                    let at_4 = s["connections"] == 4;
+                    s["resources"]["utilization"] =
+                        serde_json::json!(if at_4 { 0.99 } else { 0.5 });
+                    if !at_4 {
+                        s["load"]["generator_saturated"] = serde_json::json!(true);
+                    }
+                    if at_4 {
+                        let mut equal = s.clone();
+                        equal["kind"] = serde_json::json!("equal_load");
+                        equal["rate"] = serde_json::json!(rate);
+                        if equal["variant"] == "native" {
+                            equal["resources"]["utilization"] = serde_json::json!(native_busy);
+                        }
+                        edited.push(equal.to_string());
+                    }
+                    f(&mut s);
+                }
+                edited.push(s.to_string());
+            }
+            std::fs::write(dir.join("samples.jsonl"), edited.join("\n") + "\n").unwrap();
+        };
+    edit(&a, 1050.0, 0.07, &|_| {});
+    edit(&b, 1000.0, 0.05, &|s| {
+        if s["variant"] == "wasmtime-pooled" {
+            let rps = s["load"]["rps"].as_f64().unwrap();
+            s["load"]["rps"] = serde_json::json!(rps / 2.0);
+            let cpu = s["resources"]["cpu_secs"].as_f64().unwrap();
+            s["resources"]["cpu_secs"] = serde_json::json!(cpu * 2.0);
+        }
+    });
+
+    let out = wasmlab(&["compare", a.to_str().unwrap(), b.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let row = |needle: &str| {
+        stdout
+            .lines()
+            .filter(|l| l.contains(needle))
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    // req/s at both levels; responses per CPU-second only where the servers were saturated.
+    // Halved at both, but at 1 connection the fixture's two runs differ so much (generator-
+    // limited) that two runs a side cannot tell a halving from their spread; at 4 they can.
+    let pooled = row("throughput wasmtime-pooled hello");
+    assert_eq!(pooled.len(), 2, "{stdout}");
+    assert!(pooled.iter().all(|l| l.contains("0.500")), "{stdout}");
+    assert!(
+        pooled[0].contains("c=1") && pooled[0].contains(" no "),
+        "{stdout}"
+    );
+    assert!(
+        pooled[1].contains("c=4") && pooled[1].contains("yes: worse"),
+        "{stdout}"
+    );
+    let saturated = row("capacity wasmtime-pooled hello c=4");
+    assert_eq!(saturated.len(), 1, "{stdout}");
+    assert!(
+        saturated[0].contains("yes: worse") && saturated[0].contains("0.500"),
+        "{stdout}"
+    );
+    let idle = row("capacity native hello c=1");
+    assert_eq!(idle.len(), 1, "{stdout}");
+    assert!(
+        idle[0].contains("cannot tell: no saturated run")
+            && idle[0].contains("generator-limited in 2 run(s)")
+            && !idle[0].contains("0.500"),
+        "no capacity ratio where the generator set the pace: {stdout}"
+    );
+    let native = row("throughput native hello");
+    assert_eq!(native.len(), 2, "{stdout}");
+    assert!(native.iter().all(|l| l.contains(" no ")), "{stdout}");
+    assert!(
+        stdout.contains("0 significantly better in B, 2 significantly worse"),
+        "{stdout}"
+    );
+    // Equal-load cells at rates within 10% of each other are compared, both rates said.
+    let equal = row("CPU per request native hello at 1050 (B at 1000) req/s");
+    assert_eq!(equal.len(), 1, "{stdout}");
+    assert!(equal[0].contains(" no "), "{stdout}");
+    assert!(!stdout.contains("only in one run"), "{stdout}");
+    // The headline: the pooled gateway's cost at equal load held; saturated, it cost twice
+    // native's in B (as many responses for twice the CPU): the two runs' intervals overlap (two
+    // runs a side), but the change is beyond 10%.
+    let headline = row("│ hello    ┆ wasmtime-pooled ┆");
+    assert_eq!(headline.len(), 2, "{stdout}");
+    assert!(
+        headline[0].contains("equal load")
+            && headline[0].contains("at 1,050")
+            && headline[0].contains("at 1,000")
+            && headline[0].contains("+0.0%")
+            && headline[0].contains("7% / 5%")
+            && headline[0].contains("yes"),
+        "{stdout}"
+    );
+    assert!(
+        headline[1].contains("saturated")
+            && headline[1].contains("+100.0%")
+            && headline[1].contains("overlap")
+            && headline[1].contains(" no "),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("hello 1 of 1 at equal load, 0 of 1 saturated"),
+        "{stdout}"
+    );
+    // And how wide each run's intervals were, noisy above ±5%.
+    let spreads = row("the lead's 95% intervals at the median: A ±");
+    assert_eq!(spreads.len(), 1, "{stdout}");
+    for side in ["A ±", "B ±"] {
+        let at = spreads[0].find(side).unwrap() + side.len();
+        let rest = &spreads[0][at..];
+        let end = rest.find('%').unwrap();
+        let median: f64 = rest[..end].parse().unwrap();
+        assert_eq!(
+            rest[end..].starts_with("% (noisy)"),
+            median > 5.0,
+            "{stdout}"
+        );
+    }
+}
+
+#[test]
+fn load_command_reports_json() {
+    let up = Listening::upstream();
+    let url = up.url.clone();
+    let out = wasmlab(&[
+        "load",
+        &format!("{url}/x"),
+        "-c",
+        "4",
+        "-n",
+        "300",
+        "--json",
+    ]);
+    drop(up);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["responses"], 300);
+    assert_eq!(r["ok"], 300);
+    assert_eq!(r["errors"]["connect"], 0);
+    assert_eq!(r["body_bytes"], 300 * "GET /x".len());
+
+    assert_fails_with(
+        &["load", "ftp://127.0.0.1/", "-n", "1"],
+        "the scheme must be http:// or https://",
+    );
+}

@@ -1,0 +1,144 @@
+//! Thresholds that fail a pipeline, as k6's: `wasmlab load --fail-if` and a suite's
+//! `[[threshold]]` tables, crossed and not, with their exit codes (99 crossed, 1 when nothing
+//! succeeded, 2 for a malformed threshold), every result written first.
+
+use crate::support;
+
+use support::*;
+
+#[test]
+fn load_fails_if_a_threshold_holds_and_when_nothing_succeeds() {
+    let up = Listening::upstream();
+    let url = format!("{}/x", up.url);
+    let load = |extra: &[&str]| {
+        let mut args = vec!["load", &url, "-c", "2", "-n", "200"];
+        args.extend_from_slice(extra);
+        wasmlab(&args)
+    };
+    let out = load(&["--fail-if", "errors>0", "--fail-if", "p99 > 10s"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let out = load(&[
+        "--fail-if",
+        "errors>1%",
+        "--fail-if",
+        "rps<1000000000",
+        "--json",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(99), "{stderr}");
+    assert!(
+        stderr.contains("threshold crossed: rps<1000000000 (measured rps "),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("errors>1%"), "{stderr}");
+    // The report is printed before the verdict.
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["responses"], 200);
+
+    // Nothing listens: every request fails, and that is never a success.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead = format!("http://{}/", closed.local_addr().unwrap());
+    drop(closed);
+    let out = wasmlab(&["load", &dead, "-c", "1", "-d", "200ms"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("no request succeeded (connect to"),
+        "{stderr}"
+    );
+
+    let out = load(&["--fail-if", "p99>>5ms"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("threshold \"p99>>5ms\""), "{stderr}");
+    assert!(stderr.contains("METRIC OP VALUE"), "{stderr}");
+}
+
+const SUITE: &str = r#"name = "gated"
+variants = ["native"]
+workloads = ["hello", "echo"]
+connections = [2]
+duration_secs = 0.2
+
+[warm]
+duration_secs = 0.2
+workloads = ["hello"]
+"#;
+
+#[test]
+fn a_suite_threshold_crossed_exits_99_after_every_result_is_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = format!(
+        "{SUITE}
+[[threshold]]
+fail_if = [\"errors>0\", \"p99>10s\"]
+
+[[threshold]]
+workloads = [\"hello\"]
+cells = [\"throughput\"]
+fail_if = [\"rps<1000000000\"]
+"
+    );
+    let (out, results) = run_suite(tmp.path(), &suite, &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(99), "{stderr}");
+    assert!(stderr.contains("thresholds crossed:"), "{stderr}");
+    assert!(
+        stderr.contains("native hello c=2 (run 1): rps<1000000000 (measured rps "),
+        "{stderr}"
+    );
+    // Only the rule's cells: not echo, not the warm cell.
+    assert_eq!(
+        stderr.matches("rps<1000000000 (measured").count(),
+        2,
+        "{stderr}"
+    );
+    let dir = only_run_dir(&results);
+    assert_report_complete(&dir);
+    assert_files_parse(&dir);
+
+    let passing = format!("{SUITE}\n[[threshold]]\nfail_if = [\"errors>0\", \"p99>10s\"]\n");
+    let (out, _) = run_suite(tmp.path(), &passing, &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("thresholds: none of 2 crossed"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+#[test]
+fn malformed_suite_thresholds_are_refused_before_anything_starts() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (rule, want) in [
+        ("fail_if = [\"p99>>1\"]", "threshold \"p99>>1\""),
+        ("fail_if = []", "`fail_if` is empty"),
+        (
+            "fail_if = [\"errors>0\"]\nvariants = [\"wasmtime-pooled\"]",
+            "variant \"wasmtime-pooled\" is not one the suite measures",
+        ),
+        (
+            "fail_if = [\"errors>0\"]\ncells = [\"cold_start\"]",
+            "not cold starts",
+        ),
+    ] {
+        let (out, results) = run_suite(
+            tmp.path(),
+            &format!("{SUITE}\n[[threshold]]\n{rule}\n"),
+            &[],
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{rule}: {stderr}");
+        assert!(stderr.contains(want), "{rule}: {stderr}");
+        assert!(!results.exists());
+    }
+}
