@@ -152,8 +152,13 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
             plan.cpus.describe()
         )
     })?;
-    let (dir, run) =
-        wasmlab_measure::measure(&plan, &built, &args.results, crate::signals::cancel_flag())?;
+    let (dir, run) = wasmlab_measure::measure(
+        &plan,
+        &built,
+        &args.results,
+        crate::signals::cancel_flag(),
+        &wasmlab_report::terminal::answer_so_far,
+    )?;
     let written = crate::results::report_files(&dir, &run, args.wide);
     crate::stdout::show(format!("results: {}", dir.path.display()));
     written?;

@@ -20,6 +20,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use indicatif::{ProgressBar, ProgressStyle};
+use wasmlab_analysis::ServerAnalysis;
 use wasmlab_model::run::{Run, RunHeader, RunState};
 use wasmlab_model::sample::SAMPLES_SCHEMA;
 use wasmlab_model::suite::Suite;
@@ -65,16 +66,25 @@ pub fn build(plan: &Plan, own_binaries: bool) -> anyhow::Result<Built> {
     }
 }
 
+/// What the caller says of a server run's figures while more repetitions are to come: given the
+/// analysis of those done, how many are done and how many are planned, the text printed above the
+/// progress line (the answer so far), or None for nothing.
+pub type AnswerSoFar<'a> = &'a dyn Fn(&ServerAnalysis, u32, u32) -> Option<String>;
+
 /// Measures a planned and built run, recorded as it goes into a new directory under `results`;
-/// `cancel` is set when the run is asked to stop. Returns the directory and the run as recorded.
+/// `cancel` is set when the run is asked to stop; `so_far` words a server run's answer after each
+/// repetition but the last. Returns the directory and the run as recorded.
 pub fn measure(
     plan: &Plan,
     built: &Built,
     results: &Path,
     cancel: Arc<AtomicBool>,
+    so_far: AnswerSoFar,
 ) -> anyhow::Result<(ResultsDir, Run)> {
     match (&plan.suite, built) {
-        (Suite::Servers(suite), Built::Servers) => servers::run(plan, suite, results, cancel),
+        (Suite::Servers(suite), Built::Servers) => {
+            servers::run(plan, suite, results, cancel, so_far)
+        }
         (Suite::Programs(suite), Built::Programs { set, programs }) => {
             programs::run(plan, suite, set, programs, results, cancel)
         }

@@ -23,6 +23,7 @@ use wasmlab_plan::idle::IdleHold;
 use wasmlab_plan::tools::State;
 use wasmlab_record::{Recorder, ResultsDir, Servers};
 
+use crate::AnswerSoFar;
 use crate::cells;
 use crate::equal_load;
 use crate::launch::prepare;
@@ -37,6 +38,7 @@ pub(crate) fn run(
     suite: &ServerSuite,
     results: &Path,
     cancel: Arc<AtomicBool>,
+    so_far: AnswerSoFar,
 ) -> anyhow::Result<(ResultsDir, Run)> {
     // Body files are read here, once: one that went missing stops the run before it starts.
     let workloads = Workloads::of(suite)?;
@@ -53,6 +55,7 @@ pub(crate) fn run(
         ready: &ready,
         workloads: &workloads,
         upstream: None,
+        so_far,
     };
     // The upstream echo server for /proxy, then every variant's preparation.
     let upstream = run.start_upstream()?;
@@ -229,6 +232,8 @@ struct ServerRun<'a> {
     workloads: &'a Workloads,
     /// The upstream server's process, whose CPU each cell reads beside the variant's.
     upstream: Option<u32>,
+    /// The answer so far, said after each repetition but the last.
+    so_far: AnswerSoFar<'a>,
 }
 
 impl<'a> ServerRun<'a> {
@@ -601,6 +606,16 @@ impl<'a> ServerRun<'a> {
         Ok(added)
     }
 
+    /// The answer after `done` repetitions, as the caller words it, from the figures measured so
+    /// far: the user sees one minutes before the run ends, narrower after each repetition.
+    fn say_answer_so_far(&self, done: u32) {
+        let total = self.rec.info.suite.repetitions;
+        if let Some(text) = (self.so_far)(&analyse(&self.rec.info, &self.rec.samples), done, total)
+        {
+            self.rec.say(text);
+        }
+    }
+
     /// Repetitions `rounds`: each variant launched, verified again and measured, in a shuffled
     /// order each time (recorded in run.json).
     fn rounds(&mut self, variants: &[&Launchable], rounds: Range<u32>) -> anyhow::Result<()> {
@@ -611,7 +626,11 @@ impl<'a> ServerRun<'a> {
             rounds,
             self,
             |run| run.rec.cancelled(),
-            |run, _, order| {
+            |run, r, order| {
+                // Repetition r is about to start, so r are done and at least one is to come.
+                if r > 0 && !run.rec.cancelled() {
+                    run.say_answer_so_far(r);
+                }
                 run.rec
                     .info
                     .orders

@@ -54,6 +54,22 @@ fn throughput(out: &mut String, a: &ServerAnalysis, wide: bool) {
     }
 }
 
+/// The answer after `done` of `total` repetitions, while a run goes on: the answer's table with
+/// the intervals so far, said to be provisional. None while it has no row.
+pub fn answer_so_far(a: &ServerAnalysis, done: u32, total: u32) -> Option<String> {
+    let rows = sections::costs(a);
+    if rows.is_empty() {
+        return None;
+    }
+    let t = table::terminal(&sections::cost_columns(), &rows, false);
+    Some(format!(
+        "provisional answer, after {done} of {total} repetitions (the intervals narrow with each; \
+         the final answer, every table and report.html come at the end; Ctrl-C keeps what is \
+         measured):\n{}\n{t}",
+        costs_title()
+    ))
+}
+
 /// A table per workload: every variant at each rate.
 fn equal_load(out: &mut String, a: &ServerAnalysis, wide: bool) {
     let rows = sections::equal_load(a);
@@ -72,6 +88,13 @@ fn equal_load(out: &mut String, a: &ServerAnalysis, wide: bool) {
     *out += &format!("{}\n", equal_load_note());
 }
 
+/// The title of the answer's table.
+fn costs_title() -> String {
+    format!(
+        "what a request costs against {BASELINE}: the server's CPU per request × {BASELINE}'s, at equal load (the variant and native at the same rate, the highest both kept up with) and where both servers were saturated"
+    )
+}
+
 /// The answer: what a request costs each variant against native, at equal load and saturated.
 fn costs(out: &mut String, a: &ServerAnalysis, wide: bool) {
     let rows = sections::costs(a);
@@ -79,9 +102,7 @@ fn costs(out: &mut String, a: &ServerAnalysis, wide: bool) {
         return;
     }
     let t = table::terminal(&sections::cost_columns(), &rows, wide);
-    *out += &format!(
-        "what a request costs against {BASELINE}: the server's CPU per request × {BASELINE}'s, at equal load (the variant and native at the same rate, the highest both kept up with) and where both servers were saturated\n{t}\n"
-    );
+    *out += &format!("{}\n{t}\n", costs_title());
     if let Some(s) = a.spread() {
         let added = a.info.repetitions_added();
         *out += &format!("{}\n", spread_note(&s, added));

@@ -129,7 +129,8 @@ fn wasmtime_shared_async() {
 /// interval meets it adds up to the most allowed, with one every interval meets (two repetitions'
 /// intervals are ±100% and more: t is 12.7 on one degree of freedom) it adds none, and
 /// `--repetitions` alone fixes the count (no look). What it did is in run.json, the samples, the
-/// terminal and the outputs' line on the intervals.
+/// terminal and the outputs' line on the intervals; after each repetition but the last the
+/// terminal gives the answer so far.
 #[test]
 fn a_run_adds_the_repetitions_its_intervals_ask_for() {
     let suite = |target: f64| {
@@ -172,6 +173,19 @@ connections = 4
             assert_eq!(measured, r < total, "repetition {r}: {target} {extra:?}");
         }
         let summary = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+        // The answer so far after each repetition but the last, said to be provisional, with the
+        // answer's table; the last repetition's is the final answer.
+        let so_far = |done: u32, of: u32| {
+            let said = format!("provisional answer, after {done} of {of} repetitions");
+            stderr.find(&said).inspect(|at| {
+                let table = &stderr[*at..];
+                assert!(
+                    table.contains("what a request costs against native"),
+                    "{stderr}"
+                );
+                assert!(table.contains("wasmtime-pooled"), "{stderr}");
+            })
+        };
         // Said one way when the intervals are still wide after the added repetition, the other
         // when they are not.
         let said = |text: &str| {
@@ -207,12 +221,17 @@ connections = 4
                     _ => (false, "aimed for: none added (up to 3 in all when wider)"),
                 };
                 assert!(stderr.contains(message), "{stderr}");
+                let first = so_far(1, 2).unwrap_or_else(|| panic!("{stderr}"));
+                assert!(first < stderr.find("wasmlab: after 2 repetitions").unwrap());
+                assert_eq!(so_far(2, 3).is_some(), added == 1, "{stderr}");
                 assert_eq!(said(&summary), said_here, "{summary}");
                 assert_eq!(said(&String::from_utf8_lossy(&out.stdout)), said_here);
             }
             None => {
                 assert!(run.get("added_repetitions").is_none(), "{run}");
                 assert!(!stderr.contains("after 2 repetitions"), "{stderr}");
+                assert!(so_far(1, 2).is_some(), "{stderr}");
+                assert!(!stderr.contains("after 2 of"), "{stderr}");
                 assert!(!said(&summary));
             }
         }
