@@ -27,7 +27,7 @@ use crate::AnswerSoFar;
 use crate::cells;
 use crate::equal_load;
 use crate::launch::prepare;
-use crate::launch::{LaunchContext, Launchable, RunValues, Running};
+use crate::launch::{Exited, LaunchContext, Launchable, RunValues, Running};
 use crate::requests::{SentRequest, Workloads};
 use crate::resources;
 use crate::verify;
@@ -350,6 +350,17 @@ impl<'a> ServerRun<'a> {
     ) -> anyhow::Result<Option<Running>> {
         let running = match v.launch(ctx) {
             Ok(running) => running,
+            // A host that exits on being given a user's component (a world it does not serve,
+            // imports it lacks, a rewrite that refuses it) cannot run that component: said in
+            // its own words, and not the run's failure. One that starts and answers wrongly,
+            // or not at all, fails.
+            Err(e) if v.spec.component.is_some() && e.downcast_ref::<Exited>().is_some() => {
+                self.rec.skip(
+                    v.name(),
+                    format!("this host cannot run the component: {e:#}"),
+                )?;
+                return Ok(None);
+            }
             Err(e) => {
                 self.rec.fail(v.name(), format!("{e:#}"))?;
                 return Ok(None);

@@ -374,10 +374,11 @@ fn printed_address(
             Err(mpsc::RecvTimeoutError::Disconnected) => {}
         }
         if let Some(status) = running.exited() {
-            anyhow::bail!(
+            return Err(Exited(format!(
                 "{name} exited ({status}) before listening: {}",
                 log_tail(&ctx.log_path)
-            );
+            ))
+            .into());
         }
         anyhow::ensure!(
             Instant::now() < deadline,
@@ -439,10 +440,11 @@ fn wait_ready(
             }
         }
         if let Some(status) = running.exited() {
-            anyhow::bail!(
-                "{name} exited ({status}) before answering; see {}",
-                ctx.log_path.display()
-            );
+            return Err(Exited(format!(
+                "{name} exited ({status}) before answering: {}",
+                log_tail(&ctx.log_path)
+            ))
+            .into());
         }
         anyhow::ensure!(
             Instant::now() < deadline,
@@ -529,6 +531,19 @@ fn probe(addr: SocketAddr, request: &[u8], tls: Option<&RemoteTls>, t0: Instant)
     Some(p)
 }
 
+/// A server that exited before it served: its own last words (a host refusing a component says
+/// why there), as against one that is still running but does not answer.
+#[derive(Debug)]
+pub struct Exited(pub String);
+
+impl std::fmt::Display for Exited {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Exited {}
+
 /// The last lines of a server's log, to say why it stopped.
 fn log_tail(path: &Path) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
@@ -536,7 +551,7 @@ fn log_tail(path: &Path) -> String {
     // From the last line that reports an error, else the last three lines.
     let from = lines
         .iter()
-        .rposition(|l| l.contains("error"))
+        .rposition(|l| l.to_ascii_lowercase().contains("error"))
         .unwrap_or(lines.len().saturating_sub(3));
     let tail = lines[from..(from + 3).min(lines.len())].join(" | ");
     if tail.is_empty() {
