@@ -30,10 +30,13 @@ pub(crate) fn sentences(a: &ServerAnalysis) -> Vec<String> {
                 .filter(|h| &h.workload == w)
                 .filter(runs_it)
                 .collect();
-            if costs.is_empty() {
-                continue;
-            }
-            let mut s = sentence(c.file_name(), w, &costs);
+            let mut s = match costs.is_empty() {
+                false => sentence(c.file_name(), w, &costs),
+                true => match saturated_sentence(a, &c.path, c.file_name(), w) {
+                    Some(s) => s,
+                    None => continue,
+                },
+            };
             if !unserved.is_empty() {
                 s += &format!(" Not served in {}.", unserved.join(", "));
             }
@@ -66,6 +69,48 @@ fn unserved(a: &ServerAnalysis, path: &str) -> Vec<String> {
             })
         })
         .collect()
+}
+
+/// Where a run measured no equal load (a suite of the user's routes without native), the
+/// component's CPU per request at saturation in each host, cheapest first: from the throughput
+/// cell at the most connections at which the host kept its CPUs busy. None where no host was
+/// saturated.
+fn saturated_sentence(
+    a: &ServerAnalysis,
+    path: &str,
+    file: &str,
+    workload: &str,
+) -> Option<String> {
+    let mut hosts: Vec<(&str, f64, f64, usize)> = a
+        .info
+        .variant_specs
+        .iter()
+        .filter(|s| s.component.as_deref() == Some(path))
+        .filter_map(|s| {
+            let cell = a
+                .throughput
+                .iter()
+                .filter(|t| t.variant == s.name && t.workload == workload)
+                .filter(|t| !t.capacity_runs.is_empty())
+                .max_by_key(|t| t.connections)?;
+            let per_cpu_second = cell.capacity_runs.iter().map(|(_, c)| c).sum::<f64>()
+                / cell.capacity_runs.len() as f64;
+            let host = s.floor.as_deref().unwrap_or(&s.name);
+            Some((host, 1e6 / per_cpu_second, cell.rps.value, cell.connections))
+        })
+        .collect();
+    hosts.sort_by(|x, y| x.1.total_cmp(&y.1));
+    let ((host, us, rps, conns), others) = hosts.split_first()?;
+    let mut s = format!(
+        "Your component {file} on {workload}, its servers saturated (this run measured no equal \
+         load): cheapest in {host} ({} µs a request, {} req/s at {conns} connections)",
+        fmt_us(*us),
+        fmt_rps(*rps)
+    );
+    for (host, us, _, _) in others {
+        s += &format!("; {host} {} µs", fmt_us(*us));
+    }
+    Some(s + ".")
 }
 
 fn sentence(file: &str, workload: &str, costs: &[&HandlerCost]) -> String {
@@ -186,6 +231,72 @@ mod tests {
             none.contains("no host has a figure at equal load"),
             "{none}"
         );
+    }
+
+    /// Without equal load (a suite of the user's routes, no native), the hosts are compared by
+    /// their CPU per request at saturation, at the most connections measured, cheapest first.
+    #[test]
+    fn without_equal_load_the_hosts_are_compared_at_saturation() {
+        use wasmlab_model::component::{UserComponent, WasiHttp};
+        let mut a = crate::tests::analysis();
+        let path = "/c/mine.wasm";
+        a.info.components.push(UserComponent {
+            path: path.into(),
+            name: "mine".into(),
+            bytes: 1,
+            wasi: WasiHttp::P2,
+            world: "wasi:http/proxy (WASI 0.2)".into(),
+            exports: Vec::new(),
+            imports: Vec::new(),
+            env: Default::default(),
+        });
+        a.equal_load.clear();
+        let template = a.throughput[0].clone();
+        let w = template.workload.clone();
+        for (host, per_cpu_second, conns) in [
+            ("wasmtime-serve", 200.0, 4),
+            ("component-pooled", 500.0, 4),
+            // A level at which the host was not saturated has no capacity, and is passed over.
+            ("component-pooled", 0.0, 16),
+            ("jco-serve", 0.0, 4),
+        ] {
+            let name = format!("mine-in-{host}");
+            if !a.info.variant_specs.iter().any(|s| s.name == name) {
+                let mut spec = wasmlab_model::variant::VariantSpec::parse(
+                    &format!(
+                        "name = {name:?}\nabout = \"x\"\n[start]\ncommand = [\"x\"]\naddress = \"port\"\n"
+                    ),
+                    "test",
+                )
+                .unwrap();
+                spec.component = Some(path.into());
+                spec.floor = Some(host.into());
+                a.info.variant_specs.push(spec);
+            }
+            let mut cell = template.clone();
+            cell.variant = name;
+            cell.connections = conns;
+            cell.capacity_runs = match per_cpu_second > 0.0 {
+                true => vec![(0, per_cpu_second * 0.9), (1, per_cpu_second * 1.1)],
+                false => Vec::new(),
+            };
+            a.throughput.push(cell);
+        }
+        let said = sentences(&a);
+        assert_eq!(said.len(), 1, "{said:?}");
+        let s = &said[0];
+        assert!(
+            s.starts_with(&format!(
+                "Your component mine.wasm on {w}, its servers saturated (this run measured no \
+                 equal load): cheapest in component-pooled (2,000 µs a request, "
+            )),
+            "{s}"
+        );
+        assert!(
+            s.contains(" req/s at 4 connections); wasmtime-serve 5,000 µs."),
+            "{s}"
+        );
+        assert!(!s.contains("jco-serve"), "{s}");
     }
 
     #[test]
