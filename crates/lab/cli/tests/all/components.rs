@@ -66,6 +66,12 @@ fn js_component_wasmtime_serve() {
     verified_and_measured_with("js-component-wasmtime-serve", &["--no-setup"]);
 }
 
+/// Skipped until `wasmlab setup py-component` has installed componentize-py from PyPI.
+#[test]
+fn py_component() {
+    verified_and_measured_with("py-component", &["--no-setup"]);
+}
+
 /// `jco serve` on Node: skipped until `wasmlab setup jco-serve` has installed jco from npm.
 #[test]
 fn jco_serve() {

@@ -100,6 +100,10 @@ const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../../../variants/js-component-wasmtime-serve.toml"),
     ),
     (
+        "py-component",
+        include_str!("../../../../../variants/py-component.toml"),
+    ),
+    (
         "jco-serve",
         include_str!("../../../../../variants/jco-serve.toml"),
     ),
