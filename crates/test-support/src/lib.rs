@@ -362,6 +362,39 @@ fn current_test() -> String {
     std::thread::current().name().unwrap_or("a test").to_owned()
 }
 
+/// Builds a Python handler into a wasi:http component at `out` with
+/// peers/py-component/build.py and the componentize-py `wasmlab setup py-component` installs
+/// into `tools` (`build_args`: `--source FILE`, `--wit FILE --world NAME`; kept while its inputs
+/// are older); why not when that tool is not there. Only a missing tool is a reason to skip: a
+/// build that fails with it panics.
+pub fn build_py_component(
+    tools: &std::path::Path,
+    build_args: &[&std::ffi::OsStr],
+    out: &std::path::Path,
+) -> Result<(), String> {
+    if !tools.join("bin/componentize-py").is_file() {
+        return Err(
+            "componentize-py is not set up (`wasmlab setup py-component` installs it)".into(),
+        );
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let built = Command::new("python3")
+        .arg(root.join("peers/py-component/build.py"))
+        .arg("--tools")
+        .arg(tools)
+        .args(build_args)
+        .arg("--out")
+        .arg(out)
+        .output()
+        .map_err(|e| format!("python3 cannot be run: {e}"))?;
+    assert!(
+        built.status.success(),
+        "build.py failed: {}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    Ok(())
+}
+
 /// Builds a JavaScript handler into a wasi:http component at `out` with
 /// peers/js-component/build.mjs and the componentize-js `wasmlab setup js-component` installs
 /// into `tools` (`build_args`: `--source FILE`, `--wit FILE --world NAME`; kept while its inputs

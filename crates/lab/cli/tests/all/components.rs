@@ -321,6 +321,120 @@ expect = { status = 200, body = "from the lab\n" }
     assert!(left.is_empty(), "{left:?} outlived the run");
 }
 
+/// examples/components/python (an incoming handler as a componentize-py user writes one) built by
+/// peers/py-component/build.py with the componentize-py `wasmlab setup py-component` installs,
+/// into target/user-components/python (kept while its inputs are older); why not when that tool
+/// is not there.
+fn py_user_component() -> Result<std::path::PathBuf, String> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../..");
+    let example = root.join("examples/components/python");
+    let (source, wit) = (example.join("hello.py"), example.join("world.wit"));
+    let out = root.join("target/user-components/python/hello_py.wasm");
+    build_py_component(
+        &tools_dir(),
+        &[
+            "--source".as_ref(),
+            source.as_os_str(),
+            "--wit".as_ref(),
+            wit.as_os_str(),
+            "--world".as_ref(),
+            "hello".as_ref(),
+        ],
+        &out,
+    )?;
+    Ok(out)
+}
+
+/// A Python component (componentize-py: CPython in the component) named in four hosts: its
+/// routes checked, the environment given with --component-env read by the handler, measured
+/// where the host can serve it. component-recycled cannot (CPython's state spans core modules
+/// the reset does not follow): skipped in the rewrite's own words, as is a host that exits on
+/// being given it (Node 20 refuses its extended constant expressions under `jco serve`); neither
+/// fails the run.
+#[test]
+fn a_component_in_python_runs_in_the_hosts_named() {
+    let component = match py_user_component() {
+        Ok(c) => c,
+        Err(why) => return skipped(&why),
+    };
+    let suite = r#"name = "mine-py"
+workloads = ["greet"]
+verify_only = ["env"]
+connections = [4]
+duration_secs = 0.1
+warmup_secs = 0.05
+repetitions = 1
+start_timeout_secs = 120.0
+
+[[workload]]
+name = "greet"
+request = { path = "/greet?name=lab" }
+expect = { status = 200, body = "hello, lab\n" }
+
+[[workload]]
+name = "env"
+request = { path = "/env?name=GREETING" }
+expect = { status = 200, body = "from the lab\n" }
+"#;
+    let hosts = [
+        "component-pooled",
+        "component-recycled",
+        "component-wasmtime-serve",
+        "jco-serve",
+    ];
+    let comp = component.display().to_string();
+    let mut extra = vec![
+        "--no-setup",
+        "--component",
+        &comp,
+        "--component-env",
+        "GREETING=from the lab",
+    ];
+    let twins: Vec<String> = hosts.iter().map(|h| format!("hello-py-in-{h}")).collect();
+    for t in &twins {
+        extra.extend(["--variant", t]);
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let (out, results) = run_suite(tmp.path(), suite, &extra);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let dir = only_run_dir(&results);
+    let run = read_json(&dir.join("run.json"));
+    assert_eq!(variant_names(&run), twins, "{stderr}");
+    assert_eq!(run["components"][0]["wasi"], "0.2", "{run}");
+    let recycled = outcome(&run, "hello-py-in-component-recycled");
+    assert_eq!(recycled["status"], "skipped", "{recycled}");
+    assert!(
+        recycled["reason"]
+            .as_str()
+            .unwrap()
+            .contains("this host cannot run the component: ")
+            && recycled["reason"]
+                .as_str()
+                .unwrap()
+                .contains("cannot be reset"),
+        "{recycled}"
+    );
+    let throughput = std::fs::read_to_string(dir.join("throughput.csv")).unwrap_or_default();
+    for t in &twins {
+        let o = outcome(&run, t);
+        if o["status"] == "skipped" {
+            continue;
+        }
+        assert_eq!(o["status"], "measured", "{o}\n{stderr}");
+        assert_served(&throughput, t, "greet", 4);
+    }
+    assert_eq!(
+        outcome(&run, "hello-py-in-component-pooled")["status"],
+        "measured"
+    );
+    // No native, so no equal load: the answer does not say it was served nowhere.
+    let said = format!("{}{stderr}", String::from_utf8_lossy(&out.stdout));
+    assert!(!said.contains("was served in no host"), "{said}");
+    let left = processes_naming(tmp.path());
+    assert!(left.is_empty(), "{left:?} outlived the run");
+}
+
 /// A suite of the user's routes that names no variant and its component (`component = PATH`): the
 /// component in every host (without the floors, which serve wasmlab's routes), with the
 /// environment --component-env gives it, its route checked; a route that traps fails
