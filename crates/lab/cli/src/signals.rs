@@ -1,28 +1,81 @@
-//! SIGINT and SIGTERM ask a run to stop: the current variant stops, and every file finished so
-//! far stays complete.
+//! SIGINT and SIGTERM ask a run to stop: the current measurement ends, and every file finished so
+//! far stays complete, the report written from what was measured. A second one stops it at once:
+//! the servers it runs are stopped without grace, and it exits (130) without writing the report,
+//! what was measured left in the results directory for `wasmlab report`.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::io::Read;
+use std::os::fd::FromRawFd;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, OnceLock};
 
 /// Set by SIGINT/SIGTERM; everything long-running polls it.
 static CANCEL: OnceLock<Arc<AtomicBool>> = OnceLock::new();
 
+/// The pipe's end the handler writes a byte to per signal, for the thread that acts on them.
+static WAKE: AtomicI32 = AtomicI32::new(-1);
+
 extern "C" fn on_signal(_: libc::c_int) {
-    // Only an atomic store: async-signal-safe. The OnceLock is set before the handler.
+    // An atomic store and a write(2): both async-signal-safe. The OnceLock is set before the
+    // handler is installed.
     if let Some(f) = CANCEL.get() {
         f.store(true, Ordering::SeqCst);
     }
+    let fd = WAKE.load(Ordering::SeqCst);
+    if fd >= 0 {
+        // SAFETY: a one-byte write from a live buffer to our own pipe.
+        unsafe {
+            libc::write(fd, [1u8].as_ptr().cast(), 1);
+        }
+    }
 }
 
-/// The flag SIGINT/SIGTERM set, with the handlers installed.
+/// The flag SIGINT/SIGTERM set, with the handlers installed (once).
 pub fn cancel_flag() -> Arc<AtomicBool> {
-    let flag = CANCEL
-        .get_or_init(|| Arc::new(AtomicBool::new(false)))
-        .clone();
-    // SAFETY: the handler only performs an atomic store.
-    unsafe {
-        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
-        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+    CANCEL
+        .get_or_init(|| {
+            let flag = Arc::new(AtomicBool::new(false));
+            watch();
+            // SAFETY: the handler only stores to an atomic and writes to a pipe.
+            unsafe {
+                libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+                libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+            }
+            flag
+        })
+        .clone()
+}
+
+/// A thread that says, on the first signal, what stopping does and how to stop at once; on the
+/// second, stops every server and exits.
+fn watch() {
+    let mut fds = [0; 2];
+    // SAFETY: a pipe into a two-element array; close-on-exec, so no server inherits it.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        // Without it a signal still stops the run, only not at once the second time.
+        return;
     }
-    flag
+    // SAFETY: the read end is ours alone from here.
+    let mut read = unsafe { std::fs::File::from_raw_fd(fds[0]) };
+    WAKE.store(fds[1], Ordering::SeqCst);
+    std::thread::spawn(move || {
+        let mut byte = [0u8; 1];
+        let mut signals = 0;
+        while read.read_exact(&mut byte).is_ok() {
+            signals += 1;
+            if signals == 1 {
+                eprintln!(
+                    "\nwasmlab: stopping: the current measurement ends and the report is written from what was \
+                     measured; Ctrl-C again stops at once, without the report"
+                );
+                continue;
+            }
+            let servers = wasmlab_measure::launch::live::count();
+            wasmlab_measure::launch::live::stop_all_now();
+            eprintln!(
+                "\nwasmlab: stopped at once ({servers} server(s) killed): what was measured is in the results \
+                 directory named above (samples.jsonl, run.json); `wasmlab report DIR` writes its report"
+            );
+            std::process::exit(130);
+        }
+    });
 }

@@ -264,6 +264,7 @@ impl<'a> ServerRun<'a> {
             &ready,
             None,
             crate::launch::WRONG_STATUS_GRACE,
+            None,
         )
     }
 

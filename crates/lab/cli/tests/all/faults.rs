@@ -110,6 +110,88 @@ duration_secs = 1.5
     assert_report_complete(&dir);
 }
 
+/// The first SIGINT asks the run to stop and says how to stop at once; a second, while the run
+/// waits out a server that ignores SIGTERM (3 s of grace, then the report), kills the servers and
+/// exits 130 at once, without the report: what was measured stays readable, and `wasmlab report`
+/// makes the report of it.
+#[test]
+fn a_second_sigint_stops_the_run_at_once() {
+    use std::io::BufRead;
+    let tmp = tempfile::tempdir().unwrap();
+    let bin = bin_dir_with_fake_wasm_gateway(
+        tmp.path(),
+        "trap '' TERM\nNATIVE \"$1\" \"$2\" \"$3\" \"$4\" &\nwhile :; do sleep 0.05; done",
+    );
+    let (mut args, results) = run_args(
+        tmp.path(),
+        r#"name = "stubborn"
+variants = ["wasmtime-pooled"]
+workloads = ["hello", "state"]
+connections = [1]
+duration_secs = 0.5
+repetitions = 4
+"#,
+    );
+    args.extend(["--bin-dir".to_owned(), bin.display().to_string()]);
+    let mut child = Command::new(WASMLAB)
+        .args(&args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            let _ = tx.send(line);
+        }
+    });
+    // The first cell written: the variant is measuring its second, and will then be stopped.
+    let dir = wait_for_throughput_samples(&results, 1);
+    let servers = children_of(child.id());
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let mut said = String::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !said.contains("Ctrl-C again stops at once") {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(line) => said += &format!("{line}\n"),
+            Err(_) => panic!("the first SIGINT said nothing of stopping at once: {said}"),
+        }
+    }
+    let second = std::time::Instant::now();
+    // SAFETY: as above.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    let took = second.elapsed();
+    while let Ok(line) = rx.recv_timeout(std::time::Duration::from_secs(1)) {
+        said += &format!("{line}\n");
+    }
+    assert_eq!(status.code(), Some(130), "{said}");
+    // The server's 3 s of grace alone would take longer.
+    assert!(took.as_secs_f64() < 2.0, "{took:?}: {said}");
+    assert!(said.contains("stopped at once"), "{said}");
+    assert!(!servers.is_empty());
+    // Killed before wasmlab exited; a killed process may take a moment to be gone.
+    let alive = |pid: &u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|st| !st.contains(") Z "))
+    };
+    let gone_by = std::time::Instant::now() + std::time::Duration::from_secs(1);
+    while servers.iter().any(alive) && std::time::Instant::now() < gone_by {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let left: Vec<&u32> = servers.iter().filter(|p| alive(p)).collect();
+    assert!(left.is_empty(), "servers {left:?} outlived wasmlab");
+    let left = processes_naming(&bin);
+    assert!(left.is_empty(), "{left:?} outlived wasmlab");
+    assert!(!dir.join("report.html").exists(), "the report was written");
+    assert_files_parse(&dir);
+    rebuild_report(&dir);
+    assert!(dir.join("report.html").exists());
+}
+
 #[test]
 fn a_run_killed_partway_leaves_every_file_parseable() {
     // SIGKILL: no handler runs. What was written must still parse, and rebuild a report.

@@ -1,6 +1,7 @@
 //! Starting a variant from its spec, knowing when it is ready, and stopping it. Everything
 //! downstream (verification, measurement, results) only sees a [`Running`] server.
 
+pub mod live;
 pub mod prepare;
 pub mod vars;
 
@@ -206,9 +207,9 @@ impl Launchable {
         let grace = start
             .ready_grace_secs
             .map_or(WRONG_STATUS_GRACE, Duration::from_secs_f64);
-        let mut running = spawn_server(&self.spec.name, cmd, ctx, ready, known, grace)?;
+        let stop = start.stop.as_ref().map(|s| vars.command(s)).transpose()?;
+        let mut running = spawn_server(&self.spec.name, cmd, ctx, ready, known, grace, stop)?;
         running.protocol = self.spec.protocol;
-        running.stop_command = start.stop.as_ref().map(|s| vars.command(s)).transpose()?;
         running.processes_command = start
             .processes
             .as_ref()
@@ -288,6 +289,7 @@ fn free_port() -> anyhow::Result<u16> {
 
 /// Spawns a server, learns its address (from `known`, else from the `listening on http://ADDR`
 /// line it prints on stdout), then waits until `ready` is answered with its expected status.
+/// `stop` is run before the server is signalled when it stops, a failed start included.
 pub fn spawn_server(
     name: &str,
     mut cmd: Command,
@@ -295,6 +297,7 @@ pub fn spawn_server(
     ready: &SentRequest,
     known: Option<SocketAddr>,
     grace: Duration,
+    stop: Option<Command>,
 ) -> anyhow::Result<Running> {
     let log = File::create(&ctx.log_path)
         .map_err(|e| anyhow::anyhow!("create {}: {e}", ctx.log_path.display()))?;
@@ -319,6 +322,7 @@ pub fn spawn_server(
     let mut child = cmd
         .spawn()
         .map_err(|e| anyhow::anyhow!("start {name} ({:?}): {e}", cmd.get_program()))?;
+    live::started(child.id() as i32, stop.as_ref());
     let (tx, rx) = mpsc::channel();
     if let Some(stdout) = child.stdout.take() {
         std::thread::spawn(move || {
@@ -338,7 +342,7 @@ pub fn spawn_server(
         start: StartTimes::default(),
         child: Some(child),
         env,
-        stop_command: None,
+        stop_command: stop,
         processes_command: None,
         roots: None,
         processes_only: false,
@@ -646,6 +650,9 @@ impl Running {
         unsafe {
             libc::kill(group, libc::SIGKILL);
         }
+        // Listed until now: a run stopped at once meanwhile kills it without waiting out the
+        // grace above.
+        live::stopping(-group);
     }
 }
 

@@ -1,0 +1,89 @@
+//! The servers running now, each by its process group with its stop command: what a run asked
+//! to stop at once (a second Ctrl-C) stops before it exits, without waiting for anything else.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use wasmlab_plan::tools::run_with_timeout;
+
+/// A stop command, kept as what builds it again (a `Command` cannot be cloned).
+struct StopArgv {
+    program: OsString,
+    args: Vec<OsString>,
+    envs: Vec<(OsString, Option<OsString>)>,
+    dir: Option<PathBuf>,
+}
+
+impl StopArgv {
+    fn of(cmd: &Command) -> Self {
+        Self {
+            program: cmd.get_program().to_owned(),
+            args: cmd.get_args().map(ToOwned::to_owned).collect(),
+            envs: cmd
+                .get_envs()
+                .map(|(k, v)| (k.to_owned(), v.map(ToOwned::to_owned)))
+                .collect(),
+            dir: cmd.get_current_dir().map(ToOwned::to_owned),
+        }
+    }
+
+    fn command(&self) -> Command {
+        let mut c = Command::new(&self.program);
+        c.args(&self.args);
+        for (k, v) in &self.envs {
+            match v {
+                Some(v) => c.env(k, v),
+                None => c.env_remove(k),
+            };
+        }
+        if let Some(d) = &self.dir {
+            c.current_dir(d);
+        }
+        c
+    }
+}
+
+/// (process group, its stop command) of every server started and not yet stopped.
+static LIVE: Mutex<Vec<(i32, Option<StopArgv>)>> = Mutex::new(Vec::new());
+
+/// A server now leads process group `group`; `stop` is run before it is signalled.
+pub(super) fn started(group: i32, stop: Option<&Command>) {
+    if let Ok(mut live) = LIVE.lock() {
+        live.push((group, stop.map(StopArgv::of)));
+    }
+}
+
+/// The server of `group` is being stopped the usual way.
+pub(super) fn stopping(group: i32) {
+    if let Ok(mut live) = LIVE.lock() {
+        live.retain(|(g, _)| *g != group);
+    }
+}
+
+/// How many servers are running now.
+pub fn count() -> usize {
+    LIVE.lock().map_or(0, |l| l.len())
+}
+
+/// Stops every server running now, without grace: each stop command (a container's removal)
+/// given 5 s, then each process group killed. For a run that must end at once; the servers'
+/// own stops, on other threads, may still be under way and find nothing left.
+pub fn stop_all_now() {
+    let live = match LIVE.lock() {
+        Ok(mut l) => std::mem::take(&mut *l),
+        // A thread panicked holding it: the list is still sound (pushes and retains only).
+        Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
+    };
+    for (group, stop) in live {
+        if let Some(stop) = stop {
+            let _ = run_with_timeout(&mut stop.command(), Duration::from_secs(5));
+        }
+        // SAFETY: signalling a process group this process started; ESRCH when it is gone.
+        unsafe {
+            libc::kill(-group, libc::SIGKILL);
+        }
+    }
+}
