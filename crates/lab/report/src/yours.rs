@@ -118,7 +118,17 @@ fn sentence(file: &str, workload: &str, costs: &[&HandlerCost]) -> String {
         .iter()
         .filter_map(|h| Some((*h, h.cpu_us.as_ref()?, h.rate?)))
         .collect();
-    measured.sort_by(|x, y| x.1.value.total_cmp(&y.1.value));
+    // By the multiple of native's CPU where every host has one: each host is measured at the
+    // highest rate it and its floor kept up with, and native's CPU per request falls as its rate
+    // rises, so µs at different rates do not rank hosts; the multiple, native at the same rate,
+    // does.
+    match measured.iter().all(|(h, _, _)| h.over_native.is_some()) {
+        true => measured.sort_by(|x, y| {
+            let ratio = |h: &HandlerCost| h.over_native.map_or(f64::INFINITY, |e| e.value);
+            ratio(x.0).total_cmp(&ratio(y.0))
+        }),
+        false => measured.sort_by(|x, y| x.1.value.total_cmp(&y.1.value)),
+    }
     let mut s = format!("Your component {file} on {workload}: ");
     let native = |h: &HandlerCost| {
         h.over_native
