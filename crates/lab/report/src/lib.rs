@@ -10,6 +10,7 @@
 #![warn(unreachable_pub)]
 
 mod format;
+mod isolation;
 mod notes;
 mod plot;
 mod programs;

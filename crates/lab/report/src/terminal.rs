@@ -65,9 +65,19 @@ pub fn answer_so_far(a: &ServerAnalysis, done: u32, total: u32) -> Option<String
     Some(format!(
         "provisional answer, after {done} of {total} repetitions (the intervals narrow with each; \
          the final answer, every table and report.html come at the end; Ctrl-C keeps what is \
-         measured):\n{}\n{t}",
+         measured):\n{}{}\n{t}",
+        models(a),
         costs_title()
     ))
+}
+
+/// The isolation models' lead and sentences, a line each, or nothing.
+fn models(a: &ServerAnalysis) -> String {
+    let Some((lead, sentences)) = crate::isolation::answer(a) else {
+        return String::new();
+    };
+    let lines: Vec<String> = sentences.iter().map(|s| format!("  {s}\n")).collect();
+    format!("{lead}\n{}", lines.concat())
 }
 
 /// A table per workload: every variant at each rate.
@@ -102,7 +112,7 @@ fn costs(out: &mut String, a: &ServerAnalysis, wide: bool) {
         return;
     }
     let t = table::terminal(&sections::cost_columns(), &rows, wide);
-    *out += &format!("{}\n{t}\n", costs_title());
+    *out += &format!("{}{}\n{t}\n", models(a), costs_title());
     if let Some(s) = a.spread() {
         let added = a.info.repetitions_added();
         *out += &format!("{}\n", spread_note(&s, added));

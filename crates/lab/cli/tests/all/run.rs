@@ -352,6 +352,20 @@ fn assert_equal_load(dir: &Path) {
     );
     assert!(summary.contains("## Equal load"), "{summary}");
     assert!(summary.contains("| hello | wasmtime-pooled |"), "{summary}");
+    // The answer's first line, in every output: the isolation model wasmtime-pooled's file names.
+    let model = "- A fresh Wasm instance per request (wasmtime-pooled): ";
+    let said = summary.find(model).expect(&summary);
+    assert!(lead < said && said < summary.find("| hello | wasmtime-pooled |").unwrap());
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    let first = html
+        .find("A fresh Wasm instance per request (wasmtime-pooled): ")
+        .unwrap();
+    let chart = html.find("hello: CPU per request × native").unwrap();
+    let table = html.find("<h3>At equal load</h3>").unwrap();
+    assert!(
+        first < chart && chart < table,
+        "the sentences, the chart, then the tables"
+    );
 }
 
 /// run.json: the run, the machine, the CPUs, the orders, the artifacts and every variant's

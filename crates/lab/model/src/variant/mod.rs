@@ -28,6 +28,10 @@ pub struct VariantSpec {
     /// A grouping for listings: "ours", "gateway study", or anything (a user's: "yours").
     #[serde(default = "default_family")]
     pub family: String,
+    /// How its requests are kept apart, for the answer's sentence a model (none for native
+    /// code and the peers, which are the yardstick).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub isolation: Option<Isolation>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub requires: Vec<Requirement>,
     /// Run once per run, in order, before the variant is first started.
@@ -155,6 +159,42 @@ impl RemoteTarget {
 
 fn default_family() -> String {
     "yours".into()
+}
+
+/// How a variant keeps one request from another: the models the answer has a sentence each for,
+/// in the order it gives them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Isolation {
+    /// A fresh Wasm instance per request.
+    Fresh,
+    /// An instance kept and reset to a fresh one's state after each request.
+    Recycled,
+    /// One instance serving request after request, nothing reset between them.
+    Shared,
+    /// A wasi:http component, a fresh instance per request.
+    Component,
+    /// A Wasm CLI process started per request.
+    Cli,
+    /// The server in a container.
+    Container,
+    /// A server that owns its socket inside Wasm, one instance for every request.
+    Socket,
+}
+
+impl Isolation {
+    /// The model in a few words, to begin a sentence with.
+    pub fn phrase(self) -> &'static str {
+        match self {
+            Isolation::Fresh => "a fresh Wasm instance per request",
+            Isolation::Recycled => "an instance reset to a fresh one's state after each request",
+            Isolation::Shared => "one instance serving request after request, unreset",
+            Isolation::Component => "a wasi:http component, fresh per request",
+            Isolation::Cli => "a Wasm CLI process per request",
+            Isolation::Container => "the server in a container",
+            Isolation::Socket => "a server that owns its socket inside Wasm",
+        }
+    }
 }
 
 /// Something the variant needs: a tool, or a container engine.

@@ -1,16 +1,16 @@
-//! The section report.html leads with: what Wasm costs here. For every workload, each variant's
-//! CPU per request as a multiple of native's at equal load and, where both servers were
-//! saturated, at capacity, each with its interval, in a few sentences written from the data and
-//! in two plots; the cold start; and what was not measured and why.
+//! The section report.html leads with: what Wasm costs here. First a sentence per isolation model
+//! and a chart of the main workload (each variant's CPU per request × native at equal load,
+//! cheapest first); then, for every workload, each variant's cost at equal load and, where both
+//! servers were saturated, at capacity, each with its interval, in two tables and two plots; the
+//! cold start; and what was not measured and why.
 
 use serde::Serialize;
 use wasmlab_analysis::ServerAnalysis;
 use wasmlab_analysis::servers::{BASELINE, Cost, describe};
-use wasmlab_analysis::stats::Estimate;
 use wasmlab_model::run::Status;
 
 use super::plots;
-use crate::format::{fmt_ms, fmt_rps, times};
+use crate::format::{fmt_ms, times};
 use crate::sections;
 use crate::view::{Cell, Figure, Table};
 
@@ -20,12 +20,18 @@ pub(in crate::view) struct Answer {
     connections: Option<usize>,
     /// The native baseline was measured: without it there is no ratio to give.
     baseline: bool,
-    /// One sentence a workload.
+    /// The workloads with a cost, each with why variants have none saturated.
     workloads: Vec<WorkloadAnswer>,
+    /// The isolation models' lead line and a sentence each (see `crate::isolation`).
+    models_lead: Option<String>,
+    models: Vec<String>,
+    /// The main workload's costs at equal load, a bar a variant, cheapest first.
+    chart: Option<Figure>,
     /// The user's components (`--component`): a sentence a component and workload.
     yours: Vec<String>,
-    /// Every variant's costs: a row a variant, two columns a workload (equal load, saturated).
-    costs: Option<Table>,
+    /// Every variant's costs at equal load, and saturated: a row a variant, a column a workload.
+    equal_costs: Option<Table>,
+    saturated_costs: Option<Table>,
     /// The same costs a row a variant and workload, each with its rate (summary.md's table).
     cost_rows: Option<Table>,
     /// How the equal-load rates were chosen, a line a workload.
@@ -42,12 +48,10 @@ pub(in crate::view) struct Answer {
     left_out: Vec<String>,
 }
 
-/// A workload's costs in a sentence: the cheapest and the dearest variant at equal load and
-/// saturated (the table beside has every variant), and why a variant has no saturated figure.
+/// A workload with a cost, and why a variant has no saturated figure on it.
 #[derive(Serialize)]
 struct WorkloadAnswer {
     name: String,
-    sentence: String,
     unsaturated: Vec<String>,
 }
 
@@ -79,7 +83,19 @@ pub(super) fn answer(a: &ServerAnalysis) -> Answer {
     };
     let cost_rows = sections::costs(a);
     let spread = a.spread();
+    let models = crate::isolation::answer(a);
+    let chart = crate::isolation::main_workload(a).and_then(|(w, costs)| {
+        Some(Figure::new(
+            format!(
+                "{w}: CPU per request × {BASELINE}'s at equal load, the variant's over {BASELINE}'s at the highest rate both kept up with, cheapest first (> 1: costlier than {BASELINE}; whiskers: 95% CI)"
+            ),
+            &plots::cheapest_first(a, &costs)?,
+        ))
+    });
     Answer {
+        models_lead: models.as_ref().map(|m| m.0.clone()),
+        models: models.map(|m| m.1).unwrap_or_default(),
+        chart,
         cost_rows: (!cost_rows.is_empty()).then(|| {
             Table::laid(&sections::cost_columns(), &cost_rows, &|v| {
                 plots::swatch_of(a, v)
@@ -87,7 +103,12 @@ pub(super) fn answer(a: &ServerAnalysis) -> Answer {
         }),
         connections: a.reference_connections,
         baseline,
-        costs: (!workloads.is_empty()).then(|| costs_table(a)).flatten(),
+        equal_costs: (!workloads.is_empty())
+            .then(|| costs_table(a, Footing::EqualLoad))
+            .flatten(),
+        saturated_costs: (!workloads.is_empty())
+            .then(|| costs_table(a, Footing::Saturated))
+            .flatten(),
         workloads,
         yours: crate::yours::sentences(a),
         rates: crate::sections::equal_load_rates(a),
@@ -120,56 +141,38 @@ pub(super) fn answer(a: &ServerAnalysis) -> Answer {
     }
 }
 
-/// A workload's costs in sentences, cheapest first; None without any figure.
+/// A workload with a cost at equal load or saturated; None without any.
 fn workload(a: &ServerAnalysis, w: &str, costs: &[Cost]) -> Option<WorkloadAnswer> {
-    if costs.is_empty() {
-        return None;
-    }
-    let equal: Vec<(&str, Estimate, f64)> = costs
+    costs
         .iter()
-        .filter_map(|c| Some((c.variant.as_str(), c.equal_load?.1, c.equal_load?.0)))
-        .collect();
-    let saturated: Vec<(&str, Estimate, f64)> = costs
-        .iter()
-        .filter_map(|c| Some((c.variant.as_str(), c.saturated?, 0.0)))
-        .collect();
-    let mut parts = Vec::new();
-    if let Some(range) = span(&equal) {
-        let (lo, hi) = rates(&equal);
-        let at = if lo == hi {
-            format!("{} req/s", fmt_rps(lo))
-        } else {
-            format!(
-                "{}–{} req/s, each variant near its own capacity",
-                fmt_rps(lo),
-                fmt_rps(hi)
-            )
-        };
-        parts.push(format!("at equal load ({at}) {range}"));
-    }
-    if let Some(range) = span(&saturated) {
-        parts.push(format!("saturated {range}"));
-    }
-    if parts.is_empty() {
-        return None;
-    }
-    Some(WorkloadAnswer {
-        name: w.to_owned(),
-        sentence: format!("{} native's CPU per request.", parts.join("; ")),
-        unsaturated: unsaturated(a, w, costs),
-    })
+        .any(|c| c.equal_load.is_some() || c.saturated.is_some())
+        .then(|| WorkloadAnswer {
+            name: w.to_owned(),
+            unsaturated: unsaturated(a, w, costs),
+        })
 }
 
-/// The costs of every variant on every workload: at equal load (the ratio, its interval and
-/// rate in small type) and saturated (or why not), a row a variant.
-fn costs_table(a: &ServerAnalysis) -> Option<Table> {
+/// Which of a cost's two figures a table shows.
+#[derive(Clone, Copy, PartialEq)]
+enum Footing {
+    EqualLoad,
+    Saturated,
+}
+
+/// The costs of every variant on every workload, a row a variant and a column a workload: at
+/// equal load (the ratio, its interval and rate in small type) or saturated (or why not). Two
+/// tables, not one, so that neither is wider than a page.
+fn costs_table(a: &ServerAnalysis, footing: Footing) -> Option<Table> {
+    let at_equal = footing == Footing::EqualLoad;
     let costs: Vec<(&String, Vec<Cost>)> = a
         .workloads
         .iter()
         .map(|w| (w, a.costs(w)))
         .filter(|(_, cs)| {
-            cs.iter()
-                .any(|c| c.equal_load.is_some() || c.saturated.is_some())
+            cs.iter().any(|c| match at_equal {
+                true => c.equal_load.is_some(),
+                false => c.saturated.is_some(),
+            })
         })
         .collect();
     let mut rows = Vec::new();
@@ -184,29 +187,32 @@ fn costs_table(a: &ServerAnalysis) -> Option<Table> {
         let mut row = vec![super::variant(a, v)];
         for c in mine {
             let Some(c) = c else {
-                row.extend([Cell::from("–"), Cell::from("–")]);
+                row.push(Cell::from("–"));
                 continue;
             };
-            row.push(match &c.equal_load {
-                Some((rate, e)) => {
-                    let mut cell = Cell::compact_ratio(Some(e));
-                    cell.note = Some(
-                        [
-                            cell.note.take(),
-                            Some(format!("at {}", crate::format::rate_short(*rate))),
-                        ]
-                        .into_iter()
-                        .flatten()
-                        .collect::<Vec<_>>()
-                        .join(" "),
-                    );
-                    cell.below = c
-                        .native_busy
-                        .map(|b| format!("{BASELINE} {} busy", crate::format::percent(b)));
-                    cell
-                }
-                None => "–".into(),
-            });
+            if at_equal {
+                row.push(match &c.equal_load {
+                    Some((rate, e)) => {
+                        let mut cell = Cell::compact_ratio(Some(e));
+                        cell.note = Some(
+                            [
+                                cell.note.take(),
+                                Some(format!("at {}", crate::format::rate_short(*rate))),
+                            ]
+                            .into_iter()
+                            .flatten()
+                            .collect::<Vec<_>>()
+                            .join(" "),
+                        );
+                        cell.below = c
+                            .native_busy
+                            .map(|b| format!("{BASELINE} {} busy", crate::format::percent(b)));
+                        cell
+                    }
+                    None => "–".into(),
+                });
+                continue;
+            }
             row.push(match &c.saturated {
                 Some(e) => Cell::compact_ratio(Some(e)),
                 None => {
@@ -223,11 +229,7 @@ fn costs_table(a: &ServerAnalysis) -> Option<Table> {
         rows.push(row);
     }
     let head: Vec<String> = std::iter::once("Variant".to_owned())
-        .chain(
-            costs
-                .iter()
-                .flat_map(|(w, _)| [format!("{w}: equal load"), format!("{w}: saturated")]),
-        )
+        .chain(costs.iter().map(|(w, _)| (*w).clone()))
         .collect();
     let head: Vec<&str> = head.iter().map(String::as_str).collect();
     Table::some(&head, 1, rows)
@@ -256,28 +258,6 @@ fn unsaturated(a: &ServerAnalysis, w: &str, costs: &[Cost]) -> Vec<String> {
             ))
         })
         .collect()
-}
-
-/// `from a 1.05× [1.01–1.09] to b 1.88× [1.85–1.92]`, or `a 1.05× [1.01–1.09]` alone.
-fn span(costs: &[(&str, Estimate, f64)]) -> Option<String> {
-    let cheapest = costs
-        .iter()
-        .min_by(|x, y| x.1.value.total_cmp(&y.1.value))?;
-    let dearest = costs
-        .iter()
-        .max_by(|x, y| x.1.value.total_cmp(&y.1.value))?;
-    let one = |(v, e, _): &(&str, Estimate, f64)| format!("{v} {}", times(e));
-    Some(match costs.len() {
-        1 => one(cheapest),
-        _ => format!("from {} to {}", one(cheapest), one(dearest)),
-    })
-}
-
-/// The lowest and highest rate of `costs`.
-fn rates(costs: &[(&str, Estimate, f64)]) -> (f64, f64) {
-    costs.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), c| {
-        (lo.min(c.2), hi.max(c.2))
-    })
 }
 
 /// The cold start of each variant against native's, fastest first.
@@ -317,6 +297,7 @@ fn cold_start(a: &ServerAnalysis) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use wasmlab_analysis::stats::Estimate;
 
     #[test]
     fn a_capacity_ratio_becomes_a_cost_per_request() {
@@ -339,17 +320,9 @@ mod tests {
         let ans = answer(&a);
         assert!(ans.baseline);
         assert_eq!(ans.workloads.len(), a.workloads.len());
-        let hello = &ans.workloads[0];
-        assert_eq!(hello.name, "hello");
-        assert!(
-            hello
-                .sentence
-                .starts_with("at equal load (2,000 req/s) wasmtime-pooled 1.30×")
-                && hello.sentence.contains("saturated wasmtime-pooled 1."),
-            "{}",
-            hello.sentence
-        );
-        assert!(ans.costs.is_some());
+        assert_eq!(ans.workloads[0].name, "hello");
+        assert!(ans.equal_costs.is_some() && ans.saturated_costs.is_some());
+        assert!(ans.chart.is_some());
         assert!(
             ans.cold_start
                 .as_deref()

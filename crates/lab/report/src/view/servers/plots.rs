@@ -350,6 +350,40 @@ pub(super) fn grouped_bars(
     p
 }
 
+/// The answer's chart: on one workload, each variant's CPU per request × native at equal load, a
+/// bar each, cheapest first, its 95% interval as a whisker, on a log axis from native (1). The
+/// group labels are the variants, so it needs no legend.
+pub(super) fn cheapest_first(a: &ServerAnalysis, costs: &[Cost]) -> Option<Plot> {
+    let mut at_equal: Vec<(&str, Estimate)> = costs
+        .iter()
+        .filter_map(|c| Some((c.variant.as_str(), c.equal_load?.1)))
+        .collect();
+    if at_equal.is_empty() {
+        return None;
+    }
+    at_equal.sort_by(|x, y| x.1.value.total_cmp(&y.1.value));
+    let groups: Vec<bars::Group> = at_equal
+        .iter()
+        .map(|(v, e)| bars::Group {
+            label: (*v).to_owned(),
+            bars: vec![bars::Entry {
+                colour: Some(colour_of(a, v)),
+                value: e.value,
+                interval: (e.n > 1).then_some((e.lo, e.hi)),
+                text: crate::format::times(e),
+            }],
+        })
+        .collect();
+    Some(bars::horizontal(
+        Axis::new(
+            &format!("CPU per request × {BASELINE}'s at the same rate (log scale; 1: {BASELINE})"),
+            Scale::Log,
+        ),
+        1.0,
+        &groups,
+    ))
+}
+
 /// A cost × native for every variant and workload, as `pick` takes it from the analysis' costs:
 /// a dot per variant over each workload, its 95% interval as a whisker, on a log axis where the
 /// dashed line at 1 is native.

@@ -1,0 +1,133 @@
+//! The answer's first lines: what each isolation model costs (a fresh instance per request,
+//! recycled, shared, a component, a CLI process, a container...), a sentence each, from the
+//! model's cheapest variant at equal load on the run's main workload: how small the cost of that
+//! model can be made here. The terminal, summary.md and report.html say the same.
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+use wasmlab_analysis::ServerAnalysis;
+use wasmlab_analysis::servers::{BASELINE, Cost};
+use wasmlab_analysis::stats::Estimate;
+use wasmlab_model::variant::{Catalog, Isolation};
+
+use crate::format::{fmt_rps, times};
+
+/// The workload the answer leads with, and its costs: the suite's first with a cost at equal load.
+pub(crate) fn main_workload(a: &ServerAnalysis) -> Option<(&str, Vec<Cost>)> {
+    a.workloads.iter().find_map(|w| {
+        let costs = a.costs(w);
+        costs
+            .iter()
+            .any(|c| c.equal_load.is_some())
+            .then_some((w.as_str(), costs))
+    })
+}
+
+/// The isolation model of `variant`, as its spec in the run says; for wasmlab's own variants in
+/// a run recorded before specs had one, as the built-in file of that name says. None for a user's
+/// component in a host: its own sentence answers for it (`crate::yours`).
+fn model_of(a: &ServerAnalysis, variant: &str) -> Option<Isolation> {
+    static BUILTIN: OnceLock<Catalog> = OnceLock::new();
+    let spec = a.info.variant_specs.iter().find(|s| s.name == variant)?;
+    if spec.component.is_some() {
+        return None;
+    }
+    spec.isolation.or_else(|| {
+        (spec.family != "yours")
+            .then(|| {
+                BUILTIN
+                    .get_or_init(Catalog::builtin)
+                    .find(variant)
+                    .ok()?
+                    .isolation
+            })
+            .flatten()
+    })
+}
+
+/// The lead line and a sentence per isolation model, in the models' order; None without a cost
+/// at equal load of any variant that has a model.
+pub(crate) fn answer(a: &ServerAnalysis) -> Option<(String, Vec<String>)> {
+    let (w, costs) = main_workload(a)?;
+    let mut cheapest: BTreeMap<Isolation, (&str, f64, Estimate)> = BTreeMap::new();
+    for c in &costs {
+        let Some((rate, e)) = c.equal_load else {
+            continue;
+        };
+        let Some(model) = model_of(a, &c.variant) else {
+            continue;
+        };
+        let entry = cheapest.entry(model).or_insert((&c.variant, rate, e));
+        if e.value < entry.2.value {
+            *entry = (&c.variant, rate, e);
+        }
+    }
+    if cheapest.is_empty() {
+        return None;
+    }
+    let lead = format!(
+        "On {w}, what each way of keeping requests apart costs, in CPU per request against \
+         {BASELINE}'s at the same rate (its cheapest variant here, with the 95% interval):"
+    );
+    let sentences = cheapest
+        .into_iter()
+        .map(|(model, (v, rate, e))| {
+            let phrase = model.phrase();
+            let mut first = phrase.chars();
+            let capital: String = first
+                .next()
+                .into_iter()
+                .flat_map(char::to_uppercase)
+                .collect();
+            format!(
+                "{capital}{} ({v}): {} {BASELINE}'s CPU at {} req/s.",
+                first.as_str(),
+                times(&e),
+                fmt_rps(rate)
+            )
+        })
+        .collect();
+    Some((lead, sentences))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sentence_per_model_from_its_cheapest_variant() {
+        let mut a = crate::tests::analysis();
+        let (w, costs) = main_workload(&a).unwrap();
+        let (w, measured) = (w.to_owned(), costs[0].variant.clone());
+        // Without a model, no sentence.
+        assert!(answer(&a).is_none());
+        let mut spec = wasmlab_model::variant::VariantSpec::parse(
+            &format!(
+                "name = {measured:?}\nabout = \"x\"\n[start]\ncommand = [\"x\"]\naddress = \"port\"\n"
+            ),
+            "test",
+        )
+        .unwrap();
+        a.info.variant_specs.push(spec.clone());
+        assert!(answer(&a).is_none());
+        spec.isolation = Some(Isolation::Recycled);
+        a.info.variant_specs = vec![spec];
+        let (lead, said) = answer(&a).unwrap();
+        assert!(lead.starts_with(&format!("On {w}, ")), "{lead}");
+        assert_eq!(said.len(), 1, "{said:?}");
+        assert!(
+            said[0].starts_with(&format!(
+                "An instance reset to a fresh one's state after each request ({measured}): "
+            )) && said[0].ends_with("× native's CPU at 2,000 req/s."),
+            "{said:?}"
+        );
+        // A user's component in a host is not one of wasmlab's models.
+        for s in &mut a.info.variant_specs {
+            if s.name == measured {
+                s.component = Some("/mine.wasm".into());
+            }
+        }
+        assert!(answer(&a).is_none());
+    }
+}
