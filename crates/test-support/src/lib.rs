@@ -362,70 +362,59 @@ fn current_test() -> String {
     std::thread::current().name().unwrap_or("a test").to_owned()
 }
 
-/// Builds a Python handler into a wasi:http component at `out` with
-/// peers/py-component/build.py and the componentize-py `wasmlab setup py-component` installs
-/// into `tools` (`build_args`: `--source FILE`, `--wit FILE --world NAME`; kept while its inputs
-/// are older); why not when that tool is not there. Only a missing tool is a reason to skip: a
-/// build that fails with it panics.
-pub fn build_py_component(
-    tools: &std::path::Path,
-    build_args: &[&std::ffi::OsStr],
-    out: &std::path::Path,
-) -> Result<(), String> {
-    if !tools.join("bin/componentize-py").is_file() {
-        return Err(
-            "componentize-py is not set up (`wasmlab setup py-component` installs it)".into(),
-        );
-    }
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let built = Command::new("python3")
-        .arg(root.join("peers/py-component/build.py"))
-        .arg("--tools")
-        .arg(tools)
-        .args(build_args)
-        .arg("--out")
-        .arg(out)
-        .output()
-        .map_err(|e| format!("python3 cannot be run: {e}"))?;
-    assert!(
-        built.status.success(),
-        "build.py failed: {}",
-        String::from_utf8_lossy(&built.stderr)
-    );
-    Ok(())
+/// A language wasmlab builds wasi:http components from, with the tool `wasmlab setup` installs
+/// for it.
+#[derive(Debug, Clone, Copy)]
+pub enum ComponentLanguage {
+    /// componentize-js (`wasmlab setup js-component`), run by peers/js-component/build.mjs.
+    JavaScript,
+    /// componentize-py (`wasmlab setup py-component`), run by peers/py-component/build.py.
+    Python,
 }
 
-/// Builds a JavaScript handler into a wasi:http component at `out` with
-/// peers/js-component/build.mjs and the componentize-js `wasmlab setup js-component` installs
-/// into `tools` (`build_args`: `--source FILE`, `--wit FILE --world NAME`; kept while its inputs
-/// are older); why not when that tool is not there. Only a missing tool is a reason to skip: a
-/// build that fails with it panics.
-pub fn build_js_component(
+/// Builds a handler in `language` into a wasi:http component at `out` with its peers/ build
+/// script and the tool `wasmlab setup` installs into `tools` (`build_args`: `--source FILE`,
+/// `--wit FILE --world NAME`; kept while its inputs are older); why not when that tool is not
+/// there. Only a missing tool is a reason to skip: a build that fails with it panics.
+pub fn build_component(
+    language: ComponentLanguage,
     tools: &std::path::Path,
     build_args: &[&std::ffi::OsStr],
     out: &std::path::Path,
 ) -> Result<(), String> {
-    if !tools
-        .join("npm/node_modules/@bytecodealliance/componentize-js")
-        .is_dir()
-    {
-        return Err(
-            "componentize-js is not set up (`wasmlab setup js-component` installs it)".into(),
-        );
+    let (tool, installed, runner, script) = match language {
+        ComponentLanguage::JavaScript => (
+            "componentize-js",
+            tools.join("npm/node_modules/@bytecodealliance/componentize-js"),
+            "node",
+            "peers/js-component/build.mjs",
+        ),
+        ComponentLanguage::Python => (
+            "componentize-py",
+            tools.join("bin/componentize-py"),
+            "python3",
+            "peers/py-component/build.py",
+        ),
+    };
+    if !installed.exists() {
+        let variant = script.split('/').nth(1).unwrap_or(script);
+        return Err(format!(
+            "{tool} is not set up (`wasmlab setup {variant}` installs it)"
+        ));
     }
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let built = Command::new("node")
-        .arg(root.join("peers/js-component/build.mjs"))
+    let built = Command::new(runner)
+        .arg(root.join(script))
         .arg("--tools")
         .arg(tools)
         .args(build_args)
         .arg("--out")
         .arg(out)
         .output()
-        .map_err(|e| format!("node cannot be run: {e}"))?;
+        .map_err(|e| format!("{runner} cannot be run: {e}"))?;
     assert!(
         built.status.success(),
-        "build.mjs failed: {}",
+        "{script} failed: {}",
         String::from_utf8_lossy(&built.stderr)
     );
     Ok(())

@@ -386,7 +386,8 @@ fn hostile_js() -> Result<Vec<u8>, String> {
         .map_or_else(|| root.join("tools"), std::path::PathBuf::from);
     let out = root.join("target/js-hostile/hostile.wasm");
     let source = root.join("peers/js-component/hostile.js");
-    wasmlab_test_support::build_js_component(
+    wasmlab_test_support::build_component(
+        wasmlab_test_support::ComponentLanguage::JavaScript,
         &tools,
         &["--source".as_ref(), source.as_os_str()],
         &out,

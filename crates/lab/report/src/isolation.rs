@@ -102,13 +102,7 @@ mod tests {
         let (w, measured) = (w.to_owned(), costs[0].variant.clone());
         // Without a model, no sentence.
         assert!(answer(&a).is_none());
-        let mut spec = wasmlab_model::variant::VariantSpec::parse(
-            &format!(
-                "name = {measured:?}\nabout = \"x\"\n[start]\ncommand = [\"x\"]\naddress = \"port\"\n"
-            ),
-            "test",
-        )
-        .unwrap();
+        let mut spec = crate::tests::spec(&measured);
         a.info.variant_specs.push(spec.clone());
         assert!(answer(&a).is_none());
         spec.isolation = Some(Isolation::Recycled);

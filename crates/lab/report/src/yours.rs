@@ -243,23 +243,27 @@ mod tests {
         );
     }
 
-    /// Without equal load (a suite of the user's routes, no native), the hosts are compared by
-    /// their CPU per request at saturation, at the most connections measured, cheapest first.
-    #[test]
-    fn without_equal_load_the_hosts_are_compared_at_saturation() {
-        use wasmlab_model::component::{UserComponent, WasiHttp};
-        let mut a = crate::tests::analysis();
-        let path = "/c/mine.wasm";
-        a.info.components.push(UserComponent {
+    /// A user's component at `path`, as run.json records one.
+    fn component_at(path: &str) -> wasmlab_model::component::UserComponent {
+        wasmlab_model::component::UserComponent {
             path: path.into(),
             name: "mine".into(),
             bytes: 1,
-            wasi: WasiHttp::P2,
+            wasi: wasmlab_model::component::WasiHttp::P2,
             world: "wasi:http/proxy (WASI 0.2)".into(),
             exports: Vec::new(),
             imports: Vec::new(),
             env: Default::default(),
-        });
+        }
+    }
+
+    /// Without equal load (a suite of the user's routes, no native), the hosts are compared by
+    /// their CPU per request at saturation, at the most connections measured, cheapest first.
+    #[test]
+    fn without_equal_load_the_hosts_are_compared_at_saturation() {
+        let mut a = crate::tests::analysis();
+        let path = "/c/mine.wasm";
+        a.info.components.push(component_at(path));
         a.equal_load.clear();
         let template = a.throughput[0].clone();
         let w = template.workload.clone();
@@ -272,13 +276,7 @@ mod tests {
         ] {
             let name = format!("mine-in-{host}");
             if !a.info.variant_specs.iter().any(|s| s.name == name) {
-                let mut spec = wasmlab_model::variant::VariantSpec::parse(
-                    &format!(
-                        "name = {name:?}\nabout = \"x\"\n[start]\ncommand = [\"x\"]\naddress = \"port\"\n"
-                    ),
-                    "test",
-                )
-                .unwrap();
+                let mut spec = crate::tests::spec(&name);
                 spec.component = Some(path.into());
                 spec.floor = Some(host.into());
                 a.info.variant_specs.push(spec);
@@ -311,31 +309,15 @@ mod tests {
 
     #[test]
     fn the_hosts_that_did_not_serve_a_component_are_named() {
-        use wasmlab_model::component::{UserComponent, WasiHttp};
         let mut a = crate::tests::analysis();
         let path = "/c/mine.wasm";
-        a.info.components.push(UserComponent {
-            path: path.into(),
-            name: "mine".into(),
-            bytes: 1,
-            wasi: WasiHttp::P2,
-            world: "wasi:http/proxy (WASI 0.2)".into(),
-            exports: Vec::new(),
-            imports: Vec::new(),
-            env: Default::default(),
-        });
+        a.info.components.push(component_at(path));
         for (host, status) in [
             ("component-recycled", Status::Failed),
             ("jco-serve", Status::Skipped),
         ] {
             let name = format!("mine-in-{host}");
-            let mut spec = wasmlab_model::variant::VariantSpec::parse(
-                &format!(
-                    "name = {name:?}\nabout = \"x\"\n[start]\ncommand = [\"x\"]\naddress = \"port\"\n"
-                ),
-                "test",
-            )
-            .unwrap();
+            let mut spec = crate::tests::spec(&name);
             spec.component = Some(path.into());
             spec.floor = Some(host.into());
             a.info.variant_specs.push(spec);

@@ -221,18 +221,22 @@ fn a_component_written_elsewhere_runs_in_every_host_beside_the_host_s_floor() {
     assert!(left.is_empty(), "{left:?} outlived the run");
 }
 
-/// examples/components/js (a `fetch` handler as a componentize-js user writes one) built by
-/// peers/js-component/build.mjs with the componentize-js `wasmlab setup js-component` installs,
-/// into target/user-components/js (kept while its inputs are older); why not when that tool is
-/// not there.
-fn js_user_component() -> Result<std::path::PathBuf, String> {
+/// examples/components/DIR/hello.EXT (a handler as a user of that language's componentize tool
+/// writes one, with its world.wit) built by the language's peers/ build script with the tool
+/// `wasmlab setup` installs, into target/user-components/DIR/hello_SHORT.wasm (kept while its
+/// inputs are older); why not when that tool is not there.
+fn user_component(language: ComponentLanguage) -> Result<std::path::PathBuf, String> {
+    let (dir, file, wasm) = match language {
+        ComponentLanguage::JavaScript => ("js", "hello.js", "hello_js.wasm"),
+        ComponentLanguage::Python => ("python", "hello.py", "hello_py.wasm"),
+    };
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../..");
-    let tools = tools_dir();
-    let example = root.join("examples/components/js");
-    let (source, wit) = (example.join("hello.js"), example.join("world.wit"));
-    let out = root.join("target/user-components/js/hello_js.wasm");
-    build_js_component(
-        &tools,
+    let example = root.join("examples/components").join(dir);
+    let (source, wit) = (example.join(file), example.join("world.wit"));
+    let out = root.join("target/user-components").join(dir).join(wasm);
+    build_component(
+        language,
+        &tools_dir(),
         &[
             "--source".as_ref(),
             source.as_os_str(),
@@ -246,27 +250,16 @@ fn js_user_component() -> Result<std::path::PathBuf, String> {
     Ok(out)
 }
 
-/// A JavaScript component (componentize-js: SpiderMonkey in the component) named in three hosts
-/// alone (`--variant hello-js-in-HOST`, no floors): its routes checked, the environment given
-/// with --component-env read by the script, measured where the host can serve it. `jco serve`
-/// cannot: it serves every request from one instance, and StarlingMonkey's fetch event answers
-/// only the first (the second throws "FetchEvent#respondWith can't be called twice on the same
-/// event", and the request is never answered), so that twin fails its verification, named, and
-/// the others are measured all the same.
-#[test]
-fn a_component_in_javascript_runs_in_the_hosts_named() {
-    let component = match js_user_component() {
-        Ok(c) => c,
-        Err(why) => return skipped(&why),
-    };
-    let suite = r#"name = "mine-js"
+/// The user's routes both examples in other languages answer: `/greet` measured, `/env` (the
+/// environment --component-env gives) checked; `start_timeout_secs` for an interpreter compiled
+/// at each start, seconds on a busy 2-core machine.
+const GREET_AND_ENV: &str = r#"name = "mine"
 workloads = ["greet"]
 verify_only = ["env"]
 connections = [4]
 duration_secs = 0.1
 warmup_secs = 0.05
 repetitions = 1
-# SpiderMonkey in the component: compiled at each start, seconds on a busy 2-core machine.
 start_timeout_secs = 120.0
 
 [[workload]]
@@ -279,6 +272,21 @@ name = "env"
 request = { path = "/env?name=GREETING" }
 expect = { status = 200, body = "from the lab\n" }
 "#;
+
+/// A JavaScript component (componentize-js: SpiderMonkey in the component) named in three hosts
+/// alone (`--variant hello-js-in-HOST`, no floors): its routes checked, the environment given
+/// with --component-env read by the script, measured where the host can serve it. `jco serve`
+/// cannot: it serves every request from one instance, and StarlingMonkey's fetch event answers
+/// only the first (the second throws "FetchEvent#respondWith can't be called twice on the same
+/// event", and the request is never answered), so that twin fails its verification, named, and
+/// the others are measured all the same.
+#[test]
+fn a_component_in_javascript_runs_in_the_hosts_named() {
+    let component = match user_component(ComponentLanguage::JavaScript) {
+        Ok(c) => c,
+        Err(why) => return skipped(&why),
+    };
+    let suite = GREET_AND_ENV;
     let hosts = ["component-pooled", "component-wasmtime-serve", "jco-serve"];
     let comp = component.display().to_string();
     let mut extra = vec![
@@ -321,30 +329,6 @@ expect = { status = 200, body = "from the lab\n" }
     assert!(left.is_empty(), "{left:?} outlived the run");
 }
 
-/// examples/components/python (an incoming handler as a componentize-py user writes one) built by
-/// peers/py-component/build.py with the componentize-py `wasmlab setup py-component` installs,
-/// into target/user-components/python (kept while its inputs are older); why not when that tool
-/// is not there.
-fn py_user_component() -> Result<std::path::PathBuf, String> {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../..");
-    let example = root.join("examples/components/python");
-    let (source, wit) = (example.join("hello.py"), example.join("world.wit"));
-    let out = root.join("target/user-components/python/hello_py.wasm");
-    build_py_component(
-        &tools_dir(),
-        &[
-            "--source".as_ref(),
-            source.as_os_str(),
-            "--wit".as_ref(),
-            wit.as_os_str(),
-            "--world".as_ref(),
-            "hello".as_ref(),
-        ],
-        &out,
-    )?;
-    Ok(out)
-}
-
 /// A Python component (componentize-py: CPython in the component) named in four hosts: its
 /// routes checked, the environment given with --component-env read by the handler, measured
 /// where the host can serve it. component-recycled cannot (CPython's state spans core modules
@@ -353,29 +337,11 @@ fn py_user_component() -> Result<std::path::PathBuf, String> {
 /// fails the run.
 #[test]
 fn a_component_in_python_runs_in_the_hosts_named() {
-    let component = match py_user_component() {
+    let component = match user_component(ComponentLanguage::Python) {
         Ok(c) => c,
         Err(why) => return skipped(&why),
     };
-    let suite = r#"name = "mine-py"
-workloads = ["greet"]
-verify_only = ["env"]
-connections = [4]
-duration_secs = 0.1
-warmup_secs = 0.05
-repetitions = 1
-start_timeout_secs = 120.0
-
-[[workload]]
-name = "greet"
-request = { path = "/greet?name=lab" }
-expect = { status = 200, body = "hello, lab\n" }
-
-[[workload]]
-name = "env"
-request = { path = "/env?name=GREETING" }
-expect = { status = 200, body = "from the lab\n" }
-"#;
+    let suite = GREET_AND_ENV;
     let hosts = [
         "component-pooled",
         "component-recycled",

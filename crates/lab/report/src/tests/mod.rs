@@ -131,6 +131,17 @@ pub(crate) fn outcome(name: &str, status: Status, reason: Option<&str>) -> Varia
     }
 }
 
+/// A server variant named `name`, as a test's run records one.
+pub(crate) fn spec(name: &str) -> wasmlab_model::variant::VariantSpec {
+    wasmlab_model::variant::VariantSpec::parse(
+        &format!(
+            "name = {name:?}\nabout = \"x\"\n[start]\ncommand = [\"x\"]\naddress = \"port\"\n"
+        ),
+        "test",
+    )
+    .unwrap()
+}
+
 /// The analysis of the run made up here.
 pub(crate) fn analysis() -> ServerAnalysis {
     analyse(&info(RunState::Complete), &samples())

@@ -9,7 +9,7 @@ pub const WASMLAB: &str = env!("CARGO_BIN_EXE_wasmlab");
 
 #[allow(unused_imports)]
 pub use wasmlab_test_support::{
-    build_js_component, build_py_component, skipped, skipped_not_installable,
+    ComponentLanguage, build_component, skipped, skipped_not_installable,
 };
 
 /// The tools directory the lab under test uses: `WASMLAB_TOOLS` (set by `.ci/run` to its tool
