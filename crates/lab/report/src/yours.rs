@@ -152,11 +152,15 @@ fn sentence(file: &str, workload: &str, costs: &[&HandlerCost]) -> String {
     for (h, cpu, _) in others {
         s += &format!("; {} {} µs{}", h.floor, fmt_us(cpu.value), native(h));
     }
+    // The first host's with its interval, the others' values alone: the table has them all, and
+    // a sentence of seven intervals is not read.
     let adds: Vec<String> = measured
         .iter()
-        .filter_map(|(h, _, _)| {
-            let d = h.adds_us?;
-            Some(format!("{} µs in {}", signed_us(&d), h.floor))
+        .filter_map(|(h, _, _)| h.adds_us.map(|d| (h, d)))
+        .enumerate()
+        .map(|(i, (h, d))| match i {
+            0 => format!("{} µs in {}", signed_us(&d), h.floor),
+            _ => format!("{} in {}", signed_us(&Estimate { n: 1, ..d }), h.floor),
         })
         .collect();
     if !adds.is_empty() {
