@@ -273,6 +273,36 @@ request = { path = "/env?name=GREETING" }
 expect = { status = 200, body = "from the lab\n" }
 "#;
 
+/// `wasmlab run` of GREET_AND_ENV on `component` in `hosts` alone (`--variant NAME-in-HOST`,
+/// no floors), the environment `GREETING=from the lab`; the output, the results directory and
+/// the twins' names.
+fn run_in_hosts(
+    tmp: &tempfile::TempDir,
+    component: &std::path::Path,
+    hosts: &[&str],
+) -> (std::process::Output, std::path::PathBuf, Vec<String>) {
+    let comp = component.display().to_string();
+    let stem = component
+        .file_stem()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .replace('_', "-");
+    let mut extra = vec![
+        "--no-setup",
+        "--component",
+        &comp,
+        "--component-env",
+        "GREETING=from the lab",
+    ];
+    let twins: Vec<String> = hosts.iter().map(|h| format!("{stem}-in-{h}")).collect();
+    for t in &twins {
+        extra.extend(["--variant", t]);
+    }
+    let (out, results) = run_suite(tmp.path(), GREET_AND_ENV, &extra);
+    (out, results, twins)
+}
+
 /// A JavaScript component (componentize-js: SpiderMonkey in the component) named in three hosts
 /// alone (`--variant hello-js-in-HOST`, no floors): its routes checked, the environment given
 /// with --component-env read by the script, measured where the host can serve it. `jco serve`
@@ -286,22 +316,12 @@ fn a_component_in_javascript_runs_in_the_hosts_named() {
         Ok(c) => c,
         Err(why) => return skipped(&why),
     };
-    let suite = GREET_AND_ENV;
-    let hosts = ["component-pooled", "component-wasmtime-serve", "jco-serve"];
-    let comp = component.display().to_string();
-    let mut extra = vec![
-        "--no-setup",
-        "--component",
-        &comp,
-        "--component-env",
-        "GREETING=from the lab",
-    ];
-    let twins: Vec<String> = hosts.iter().map(|h| format!("hello-js-in-{h}")).collect();
-    for t in &twins {
-        extra.extend(["--variant", t]);
-    }
     let tmp = tempfile::tempdir().unwrap();
-    let (out, results) = run_suite(tmp.path(), suite, &extra);
+    let (out, results, twins) = run_in_hosts(
+        &tmp,
+        &component,
+        &["component-pooled", "component-wasmtime-serve", "jco-serve"],
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     let dir = only_run_dir(&results);
     let run = read_json(&dir.join("run.json"));
@@ -341,27 +361,17 @@ fn a_component_in_python_runs_in_the_hosts_named() {
         Ok(c) => c,
         Err(why) => return skipped(&why),
     };
-    let suite = GREET_AND_ENV;
-    let hosts = [
-        "component-pooled",
-        "component-recycled",
-        "component-wasmtime-serve",
-        "jco-serve",
-    ];
-    let comp = component.display().to_string();
-    let mut extra = vec![
-        "--no-setup",
-        "--component",
-        &comp,
-        "--component-env",
-        "GREETING=from the lab",
-    ];
-    let twins: Vec<String> = hosts.iter().map(|h| format!("hello-py-in-{h}")).collect();
-    for t in &twins {
-        extra.extend(["--variant", t]);
-    }
     let tmp = tempfile::tempdir().unwrap();
-    let (out, results) = run_suite(tmp.path(), suite, &extra);
+    let (out, results, twins) = run_in_hosts(
+        &tmp,
+        &component,
+        &[
+            "component-pooled",
+            "component-recycled",
+            "component-wasmtime-serve",
+            "jco-serve",
+        ],
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     let dir = only_run_dir(&results);
