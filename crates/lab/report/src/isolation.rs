@@ -59,7 +59,7 @@ pub(crate) fn answer(a: &ServerAnalysis) -> Option<(String, Vec<String>)> {
             continue;
         };
         let entry = cheapest.entry(model).or_insert((&c.variant, rate, e));
-        if e.value < entry.2.value {
+        if cheaper(a, w, (&c.variant, rate), (entry.0, entry.1)) {
             *entry = (&c.variant, rate, e);
         }
     }
@@ -89,6 +89,29 @@ pub(crate) fn answer(a: &ServerAnalysis) -> Option<(String, Vec<String>)> {
         })
         .collect();
     Some((lead, sentences))
+}
+
+/// Whether variant `x` costs less than `y` on `w`, each given with the highest equal-load rate
+/// it kept up with: compared at the highest rate both have a multiple of native's at, since
+/// native's CPU per request falls as its rate rises and multiples at different rates do not rank
+/// variants; without a shared rate, the one that kept up with the higher rate (on the same CPUs,
+/// the one that does less a request).
+fn cheaper(a: &ServerAnalysis, w: &str, x: (&str, f64), y: (&str, f64)) -> bool {
+    let ratio = |v: &str, rate: f64| {
+        a.equal_load_at(w, rate)
+            .into_iter()
+            .find(|p| p.variant == v)
+            .and_then(|p| p.cost_ratio)
+    };
+    let shared = a
+        .equal_load_rates(w)
+        .into_iter()
+        .rev()
+        .find_map(|rate| Some((ratio(x.0, rate)?, ratio(y.0, rate)?)));
+    match shared {
+        Some((rx, ry)) => rx.value < ry.value,
+        None => x.1 > y.1,
+    }
 }
 
 #[cfg(test)]
@@ -123,5 +146,54 @@ mod tests {
             }
         }
         assert!(answer(&a).is_none());
+    }
+
+    /// A model's cheapest variant is the one cheaper at a rate both kept up with, not the one with
+    /// the lower multiple at its own highest rate: native's CPU per request falls as its rate
+    /// rises, so a variant that keeps up only with a lower rate has the lower multiple there.
+    #[test]
+    fn variants_of_a_model_are_ranked_at_a_shared_rate() {
+        let mut a = crate::tests::analysis();
+        let (w, costs) = main_workload(&a).unwrap();
+        let w = w.to_owned();
+        let fast = costs[0].variant.clone();
+        let rates = a.equal_load_rates(&w);
+        let (low, high) = (rates[0], *rates.last().unwrap());
+        assert!(low < high, "{rates:?}");
+        let ratio = |value: f64| Estimate {
+            value,
+            lo: value * 0.9,
+            hi: value * 1.1,
+            n: 2,
+        };
+        // The slow variant: measured only at the lower rate, where it costs more than the fast
+        // one, though less than the fast one does at the higher rate.
+        let mut slow_points = Vec::new();
+        for p in &mut a.equal_load {
+            if p.variant == fast && p.workload == w {
+                p.cost_ratio = Some(ratio(if p.rate == low { 1.5 } else { 2.0 }));
+                if p.rate == low {
+                    let mut slow = p.clone();
+                    slow.variant = "slow".into();
+                    slow.cost_ratio = Some(ratio(1.8));
+                    slow_points.push(slow);
+                }
+            }
+        }
+        a.equal_load.extend(slow_points);
+        a.variants.push("slow".into());
+        let mut specs = vec![crate::tests::spec(&fast), crate::tests::spec("slow")];
+        for s in &mut specs {
+            s.isolation = Some(Isolation::Fresh);
+        }
+        a.info.variant_specs = specs;
+        let (_, said) = answer(&a).unwrap();
+        assert_eq!(said.len(), 1, "{said:?}");
+        assert!(said[0].contains(&format!("({fast}): 2.00×")), "{said:?}");
+        // Without a rate in common, the one that kept up with the higher rate.
+        a.equal_load
+            .retain(|p| !(p.variant == fast && p.rate == low));
+        let (_, said) = answer(&a).unwrap();
+        assert!(said[0].contains(&format!("({fast}): ")), "{said:?}");
     }
 }
