@@ -5,9 +5,10 @@
 //! component at the same rate).
 
 use wasmlab_analysis::ServerAnalysis;
-use wasmlab_analysis::servers::{BASELINE, HandlerCost};
+use wasmlab_analysis::servers::{BASELINE, HandlerCost, ThroughputCell};
 use wasmlab_analysis::stats::Estimate;
 use wasmlab_model::run::Status;
+use wasmlab_model::sample::Pace;
 
 use crate::format::{fmt_rps, fmt_us, times};
 
@@ -32,7 +33,9 @@ pub(crate) fn sentences(a: &ServerAnalysis) -> Vec<String> {
                 .collect();
             let mut s = match costs.is_empty() {
                 false => sentence(c.file_name(), w, &costs),
-                true => match saturated_sentence(a, &c.path, c.file_name(), w) {
+                true => match saturated_sentence(a, &c.path, c.file_name(), w)
+                    .or_else(|| unsaturated_sentence(a, &c.path, c.file_name(), w))
+                {
                     Some(s) => s,
                     None => continue,
                 },
@@ -111,6 +114,68 @@ fn saturated_sentence(
         s += &format!("; {host} {} µs", fmt_us(*us));
     }
     Some(s + ".")
+}
+
+/// Where the component was served but no host has a cost (no equal load, no saturated server),
+/// what each host reached, fastest first: its most requests a second, at how many connections,
+/// how busy its CPUs were and what set the pace instead. None where no host answered.
+fn unsaturated_sentence(
+    a: &ServerAnalysis,
+    path: &str,
+    file: &str,
+    workload: &str,
+) -> Option<String> {
+    let mut hosts: Vec<(&str, &ThroughputCell)> = a
+        .info
+        .variant_specs
+        .iter()
+        .filter(|s| s.component.as_deref() == Some(path))
+        .filter_map(|s| {
+            let cell = a
+                .throughput
+                .iter()
+                .filter(|t| t.variant == s.name && t.workload == workload && t.responses > 0)
+                .max_by(|x, y| x.rps.value.total_cmp(&y.rps.value))?;
+            Some((s.floor.as_deref().unwrap_or(&s.name), cell))
+        })
+        .collect();
+    if hosts.is_empty() {
+        return None;
+    }
+    hosts.sort_by(|x, y| y.1.rps.value.total_cmp(&x.1.rps.value));
+    let reached: Vec<String> = hosts
+        .iter()
+        .map(|(host, cell)| {
+            let busy = cell
+                .utilization
+                .map(|u| format!(", its CPUs {:.0}% busy", u * 100.0))
+                .unwrap_or_default();
+            let pace = most_common_pace(cell)
+                .map(|p| format!(": {p}"))
+                .unwrap_or_default();
+            format!(
+                "{host} {} req/s at {} connections{busy}{pace}",
+                fmt_rps(cell.rps.value),
+                cell.connections
+            )
+        })
+        .collect();
+    Some(format!(
+        "Your component {file} on {workload} was served in {}; no host kept its CPUs busy and          this run measured no equal load, so no cost a request is given (more connections, or          native in the run for equal load, would give one).",
+        reached.join("; ")
+    ))
+}
+
+/// What set the pace of most of a cell's runs.
+fn most_common_pace(cell: &ThroughputCell) -> Option<Pace> {
+    let mut counts: Vec<(Pace, usize)> = Vec::new();
+    for (_, p) in &cell.paces {
+        match counts.iter_mut().find(|(q, _)| q == p) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((*p, 1)),
+        }
+    }
+    counts.into_iter().max_by_key(|(_, n)| *n).map(|(p, _)| p)
 }
 
 fn sentence(file: &str, workload: &str, costs: &[&HandlerCost]) -> String {
@@ -309,6 +374,20 @@ mod tests {
             "{s}"
         );
         assert!(!s.contains("jco-serve"), "{s}");
+        // No host saturated: what each reached, not "served in no host".
+        for cell in &mut a.throughput {
+            cell.capacity_runs.clear();
+        }
+        let said = sentences(&a);
+        assert_eq!(said.len(), 1, "{said:?}");
+        assert!(
+            said[0].starts_with(&format!("Your component mine.wasm on {w} was served in ")),
+            "{said:?}"
+        );
+        for host in ["wasmtime-serve", "component-pooled", "jco-serve"] {
+            assert!(said[0].contains(&format!("{host} ")), "{said:?}");
+        }
+        assert!(said[0].contains("no cost a request is given"), "{said:?}");
     }
 
     #[test]
