@@ -305,6 +305,22 @@ mod tests {
         assert_eq!(spec.component.as_deref(), Some(mine.path.as_str()));
         assert_eq!(spec.family, "yours");
         assert!(s.cold_start_variants().contains(&twin));
+        // A host that answers 404 while it deploys (wasmCloud) waits for the user's component
+        // until the start timeout, not for as long as it takes with wasmlab's; one that does not
+        // keeps the default.
+        let grace = |v: &str| {
+            catalog
+                .find(v)
+                .unwrap()
+                .start
+                .as_ref()
+                .unwrap()
+                .ready_grace_secs
+        };
+        let most = wasmlab_model::variant::MOST_READY_GRACE_SECS;
+        assert!(grace("wasmcloud-host").is_some_and(|g| g < most));
+        assert_eq!(grace(&mine.variant_name("wasmcloud-host")), Some(most));
+        assert_eq!(grace(&twin), None);
         s.check_variants(&catalog).unwrap();
     }
 

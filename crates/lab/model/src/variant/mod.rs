@@ -597,8 +597,9 @@ impl VariantSpec {
                 }
                 if let Some(g) = start.ready_grace_secs {
                     anyhow::ensure!(
-                        g.is_finite() && (0.0..=600.0).contains(&g),
-                        "[start] ready_grace_secs {g} is not a number of seconds from 0 to 600"
+                        g.is_finite() && (0.0..=MOST_READY_GRACE_SECS).contains(&g),
+                        "[start] ready_grace_secs {g} is not a number of seconds from 0 to \
+                         {MOST_READY_GRACE_SECS}"
                     );
                 }
             }
@@ -728,6 +729,12 @@ impl VariantSpec {
         twin.compute_code = None;
         twin.component = Some(component.path.clone());
         twin.floor = Some(self.name.clone());
+        // A host that answers another status while it deploys has a grace sized for wasmlab's
+        // own components; a user's may take far longer to compile (an 18.5 MB Python one took
+        // wasmcloud-host past its 60 s), so its twin is given until the run's start timeout.
+        if let Some(start) = twin.start.as_mut().filter(|s| s.ready_grace_secs.is_some()) {
+            start.ready_grace_secs = Some(MOST_READY_GRACE_SECS);
+        }
         if !component.env.is_empty() {
             let start = twin.start.as_mut();
             anyhow::ensure!(
@@ -753,6 +760,10 @@ impl VariantSpec {
         all.into_iter().any(|a| a.contains("{core_guest}"))
     }
 }
+
+/// The longest `[start] ready_grace_secs`: the launch's deadline, the suite's start timeout,
+/// ends the wait before it in any suite but one that allows ten minutes to start.
+pub const MOST_READY_GRACE_SECS: f64 = 600.0;
 
 /// Puts `env` (as `{env:KEY}` placeholders) where `start` gives a component the upstream's URL:
 /// an argument `WASMLAB_UPSTREAM={upstream}` gets a twin `KEY={env:KEY}` after the same flag (`--env`
