@@ -234,7 +234,7 @@ fn sentence(file: &str, workload: &str, costs: &[&HandlerCost]) -> String {
             adds.join(", ")
         );
     }
-    for h in costs.iter().filter(|h| h.cpu_us.is_none()) {
+    for h in costs.iter().filter(|h| h.adds_us.is_none()) {
         if let Some(n) = &h.note {
             s += &format!("; {}: {n}", h.floor);
         }
@@ -310,6 +310,22 @@ mod tests {
             none.contains("no host has a figure at equal load"),
             "{none}"
         );
+        // A host whose floor was not in the run: its own figure, and why there is no difference.
+        let mut d = cost("wasmcloud-host", Some(8_000.0), 0.0, 0.0);
+        (d.adds_us, d.floor_cpu_us, d.over_native) = (None, None, None);
+        d.note = Some("its floor (wasmlab's component in wasmcloud-host) not measured".into());
+        let s = sentence("mine.wasm", "root", &[&d]);
+        assert!(
+            s.starts_with("Your component mine.wasm on root: cheapest in wasmcloud-host (8,000 µs"),
+            "{s}"
+        );
+        assert!(
+            s.ends_with(
+                "; wasmcloud-host: its floor (wasmlab's component in wasmcloud-host) not measured."
+            ),
+            "{s}"
+        );
+        assert!(!s.contains("adds"), "{s}");
     }
 
     /// A user's component at `path`, as run.json records one.

@@ -16,7 +16,8 @@ pub struct HandlerCost {
     /// The host's floor: the variant running wasmlab's own component in the same host.
     pub floor: String,
     pub workload: String,
-    /// The highest equal-load rate at which both kept up, req/s (None: `note` says why).
+    /// The highest equal-load rate at which both kept up, req/s; without its floor there, the
+    /// highest the variant kept up with (`note` says why, and None where it kept up with none).
     pub rate: Option<f64>,
     /// CPU µs per request of the variant, and of the floor, at that rate.
     pub cpu_us: Option<Estimate>,
@@ -82,9 +83,19 @@ pub(super) fn handler_costs(
                     cost.over_native = m.cost_ratio;
                 }
                 None => {
+                    // Without its floor at that rate, the component's own figures still stand,
+                    // at the highest rate it kept up with; only the difference is missing.
+                    if let Some(m) = mine.iter().max_by(|a, b| a.rate.total_cmp(&b.rate)) {
+                        cost.rate = Some(m.rate);
+                        cost.cpu_us = Some(m.cpu_us);
+                        cost.over_native = m.cost_ratio;
+                    }
                     cost.note = Some(match (mine.is_empty(), theirs.is_empty()) {
                         (true, _) => format!("{v} kept up with no equal-load rate of {w}"),
-                        (false, true) => format!("{floor} not measured at equal load on {w}"),
+                        (false, true) => format!(
+                            "its floor (wasmlab's component in {floor}) not measured at equal load \
+                             on {w}"
+                        ),
                         (false, false) => format!("{v} and {floor} kept up at no common rate"),
                     });
                 }
