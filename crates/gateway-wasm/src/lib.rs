@@ -18,6 +18,7 @@
 //!   WASI command guest.
 
 mod calls;
+pub mod cli;
 #[cfg(feature = "components")]
 mod component;
 #[cfg(all(feature = "components", feature = "compiler"))]
