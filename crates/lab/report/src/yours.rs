@@ -84,21 +84,13 @@ fn saturated_sentence(
     file: &str,
     workload: &str,
 ) -> Option<String> {
-    let mut hosts: Vec<(&str, f64, f64, usize)> = a
-        .info
-        .variant_specs
-        .iter()
-        .filter(|s| s.component.as_deref() == Some(path))
-        .filter_map(|s| {
-            let cell = a
-                .throughput
-                .iter()
-                .filter(|t| t.variant == s.name && t.workload == workload)
+    let mut hosts: Vec<(&str, f64, f64, usize)> = host_cells(a, path, workload)
+        .filter_map(|(host, cells)| {
+            let cell = cells
                 .filter(|t| !t.capacity_runs.is_empty())
                 .max_by_key(|t| t.connections)?;
             let per_cpu_second = cell.capacity_runs.iter().map(|(_, c)| c).sum::<f64>()
                 / cell.capacity_runs.len() as f64;
-            let host = s.floor.as_deref().unwrap_or(&s.name);
             Some((host, 1e6 / per_cpu_second, cell.rps.value, cell.connections))
         })
         .collect();
@@ -116,6 +108,26 @@ fn saturated_sentence(
     Some(s + ".")
 }
 
+/// Each host that ran the component at `path` (named as its floor is), with its closed-loop
+/// cells on `workload`.
+fn host_cells<'a>(
+    a: &'a ServerAnalysis,
+    path: &'a str,
+    workload: &'a str,
+) -> impl Iterator<Item = (&'a str, impl Iterator<Item = &'a ThroughputCell>)> {
+    a.info
+        .variant_specs
+        .iter()
+        .filter(move |s| s.component.as_deref() == Some(path))
+        .map(move |s| {
+            let cells = a
+                .throughput
+                .iter()
+                .filter(move |t| t.variant == s.name && t.workload == workload);
+            (s.floor.as_deref().unwrap_or(&s.name), cells)
+        })
+}
+
 /// Where the component was served but no host has a cost (no equal load, no saturated server),
 /// what each host reached, fastest first: its most requests a second, at how many connections,
 /// how busy its CPUs were and what set the pace instead. None where no host answered.
@@ -125,18 +137,12 @@ fn unsaturated_sentence(
     file: &str,
     workload: &str,
 ) -> Option<String> {
-    let mut hosts: Vec<(&str, &ThroughputCell)> = a
-        .info
-        .variant_specs
-        .iter()
-        .filter(|s| s.component.as_deref() == Some(path))
-        .filter_map(|s| {
-            let cell = a
-                .throughput
-                .iter()
-                .filter(|t| t.variant == s.name && t.workload == workload && t.responses > 0)
+    let mut hosts: Vec<(&str, &ThroughputCell)> = host_cells(a, path, workload)
+        .filter_map(|(host, cells)| {
+            let cell = cells
+                .filter(|t| t.responses > 0)
                 .max_by(|x, y| x.rps.value.total_cmp(&y.rps.value))?;
-            Some((s.floor.as_deref().unwrap_or(&s.name), cell))
+            Some((host, cell))
         })
         .collect();
     if hosts.is_empty() {
