@@ -8,7 +8,6 @@ use wasmlab_analysis::ServerAnalysis;
 use wasmlab_analysis::servers::{BASELINE, HandlerCost, ThroughputCell};
 use wasmlab_analysis::stats::Estimate;
 use wasmlab_model::run::Status;
-use wasmlab_model::sample::Pace;
 
 use crate::format::{fmt_rps, fmt_us, times};
 
@@ -156,8 +155,12 @@ fn unsaturated_sentence(
                 .utilization
                 .map(|u| format!(", its CPUs {:.0}% busy", u * 100.0))
                 .unwrap_or_default();
-            let pace = most_common_pace(cell)
-                .map(|p| format!(": {p}"))
+            // What set the pace of most of its runs instead of the server.
+            let pace = cell
+                .unsaturated()
+                .into_iter()
+                .max_by_key(|n| n.runs)
+                .map(|n| format!(": {}", n.pace))
                 .unwrap_or_default();
             format!(
                 "{host} {} req/s at {} connections{busy}{pace}",
@@ -167,21 +170,11 @@ fn unsaturated_sentence(
         })
         .collect();
     Some(format!(
-        "Your component {file} on {workload} was served in {}; no host kept its CPUs busy and          this run measured no equal load, so no cost a request is given (more connections, or          native in the run for equal load, would give one).",
+        "Your component {file} on {workload} was served in {}; no host kept its CPUs busy and \
+         this run measured no equal load, so no cost a request is given (more connections, or \
+         native in the run for equal load, would give one).",
         reached.join("; ")
     ))
-}
-
-/// What set the pace of most of a cell's runs.
-fn most_common_pace(cell: &ThroughputCell) -> Option<Pace> {
-    let mut counts: Vec<(Pace, usize)> = Vec::new();
-    for (_, p) in &cell.paces {
-        match counts.iter_mut().find(|(q, _)| q == p) {
-            Some((_, n)) => *n += 1,
-            None => counts.push((*p, 1)),
-        }
-    }
-    counts.into_iter().max_by_key(|(_, n)| *n).map(|(p, _)| p)
 }
 
 fn sentence(file: &str, workload: &str, costs: &[&HandlerCost]) -> String {
@@ -410,6 +403,7 @@ mod tests {
             assert!(said[0].contains(&format!("{host} ")), "{said:?}");
         }
         assert!(said[0].contains("no cost a request is given"), "{said:?}");
+        assert!(!said[0].contains("  "), "one space between words: {said:?}");
     }
 
     #[test]
