@@ -1,11 +1,10 @@
-//! A server suite's run, in the order it is measured: every variant the load cells measure
-//! prepared, then verified before anything is measured (and its capacity probed, where the suite's
-//! equal-load rates are shares of the slowest variant's); then, for each repetition, each variant
-//! in a shuffled order: launch, verify, its load cells (closed loop and equal load, warm, open
-//! loop) with resources read, stop. After the first repetition (and the first answer it gives)
-//! the variants only cold-started are prepared and verified, and the cold starts made, each
-//! launch in a shuffled order on an otherwise idle machine, before the other repetitions; where
-//! the suite allows more, as many more as the first ones' intervals ask for.
+//! A server suite's run, in the order it is measured: every variant prepared, then verified
+//! before anything is measured (and its capacity probed, where the suite's equal-load rates are
+//! shares of the slowest variant's); then cold starts, each launch in a shuffled order on an
+//! otherwise idle machine; then, for each repetition, each variant in a shuffled order: launch,
+//! verify, its load cells (closed loop and equal load, warm, open loop) with resources read,
+//! stop; and, where the suite allows more repetitions, as many more as the first ones' intervals
+//! ask for.
 
 use std::ops::Range;
 use std::path::Path;
@@ -57,43 +56,27 @@ pub(crate) fn run(
         workloads: &workloads,
         upstream: None,
         so_far,
-        answered_after: 0,
     };
     // The upstream echo server for /proxy, then every variant's preparation.
     let upstream = run.start_upstream()?;
     if let Err(why) = wasmlab_plan::containerd::confine(&plan.cpus) {
         run.rec.say(why);
     }
-    // What only cold starts need (the gateway without its compiler, built once in minutes) is
-    // prepared after the first repetition, so that its build does not delay the first answer.
-    let upstream_url = format!("http://{}", upstream.addr);
-    let (now, later): (Vec<String>, Vec<String>) = plan
-        .variants
-        .iter()
-        .map(|p| p.name().to_owned())
-        .partition(|n| suite.variants.contains(n));
-    let mut variants = run.prepare_all(&upstream_url, &now)?;
-    run.record_own_artifacts()?;
-    let probed = run.verify_all(&by_name(&variants, &now))?;
+    let variants = run.prepare_all(&format!("http://{}", upstream.addr))?;
+    let by_name = |names: &[String]| -> Vec<&Launchable> {
+        names
+            .iter()
+            .filter_map(|n| variants.iter().find(|v| v.name() == n))
+            .collect()
+    };
+    let everything: Vec<String> = plan.variants.iter().map(|p| p.name().to_owned()).collect();
+    let probed = run.verify_all(&by_name(&everything))?;
     run.choose_equal_load_rates(&probed)?;
     run.upstream = upstream.pid();
-    let started = Instant::now();
-    let first = suite.repetitions.min(1);
-    run.rounds(&by_name(&variants, &suite.variants), 0..first)?;
-    let first_took = started.elapsed();
-    if !run.rec.cancelled() {
-        if first < suite.repetitions {
-            run.say_answer_so_far(first);
-        }
-        if !later.is_empty() {
-            variants.extend(run.prepare_all(&upstream_url, &later)?);
-            run.verify_all(&by_name(&variants, &later))?;
-        }
-        if let Some(c) = &suite.cold_start {
-            run.cold_starts(&by_name(&variants, &suite.cold_start_variants()), c.runs)?;
-        }
+    if let Some(c) = &suite.cold_start {
+        run.cold_starts(&by_name(&suite.cold_start_variants()), c.runs)?;
     }
-    run.repetitions(&by_name(&variants, &suite.variants), first, first_took)?;
+    run.repetitions(&by_name(&suite.variants))?;
     run.rec.progress.finish_and_clear();
     run.rec.info.idle = Some(idle.finish());
     upstream.stop();
@@ -103,14 +86,6 @@ pub(crate) fn run(
         });
     }
     run.rec.finish()
-}
-
-/// The variants named, in the order named, of those prepared.
-fn by_name<'v>(variants: &'v [Launchable], names: &[String]) -> Vec<&'v Launchable> {
-    names
-        .iter()
-        .filter_map(|n| variants.iter().find(|v| v.name() == n))
-        .collect()
 }
 
 /// The suite's first workload's first request: a launch is ready, and a cold start over, when it
@@ -259,8 +234,6 @@ struct ServerRun<'a> {
     upstream: Option<u32>,
     /// The answer so far, said after each repetition but the last.
     so_far: AnswerSoFar<'a>,
-    /// The repetitions the last answer so far was said after.
-    answered_after: u32,
 }
 
 impl<'a> ServerRun<'a> {
@@ -295,9 +268,9 @@ impl<'a> ServerRun<'a> {
         )
     }
 
-    /// The runnable variants of `names` with this run's values, each prepared (a failed
-    /// preparation fails the variant), and the sizes of what they run recorded.
-    fn prepare_all(&mut self, upstream: &str, names: &[String]) -> anyhow::Result<Vec<Launchable>> {
+    /// The runnable variants with this run's values, each prepared (a failed preparation fails
+    /// the variant), and the sizes of what they run recorded.
+    fn prepare_all(&mut self, upstream: &str) -> anyhow::Result<Vec<Launchable>> {
         let plan = self.plan;
         let host_triple = wasmlab_plan::machine::host_triple();
         let results = self.rec.dir.path.clone();
@@ -313,7 +286,7 @@ impl<'a> ServerRun<'a> {
             host_triple: &host_triple,
         };
         let mut variants = Vec::new();
-        for p in plan.ready().filter(|p| names.iter().any(|n| n == p.name())) {
+        for p in plan.ready() {
             let State::Ready {
                 tools,
                 container,
@@ -348,13 +321,6 @@ impl<'a> ServerRun<'a> {
             }
             variants.push(v);
         }
-        self.rec.save_info()?;
-        Ok(variants)
-    }
-
-    /// The sizes of wasmlab's own binaries and guest, recorded before the variants' artifacts.
-    fn record_own_artifacts(&mut self) -> anyhow::Result<()> {
-        let plan = self.plan;
         let info = &mut self.rec.info;
         let mut artifacts = prepare::own_artifacts(
             &plan.bin_dir,
@@ -363,7 +329,8 @@ impl<'a> ServerRun<'a> {
         );
         artifacts.append(&mut info.artifacts);
         info.artifacts = artifacts;
-        self.rec.save_info()
+        self.rec.save_info()?;
+        Ok(variants)
     }
 
     /// (variant, its floor) of each variant that runs a user's component in a host.
@@ -583,24 +550,18 @@ impl<'a> ServerRun<'a> {
         Ok(())
     }
 
-    /// The suite's repetitions after the first `done` (which took `took`), then those its
-    /// intervals ask for (see [`Self::add_repetitions`]).
-    fn repetitions(
-        &mut self,
-        variants: &[&Launchable],
-        done: u32,
-        took: Duration,
-    ) -> anyhow::Result<()> {
+    /// The suite's repetitions, then those its intervals ask for (see [`Self::add_repetitions`]).
+    fn repetitions(&mut self, variants: &[&Launchable]) -> anyhow::Result<()> {
         let first = self.suite.repetitions;
         let started = Instant::now();
-        self.rounds(variants, done..first)?;
+        self.rounds(variants, 0..first)?;
         let Some(max) = self.suite.max_repetitions.filter(|m| *m > first) else {
             return Ok(());
         };
         if self.rec.cancelled() {
             return Ok(());
         }
-        let added = self.add_repetitions(variants.len(), first, max, took + started.elapsed())?;
+        let added = self.add_repetitions(variants.len(), first, max, started.elapsed())?;
         self.rounds(variants, first..first + added)
     }
 
@@ -658,13 +619,8 @@ impl<'a> ServerRun<'a> {
     }
 
     /// The answer after `done` repetitions, as the caller words it, from the figures measured so
-    /// far: the user sees one minutes before the run ends, narrower after each repetition. Said
-    /// once for each `done`.
-    fn say_answer_so_far(&mut self, done: u32) {
-        if done <= self.answered_after {
-            return;
-        }
-        self.answered_after = done;
+    /// far: the user sees one minutes before the run ends, narrower after each repetition.
+    fn say_answer_so_far(&self, done: u32) {
         let total = self.rec.info.suite.repetitions;
         if let Some(text) = (self.so_far)(&analyse(&self.rec.info, &self.rec.samples), done, total)
         {

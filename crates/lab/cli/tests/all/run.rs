@@ -130,9 +130,7 @@ fn wasmtime_shared_async() {
 /// intervals are ±100% and more: t is 12.7 on one degree of freedom) it adds none, and
 /// `--repetitions` alone fixes the count (no look). What it did is in run.json, the samples, the
 /// terminal and the outputs' line on the intervals; after each repetition but the last the
-/// terminal gives the answer so far. A variant only cold-started is prepared after the first
-/// answer, so that its build (the gateway without its compiler's, in the quick suite) does not
-/// delay it, and is cold-started all the same.
+/// terminal gives the answer so far.
 #[test]
 fn a_run_adds_the_repetitions_its_intervals_ask_for() {
     let suite = |target: f64| {
@@ -152,58 +150,24 @@ rates = [300]
 duration_secs = 0.3
 warmup_secs = 0.05
 connections = 4
-
-[cold_start]
-runs = 1
-variants = ["native", "native-later"]
 "#
         )
     };
-    let files = tempfile::tempdir().unwrap();
-    let later = files.path().join("native-later.toml");
-    std::fs::write(
-        &later,
-        r#"name = "native-later"
-about = "the native gateway, only cold-started, after a preparation step"
-[[prepare]]
-about = "a step that only a cold start needs"
-run = ["true"]
-[start]
-command = ["{bin}/wasmlab-gateway-native", "--port", "{port}", "--upstream", "{upstream}"]
-"#,
-    )
-    .unwrap();
-    let later = later.display().to_string();
     for (target, extra, added) in [
         (0.0001, &[][..], Some(1)),
         (1000.0, &[][..], Some(0)),
         (0.0001, &["--repetitions", "2"][..], None),
     ] {
         let tmp = tempfile::tempdir().unwrap();
-        let extra = [extra, &["--variant-file", &later][..]].concat();
-        let (out, results) = run_suite(tmp.path(), &suite(target), &extra);
+        let (out, results) = run_suite(tmp.path(), &suite(target), extra);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "{stderr}");
         let dir = only_run_dir(&results);
         let run = read_json(&dir.join("run.json"));
-        let prepared = stderr
-            .find("native-later: a step that only a cold start needs")
-            .unwrap_or_else(|| panic!("{stderr}"));
-        let first_answer = stderr
-            .find("provisional answer, after 1 of")
-            .unwrap_or_else(|| panic!("{stderr}"));
-        assert!(first_answer < prepared, "{stderr}");
-        assert_eq!(outcome(&run, "native-later")["status"], "measured", "{run}");
         let total = 2 + added.unwrap_or(0);
         assert_eq!(run["suite"]["repetitions"], total, "{target} {extra:?}");
         assert_eq!(run["orders"].as_array().unwrap().len(), total as usize);
         let samples = std::fs::read_to_string(dir.join("samples.jsonl")).unwrap();
-        assert!(
-            samples
-                .lines()
-                .any(|l| l.contains("\"native-later\"") && l.contains("cold_start")),
-            "{samples}"
-        );
         for r in 0..3 {
             let measured = samples.contains(&format!("\"repetition\":{r},"));
             assert_eq!(measured, r < total, "repetition {r}: {target} {extra:?}");
