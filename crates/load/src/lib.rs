@@ -119,8 +119,12 @@ fn execute(config: LoadConfig) -> anyhow::Result<Finished> {
         config,
     });
     // The measured part opens when the warm-up ends: told from a thread of its own, so that no
-    // worker's pace waits for the caller.
-    let opens = window.clone().map(|w| {
+    // worker's pace waits for the caller. Without a warm-up it opens here, before any worker
+    // starts, so that no request is answered before it.
+    if let (Some(w), true) = (&window, warm_up.is_zero()) {
+        (w.0)(Edge::Opens);
+    }
+    let opens = window.clone().filter(|_| !warm_up.is_zero()).map(|w| {
         let cancel = shared.config.cancel.clone();
         std::thread::spawn(move || {
             while let Some(left) = measure_from.checked_duration_since(Instant::now()) {

@@ -53,10 +53,13 @@ fn a_closed_loop_warm_up_is_sent_on_the_same_connections_and_not_counted() {
     assert_eq!(at_close, all);
     assert!(r.responses > 100 && r.responses < all, "{r:?}");
     // What the window saw answered is what was counted, but for the exchanges in flight at its
-    // opening (at most one per connection).
+    // opening (at most one per connection) and those answered while the thread that tells the
+    // opening waited for a core (on a busy machine it wakes late).
+    let late = (opened - t0).saturating_sub(Duration::from_millis(300));
+    let answered_while_late = (r.responses as f64 * late.as_secs_f64() / 0.3).ceil() as u64;
     assert!(
-        (at_close - at_open).abs_diff(r.responses) <= 4 + r.responses / 50,
-        "{} answered in the window, {} counted",
+        (at_close - at_open).abs_diff(r.responses) <= 4 + r.responses / 50 + answered_while_late,
+        "{} answered in the window, {} counted, the opening told {late:?} late",
         at_close - at_open,
         r.responses
     );
@@ -112,7 +115,9 @@ fn without_a_warm_up_the_window_opens_at_once_and_a_request_budget_refuses_one()
     let r = run(c.clone()).unwrap();
     let seen = seen.lock().unwrap().clone();
     assert!(
-        matches!(seen[..], [(Edge::Opens, 0, _, _), (Edge::Closes, n, 0, _)] if n == r.responses)
+        matches!(seen[..], [(Edge::Opens, 0, _, _), (Edge::Closes, n, 0, _)] if n == r.responses),
+        "the edges were {seen:?}, {} responses counted",
+        r.responses
     );
     assert_eq!(r.phases.connections_opened, 2);
     assert_eq!(r.warm_up_secs, None);
