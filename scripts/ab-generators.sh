@@ -16,7 +16,7 @@ done
 [ "$(nproc)" -ge 2 ] || { echo "ab-generators: needs 2 CPUs (one for the gateway, one for the generator)"; exit 3; }
 WASMLAB=target/release/wasmlab
 GATEWAY=target/release/wasmlab-gateway-native
-[ -x "$WASMLAB" ] && [ -x "$GATEWAY" ] || { echo "ab-generators: build first: cargo build --release -p wasmlab -p wasmlab-gateway"; exit 3; }
+[ -x "$WASMLAB" ] && [ -x "$GATEWAY" ] || { echo "ab-generators: build first: cargo build-wasmlab --release"; exit 3; }
 CG=""
 if [ -n "${QUOTA:-}" ]; then
   CG=/sys/fs/cgroup/cpu/wasmlab-ab-generators

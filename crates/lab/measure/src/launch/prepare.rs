@@ -15,8 +15,10 @@ use wasmlab_plan::tools::run_with_timeout;
 use super::Launchable;
 use super::vars::Vars;
 
-/// Runs `cargo build` for wasmlab's own binaries when wasmlab runs from its source tree, with the
-/// profile of the directory they are expected in.
+/// Builds wasmlab's own binaries when wasmlab runs from its source tree, with the profile of the
+/// directory they are expected in: `cargo build-wasmlab` (.cargo/config.toml), the lab and every
+/// gateway in the one invocation ./wasmlab also runs, so that dependencies keep the features
+/// they were built with and nothing is compiled twice.
 pub fn build_binaries(
     workspace: Option<&Path>,
     bin_dir: &Path,
@@ -41,11 +43,11 @@ pub fn build_binaries(
     };
     let mut cmd =
         std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-    cmd.current_dir(ws).arg("build").args(profile);
-    for b in binaries {
-        cmd.args(["--bin", b]);
-    }
-    eprintln!("wasmlab: building {}", binaries.join(", "));
+    cmd.current_dir(ws).arg("build-wasmlab").args(profile);
+    eprintln!(
+        "wasmlab: building {} (cargo build-wasmlab: wasmlab and its gateways in one build)",
+        binaries.join(", ")
+    );
     let status = cmd.status().map_err(|e| {
         anyhow::anyhow!("run cargo to build the gateways: {e} (or pass --no-build)")
     })?;
