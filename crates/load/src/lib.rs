@@ -121,12 +121,13 @@ fn execute(config: LoadConfig) -> anyhow::Result<Finished> {
     // The measured part opens when the warm-up ends: told from a thread of its own, so that no
     // worker's pace waits for the caller. Without a warm-up it opens here, before any worker
     // starts, so that no request is answered before it.
-    if let (Some(w), true) = (&window, warm_up.is_zero()) {
-        (w.0)(Edge::Opens);
-    }
-    let opens = window.clone().filter(|_| !warm_up.is_zero()).map(|w| {
+    let opens = window.clone().and_then(|w| {
+        if warm_up.is_zero() {
+            (w.0)(Edge::Opens);
+            return None;
+        }
         let cancel = shared.config.cancel.clone();
-        std::thread::spawn(move || {
+        Some(std::thread::spawn(move || {
             while let Some(left) = measure_from.checked_duration_since(Instant::now()) {
                 if left.is_zero() || cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed)) {
                     break;
@@ -134,7 +135,7 @@ fn execute(config: LoadConfig) -> anyhow::Result<Finished> {
                 std::thread::sleep(left.min(Duration::from_millis(50)));
             }
             (w.0)(Edge::Opens);
-        })
+        }))
     });
 
     let mut handles = Vec::with_capacity(threads);
