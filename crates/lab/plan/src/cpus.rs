@@ -1,7 +1,7 @@
 //! Putting a run's CPU plan ([`CpuPlan`]) into effect: which CPUs this process may use, the
 //! lab pinned to the load generator's, each server confined to the servers'.
 
-use std::process::Command;
+use std::process::{Child, Command};
 
 use wasmlab_model::cpus::CpuPlan;
 
@@ -14,10 +14,37 @@ pub fn pin_lab(plan: &CpuPlan) -> std::io::Result<()> {
     set_affinity(&cpu_set(&plan.load))
 }
 
-/// Makes `cmd`'s process run on the servers' CPUs only.
-pub fn confine_server(plan: &CpuPlan, cmd: &mut Command) {
-    if plan.apart() {
-        pin_command(&plan.server, cmd);
+/// Spawns `cmd` on the servers' CPUs only. A process starts with the CPUs of the thread that
+/// made it, so the calling thread takes the servers' CPUs for the spawn and then its own again:
+/// with no `pre_exec` hook, std starts the process with posix_spawn (a vfork) rather than by
+/// forking the whole lab, whose cost grows with the lab's memory and would be timed as the
+/// server's (a cold start, an engine's run).
+pub fn spawn_confined(plan: &CpuPlan, cmd: &mut Command) -> std::io::Result<Child> {
+    if !plan.apart() {
+        return cmd.spawn();
+    }
+    let own = thread_affinity()?;
+    set_affinity(&cpu_set(&plan.server))?;
+    let child = cmd.spawn();
+    if let Err(e) = set_affinity(&own) {
+        // Not left on the servers' CPUs, where it would be measured as the server's load.
+        if let Ok(mut child) = child {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        return Err(e);
+    }
+    child
+}
+
+fn thread_affinity() -> std::io::Result<libc::cpu_set_t> {
+    // SAFETY: sched_getaffinity fills the set it is given.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(set)
     }
 }
 
@@ -58,16 +85,11 @@ pub fn confine_running(plan: &CpuPlan, pid: u32) -> std::io::Result<()> {
 
 /// The CPUs this process may run on, in order.
 pub fn allowed() -> std::io::Result<Vec<usize>> {
-    // SAFETY: sched_getaffinity fills the set it is given; the CPU_* helpers only read it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok((0..libc::CPU_SETSIZE as usize)
-            .filter(|&c| libc::CPU_ISSET(c, &set))
-            .collect())
-    }
+    let set = thread_affinity()?;
+    // SAFETY: CPU_ISSET only reads the set.
+    Ok((0..libc::CPU_SETSIZE as usize)
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .collect())
 }
 
 fn cpu_set(cpus: &[usize]) -> libc::cpu_set_t {
@@ -102,9 +124,12 @@ mod tests {
             return;
         }
         let mut cmd = Command::new("grep");
-        cmd.args(["Cpus_allowed_list", "/proc/self/status"]);
-        confine_server(&plan, &mut cmd);
-        let out = String::from_utf8(cmd.output().unwrap().stdout).unwrap();
+        cmd.args(["Cpus_allowed_list", "/proc/self/status"])
+            .stdout(std::process::Stdio::piped());
+        let child = spawn_confined(&plan, &mut cmd).unwrap();
+        // The spawning thread has its own CPUs back.
+        assert_eq!(super::allowed().unwrap(), allowed);
+        let out = String::from_utf8(child.wait_with_output().unwrap().stdout).unwrap();
         // The kernel prints ranges (1-3) where the plan lists each CPU.
         let seen: Vec<usize> = out
             .split(':')

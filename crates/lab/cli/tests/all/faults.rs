@@ -37,6 +37,20 @@ fn children_of(parent: u32) -> Vec<u32> {
         .collect()
 }
 
+/// Asserts that none of `pids` is alive a second after wasmlab exited: a killed process, and the
+/// watchdog that kills the servers wasmlab left, may take a moment to be gone.
+fn assert_gone_soon(pids: &[u32]) {
+    let alive = |pid: &u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|st| !st.contains(") Z "))
+    };
+    let gone_by = std::time::Instant::now() + std::time::Duration::from_secs(1);
+    while pids.iter().any(alive) && std::time::Instant::now() < gone_by {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let left: Vec<&u32> = pids.iter().filter(|p| alive(p)).collect();
+    assert!(left.is_empty(), "servers {left:?} outlived wasmlab");
+}
+
 /// Starts `wasmlab ARGS` in the background, its output discarded.
 fn spawn_quietly(args: &[String]) -> std::process::Child {
     Command::new(WASMLAB)
@@ -93,11 +107,7 @@ duration_secs = 1.5
     unsafe { libc::kill(child.id() as i32, signal) };
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130));
-    for pid in servers {
-        let alive = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .is_ok_and(|st| !st.contains(") Z "));
-        assert!(!alive, "server {pid} outlived wasmlab");
-    }
+    assert_gone_soon(&servers);
 
     let run = read_json(&dir.join("run.json"));
     assert_eq!(run["state"], "interrupted");
@@ -174,16 +184,7 @@ repetitions = 4
     assert!(took.as_secs_f64() < 2.0, "{took:?}: {said}");
     assert!(said.contains("stopped at once"), "{said}");
     assert!(!servers.is_empty());
-    // Killed before wasmlab exited; a killed process may take a moment to be gone.
-    let alive = |pid: &u32| {
-        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|st| !st.contains(") Z "))
-    };
-    let gone_by = std::time::Instant::now() + std::time::Duration::from_secs(1);
-    while servers.iter().any(alive) && std::time::Instant::now() < gone_by {
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    let left: Vec<&u32> = servers.iter().filter(|p| alive(p)).collect();
-    assert!(left.is_empty(), "servers {left:?} outlived wasmlab");
+    assert_gone_soon(&servers);
     let left = processes_naming(&bin);
     assert!(left.is_empty(), "{left:?} outlived wasmlab");
     assert!(!dir.join("report.html").exists(), "the report was written");
@@ -194,7 +195,8 @@ repetitions = 4
 
 #[test]
 fn a_run_killed_partway_leaves_every_file_parseable() {
-    // SIGKILL: no handler runs. What was written must still parse, and rebuild a report.
+    // SIGKILL: no handler runs. What was written must still parse, and rebuild a report; the
+    // servers, which wasmlab could not stop, are killed by its watchdog.
     let tmp = tempfile::tempdir().unwrap();
     let (args, results) = run_args(
         tmp.path(),
@@ -211,8 +213,14 @@ runs = 3
     );
     let mut child = spawn_quietly(&args);
     let dir = wait_for_throughput_samples(&results, 3);
+    let servers = children_of(child.id());
+    assert!(
+        servers.len() >= 2,
+        "a variant and the upstream run as children: {servers:?}"
+    );
     child.kill().unwrap();
     child.wait().unwrap();
+    assert_gone_soon(&servers);
     assert_eq!(read_json(&dir.join("run.json"))["state"], "running");
     assert_files_parse(&dir);
     rebuild_report(&dir);

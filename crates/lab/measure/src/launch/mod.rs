@@ -307,20 +307,13 @@ pub fn spawn_server(
     };
     cmd.stdin(Stdio::null()).stdout(stdout).stderr(log);
     let env = wasmlab_plan::environment::minimal(&mut cmd);
-    wasmlab_plan::cpus::confine_server(ctx.cpus, &mut cmd);
-    // SAFETY: prctl is async-signal-safe; the child dies with wasmlab, so none outlives it.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
-        });
-    }
     // A process group of its own: stopping the server signals the group, so a process it started
-    // and does not stop itself (`jco serve`'s Node server) goes with it.
+    // and does not stop itself (`jco serve`'s Node server) goes with it; and the watchdog kills
+    // the group if wasmlab ends without stopping it.
     cmd.process_group(0);
+    live::watch();
     let t0 = Instant::now();
-    let mut child = cmd
-        .spawn()
+    let mut child = wasmlab_plan::cpus::spawn_confined(ctx.cpus, &mut cmd)
         .map_err(|e| anyhow::anyhow!("start {name} ({:?}): {e}", cmd.get_program()))?;
     live::started(child.id() as i32, stop.as_ref());
     let (tx, rx) = mpsc::channel();

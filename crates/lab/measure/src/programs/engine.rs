@@ -110,10 +110,8 @@ impl Engine {
             .stderr(std::fs::File::create(&err_path)?);
         // Measured as a server is: the lab's minimal environment and the engine's own.
         wasmlab_plan::environment::minimal(&mut cmd);
-        wasmlab_plan::cpus::confine_server(&self.cpus, &mut cmd);
         let t0 = Instant::now();
-        let mut child = cmd
-            .spawn()
+        let mut child = wasmlab_plan::cpus::spawn_confined(&self.cpus, &mut cmd)
             .map_err(|e| anyhow::anyhow!("cannot run {:?}: {e}", cmd.get_program()))?;
         // A watchdog ends a run past the timeout; the wait itself stays a plain blocking wait so
         // that the time measured is the process's.
