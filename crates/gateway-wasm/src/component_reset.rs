@@ -30,7 +30,7 @@ use wasm_encoder::{
 use wasmparser::{DataKind, Encoding, ExternalKind, KnownCustom, Name, Parser, Payload, TypeRef};
 
 use crate::component::WRAPPER_NAME;
-use crate::reset::export_kind;
+use crate::reset::{at, export_kind};
 
 /// The export whose calls the wrapper takes over (any 0.2.x version of the interface).
 fn is_handler(name: &str) -> bool {
@@ -45,7 +45,7 @@ pub fn rewrite(wasm: &[u8]) -> anyhow::Result<Vec<u8>> {
         "it is a core module: component-recycled runs wasi:http components"
     );
     let mut out = wasm_encoder::Component::new();
-    let mut inside: Range<usize> = 0..0;
+    let mut inside: Range<u64> = 0..0;
     let mut rewritten = 0;
     for payload in Parser::new(0).parse_all(wasm) {
         let payload = payload.context("not a valid component")?;
@@ -69,7 +69,7 @@ pub fn rewrite(wasm: &[u8]) -> anyhow::Result<Vec<u8>> {
                 unchecked_range, ..
             } => {
                 inside = unchecked_range.clone();
-                for p in Parser::new(0).parse_all(&wasm[unchecked_range]) {
+                for p in Parser::new(0).parse_all(&wasm[at(&unchecked_range)]) {
                     if let Payload::ModuleSection { .. } = p? {
                         bail!(
                             "a nested component has core modules, whose state is not checked here: run it with --executor component"
@@ -78,14 +78,14 @@ pub fn rewrite(wasm: &[u8]) -> anyhow::Result<Vec<u8>> {
                 }
                 out.section(&RawSection {
                     id: ComponentSectionId::Component as u8,
-                    data: &wasm[range],
+                    data: &wasm[at(&range)],
                 });
             }
             Payload::ModuleSection {
                 unchecked_range, ..
             } => {
                 inside = unchecked_range.clone();
-                let module = &wasm[unchecked_range];
+                let module = &wasm[at(&unchecked_range)];
                 let data = match module_with_reset(module)? {
                     Some(m) => {
                         rewritten += 1;
@@ -101,7 +101,7 @@ pub fn rewrite(wasm: &[u8]) -> anyhow::Result<Vec<u8>> {
             _ => {
                 out.section(&RawSection {
                     id,
-                    data: &wasm[range],
+                    data: &wasm[at(&range)],
                 });
             }
         }
@@ -343,7 +343,7 @@ fn module_with_reset(module: &[u8]) -> anyhow::Result<Option<Vec<u8>>> {
     body.instructions().end();
 
     let mut out = wasm_encoder::Module::new();
-    let mut inside: Range<usize> = 0..0;
+    let mut inside: Range<u64> = 0..0;
     let mut counted = false;
     let mut named = false;
     for payload in Parser::new(0).parse_all(module) {
@@ -400,7 +400,7 @@ fn module_with_reset(module: &[u8]) -> anyhow::Result<Option<Vec<u8>>> {
             Payload::DataSection(reader) => {
                 let mut data = DataSection::new();
                 for d in reader.clone() {
-                    data.raw(&module[d?.range]);
+                    data.raw(&module[at(&d?.range)]);
                 }
                 for (_, bytes, _) in &s.active_data {
                     data.passive(bytes.iter().copied());
@@ -417,7 +417,7 @@ fn module_with_reset(module: &[u8]) -> anyhow::Result<Option<Vec<u8>>> {
             _ => {
                 out.section(&RawSection {
                     id,
-                    data: &module[range],
+                    data: &module[at(&range)],
                 });
             }
         }
@@ -436,15 +436,27 @@ fn module_with_reset(module: &[u8]) -> anyhow::Result<Option<Vec<u8>>> {
     Ok(Some(out))
 }
 
-/// The module's name section with the wrapper's name added to its function names.
+/// The module's name section with the wrapper's name added to its function names: in the
+/// function names it has, else in a function subsection of its own, placed after the module's
+/// name and before the others as the subsections' order requires.
 fn names_with_wrapper(
     reader: wasmparser::NameSectionReader<'_>,
     wrapper: u32,
 ) -> anyhow::Result<NameSection> {
     let mut names = NameSection::new();
+    let wrapper_only = || {
+        let mut functions = NameMap::new();
+        functions.append(wrapper, WRAPPER_NAME);
+        functions
+    };
     let mut has_functions = false;
     for subsection in reader {
-        match subsection? {
+        let subsection = subsection?;
+        if !has_functions && !matches!(subsection, Name::Module { .. } | Name::Function(_)) {
+            names.functions(&wrapper_only());
+            has_functions = true;
+        }
+        match subsection {
             Name::Function(map) => {
                 let mut functions = NameMap::new();
                 for naming in map {
@@ -466,13 +478,13 @@ fn names_with_wrapper(
             Name::Data(map) => names.data(&direct(map)?),
             Name::Field(map) => names.fields(&indirect(map)?),
             Name::Tag(map) => names.tags(&direct(map)?),
+            Name::Parameter(map) => names.parameters(&indirect(map)?),
+            Name::TagParameter(map) => names.tag_parameters(&indirect(map)?),
             Name::Unknown { ty, data, .. } => names.raw(ty, data),
         }
     }
     if !has_functions {
-        let mut functions = NameMap::new();
-        functions.append(wrapper, WRAPPER_NAME);
-        names.functions(&functions);
+        names.functions(&wrapper_only());
     }
     Ok(names)
 }

@@ -165,6 +165,12 @@ impl Survey {
 
 /// Whether a function body can change a table; an error when it drops a segment.
 #[cfg(feature = "compiler")]
+/// The bytes of a section or an item by the range wasmparser gives, in u64 offsets.
+pub(crate) fn at(range: &std::ops::Range<u64>) -> std::ops::Range<usize> {
+    range.start as usize..range.end as usize
+}
+
+#[cfg(feature = "compiler")]
 pub(crate) fn changes_tables(body: &wasmparser::FunctionBody<'_>) -> anyhow::Result<bool> {
     let mut changes = false;
     let mut ops = body.get_operators_reader()?;
@@ -208,7 +214,7 @@ fn with_exports(wasm: &[u8], exports: &ExportSection) -> anyhow::Result<Vec<u8>>
         }
         out.section(&RawSection {
             id,
-            data: &wasm[range],
+            data: &wasm[at(&range)],
         });
     }
     if !exported {
