@@ -245,6 +245,7 @@ pub fn install_tool(
         log_path.display()
     ));
     let mut cmd = tools::install_command(install, name, tools);
+    crate::environment::without_cargo_crate_vars(&mut cmd);
     // Cargo draws its own progress ("Building [===>  ] 120/456: crate, ...") even into a pipe
     // when asked: the lines the progress below reads.
     cmd.env("CARGO_TERM_PROGRESS_WHEN", "always")

@@ -44,6 +44,7 @@ pub fn build_binaries(
     let mut cmd =
         std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     cmd.current_dir(ws).arg("build-wasmlab").args(profile);
+    wasmlab_plan::environment::without_cargo_crate_vars(&mut cmd);
     eprintln!(
         "wasmlab: building {} (cargo build-wasmlab: wasmlab and its gateways in one build)",
         binaries.join(", ")
@@ -94,6 +95,8 @@ fn run_step(vars: &Vars, step: &Step, log: &Path) -> anyhow::Result<()> {
     if let Some(cwd) = &step.cwd {
         cmd.current_dir(vars.expand_one(cwd)?);
     }
+    // A step may build (cargo, or cargo under rustup, npm, a script).
+    wasmlab_plan::environment::without_cargo_crate_vars(&mut cmd);
     for (k, v) in &step.env {
         cmd.env(k, vars.expand_one(v)?);
     }
