@@ -1,10 +1,12 @@
-//! A server suite's run, in the order it is measured: every variant prepared, then verified
-//! before anything is measured (and its capacity probed, where the suite's equal-load rates are
-//! shares of the slowest variant's); then cold starts, each launch in a shuffled order on an
-//! otherwise idle machine; then, for each repetition, each variant in a shuffled order: launch,
-//! verify, its load cells (closed loop and equal load, warm, open loop) with resources read,
-//! stop; and, where the suite allows more repetitions, as many more as the first ones' intervals
-//! ask for.
+//! A server suite's run, in the order it is measured: every variant of the repetitions
+//! prepared, then verified before anything is measured (and its capacity probed, where the
+//! suite's equal-load rates are shares of the slowest variant's); then, for each repetition, each
+//! variant in a shuffled order: launch, verify, its load cells (closed loop and equal load, warm,
+//! open loop) with resources read, stop. After the first repetition, whose answer is said then,
+//! the variants measured only for their cold start are prepared (a build of their own, minutes
+//! the first time) and verified, and the cold starts run, each launch in a shuffled order on an
+//! otherwise idle machine. Then the other repetitions and, where the suite allows more, as many
+//! more as the first ones' intervals ask for.
 
 use std::ops::Range;
 use std::path::Path;
@@ -56,36 +58,49 @@ pub(crate) fn run(
         workloads: &workloads,
         upstream: None,
         so_far,
+        answered: 0,
     };
-    // The upstream echo server for /proxy, then every variant's preparation.
+    // The upstream echo server for /proxy, then the preparation of every variant the
+    // repetitions measure.
     let upstream = run.start_upstream()?;
     if let Err(why) = wasmlab_plan::containerd::confine(&plan.cpus) {
         run.rec.say(why);
     }
-    let variants = run.prepare_all(&format!("http://{}", upstream.addr))?;
-    let by_name = |names: &[String]| -> Vec<&Launchable> {
-        names
-            .iter()
-            .filter_map(|n| variants.iter().find(|v| v.name() == n))
-            .collect()
-    };
-    let everything: Vec<String> = plan.variants.iter().map(|p| p.name().to_owned()).collect();
-    let probed = run.verify_all(&by_name(&everything))?;
+    let upstream_url = format!("http://{}", upstream.addr);
+    let in_rounds = |name: &str| suite.variants.iter().any(|v| v == name);
+    let variants = run.prepare_all(&upstream_url, &in_rounds)?;
+    let probed = run.verify_all(&variants.iter().collect::<Vec<_>>())?;
     run.choose_equal_load_rates(&probed)?;
     run.upstream = upstream.pid();
-    if let Some(c) = &suite.cold_start {
-        run.cold_starts(&by_name(&suite.cold_start_variants()), c.runs)?;
-    }
-    run.repetitions(&by_name(&suite.variants))?;
+    // After the first repetition's answer: those measured only for their cold start, then the
+    // cold starts. A run stopped before then has no cold starts; the answer came first.
+    let mut cold_only = Vec::new();
+    run.repetitions(&named(&suite.variants, &[&variants]), &mut |run| {
+        let Some(c) = &suite.cold_start else {
+            return Ok(());
+        };
+        cold_only = run.prepare_all(&upstream_url, &|n| !in_rounds(n))?;
+        run.verify_all(&cold_only.iter().collect::<Vec<_>>())?;
+        let cold = named(&suite.cold_start_variants(), &[&variants, &cold_only]);
+        run.cold_starts(&cold, c.runs)
+    })?;
     run.rec.progress.finish_and_clear();
     run.rec.info.idle = Some(idle.finish());
     upstream.stop();
-    for v in &variants {
+    for v in variants.iter().chain(&cold_only) {
         prepare::finish(v, &run.rec.dir.file(&format!("{}.log", v.name())), &|m| {
             run.rec.say(m)
         });
     }
     run.rec.finish()
+}
+
+/// The variants `names` names, in that order, from those prepared in `lists`.
+fn named<'v>(names: &[String], lists: &[&'v [Launchable]]) -> Vec<&'v Launchable> {
+    names
+        .iter()
+        .filter_map(|n| lists.iter().flat_map(|l| l.iter()).find(|v| v.name() == n))
+        .collect()
 }
 
 /// The suite's first workload's first request: a launch is ready, and a cold start over, when it
@@ -234,6 +249,8 @@ struct ServerRun<'a> {
     upstream: Option<u32>,
     /// The answer so far, said after each repetition but the last.
     so_far: AnswerSoFar<'a>,
+    /// How many repetitions the answer said last was made of.
+    answered: u32,
 }
 
 impl<'a> ServerRun<'a> {
@@ -268,9 +285,14 @@ impl<'a> ServerRun<'a> {
         )
     }
 
-    /// The runnable variants with this run's values, each prepared (a failed preparation fails
-    /// the variant), and the sizes of what they run recorded.
-    fn prepare_all(&mut self, upstream: &str) -> anyhow::Result<Vec<Launchable>> {
+    /// The runnable variants `which` names, with this run's values, each prepared (a failed
+    /// preparation fails the variant), and the sizes of what they run recorded (wasmlab's own
+    /// binaries first, with the first call).
+    fn prepare_all(
+        &mut self,
+        upstream: &str,
+        which: &dyn Fn(&str) -> bool,
+    ) -> anyhow::Result<Vec<Launchable>> {
         let plan = self.plan;
         let host_triple = wasmlab_plan::machine::host_triple();
         let results = self.rec.dir.path.clone();
@@ -285,8 +307,15 @@ impl<'a> ServerRun<'a> {
             run_id: &self.rec.dir.run_id.clone(),
             host_triple: &host_triple,
         };
+        if self.rec.info.artifacts.is_empty() {
+            self.rec.info.artifacts = prepare::own_artifacts(
+                &plan.bin_dir,
+                &plan.own_binaries(),
+                plan.core_guest.as_deref(),
+            );
+        }
         let mut variants = Vec::new();
-        for p in plan.ready() {
+        for p in plan.ready().filter(|p| which(p.name())) {
             let State::Ready {
                 tools,
                 container,
@@ -321,14 +350,6 @@ impl<'a> ServerRun<'a> {
             }
             variants.push(v);
         }
-        let info = &mut self.rec.info;
-        let mut artifacts = prepare::own_artifacts(
-            &plan.bin_dir,
-            &plan.own_binaries(),
-            plan.core_guest.as_deref(),
-        );
-        artifacts.append(&mut info.artifacts);
-        info.artifacts = artifacts;
         self.rec.save_info()?;
         Ok(variants)
     }
@@ -550,11 +571,25 @@ impl<'a> ServerRun<'a> {
         Ok(())
     }
 
-    /// The suite's repetitions, then those its intervals ask for (see [`Self::add_repetitions`]).
-    fn repetitions(&mut self, variants: &[&Launchable]) -> anyhow::Result<()> {
+    /// The suite's repetitions, then those its intervals ask for (see [`Self::add_repetitions`]);
+    /// `after_first` runs once the first repetition's answer is said (unless the run was
+    /// stopped), and is not counted in the time a repetition takes.
+    fn repetitions(
+        &mut self,
+        variants: &[&Launchable],
+        after_first: &mut dyn FnMut(&mut Self) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
         let first = self.suite.repetitions;
         let started = Instant::now();
-        self.rounds(variants, 0..first)?;
+        self.rounds(variants, 0..first.min(1))?;
+        let took_first = started.elapsed();
+        if self.rec.cancelled() {
+            return Ok(());
+        }
+        self.say_answer_so_far(1);
+        after_first(self)?;
+        let started = Instant::now() - took_first;
+        self.rounds(variants, 1.min(first)..first)?;
         let Some(max) = self.suite.max_repetitions.filter(|m| *m > first) else {
             return Ok(());
         };
@@ -619,9 +654,14 @@ impl<'a> ServerRun<'a> {
     }
 
     /// The answer after `done` repetitions, as the caller words it, from the figures measured so
-    /// far: the user sees one minutes before the run ends, narrower after each repetition.
-    fn say_answer_so_far(&self, done: u32) {
+    /// far: the user sees one minutes before the run ends, narrower after each repetition. Said
+    /// once for each number of repetitions, and not after the last.
+    fn say_answer_so_far(&mut self, done: u32) {
         let total = self.rec.info.suite.repetitions;
+        if done <= self.answered || done >= total {
+            return;
+        }
+        self.answered = done;
         if let Some(text) = (self.so_far)(&analyse(&self.rec.info, &self.rec.samples), done, total)
         {
             self.rec.say(text);

@@ -456,6 +456,19 @@ fn assert_samples(dir: &Path) {
     assert_eq!(count("throughput"), 18);
     assert_eq!(count("cold_start"), 6);
     assert!(samples.iter().all(|s| s["schema"] == 2));
+    // The cold starts come after the first repetition, whose answer is said then, and before the
+    // second; wasmtime-pooled-cwasm, measured only for its cold start, is prepared then.
+    let cold = |s: &&serde_json::Value| s["kind"] == "cold_start";
+    let in_repetition =
+        |r: u64| move |s: &&serde_json::Value| s["kind"] != "cold_start" && s["repetition"] == r;
+    let first_cold = samples.iter().position(|s| cold(&s)).unwrap();
+    let last_cold = samples.iter().rposition(|s| cold(&s)).unwrap();
+    let first_done = samples.iter().rposition(|s| in_repetition(0)(&s)).unwrap();
+    let second = samples.iter().position(|s| in_repetition(1)(&s)).unwrap();
+    assert!(
+        first_done < first_cold && last_cold < second,
+        "repetition 0 ends at {first_done}, cold starts {first_cold}..={last_cold}, repetition 1 starts at {second}"
+    );
     // A cell's warm-up opens its connections and the server's resources are read over the
     // measured part alone: no connection opened in it, and the readings' wall time is its 0.3 s
     // (less the moment the first reading takes; the warm-up's 0.1 s would take it past 0.38).
