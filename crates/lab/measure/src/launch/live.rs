@@ -4,6 +4,7 @@
 
 use std::ffi::OsString;
 use std::io::Write;
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{ChildStdin, Command, Stdio};
 use std::sync::Mutex;
@@ -86,7 +87,6 @@ pub(super) fn watch() {
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .process_group(0);
-    use std::os::unix::process::CommandExt;
     let stdin = match cmd.spawn() {
         Ok(mut child) => child.stdin.take(),
         Err(e) => {
