@@ -61,7 +61,7 @@ impl Fleet<'_> {
             part.connections = config.connections / n + usize::from(i < config.connections % n);
             part.threads = config.threads.min(part.connections);
             part.rate = config.rate.map(|r| r / n as f64);
-            let (name, mut cmd) = match i.checked_sub(self.local) {
+            let (name, mut cmd, cpus) = match i.checked_sub(self.local) {
                 None => self.local_command(i, &mut part, &at)?,
                 Some(k) => {
                     let command = &self.commands[k];
@@ -70,15 +70,17 @@ impl Fleet<'_> {
                     let mut cmd = Command::new("sh");
                     cmd.arg("-c")
                         .arg(format!("{command} load --config - --start-at {at} --out -"));
-                    (format!("generator {} ({command})", i + 1), cmd)
+                    (format!("generator {} ({command})", i + 1), cmd, None)
                 }
             };
             cmd.stdin(Stdio::piped())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped());
-            let mut child = cmd
-                .spawn()
-                .map_err(|e| anyhow::anyhow!("{name}: cannot start it: {e}"))?;
+            let child = match &cpus {
+                Some(cpus) => wasmlab_plan::cpus::spawn_on(cpus, &mut cmd),
+                None => cmd.spawn(),
+            };
+            let mut child = child.map_err(|e| anyhow::anyhow!("{name}: cannot start it: {e}"))?;
             let spec = serde_json::to_vec(&LoadSpec::of(&part))?;
             let mut stdin = child.stdin.take().expect("piped");
             // A generator that exits at once (a bad command) closes its stdin: its own
@@ -100,31 +102,31 @@ impl Fleet<'_> {
         wasmlab_load::merge(&parts)
     }
 
-    /// Local generator `i`: this wasmlab, on its own CPUs when the plan gives the generators
-    /// CPUs of their own (and then spinning, as the lab's own generator does).
+    /// Local generator `i`: this wasmlab, and the CPUs of its own to start it on when the plan
+    /// gives the generators some (it then spins, as the lab's own generator does).
     fn local_command(
         &self,
         i: usize,
         part: &mut LoadConfig,
         at: &str,
-    ) -> anyhow::Result<(String, Command)> {
+    ) -> anyhow::Result<(String, Command, Option<Vec<usize>>)> {
         let exe = std::env::current_exe()?;
         let mut cmd = Command::new(exe);
         cmd.args(["load", "--config", "-", "--start-at", at, "--out", "-"]);
         let per = self.cpus.load.len() / self.local.max(1);
-        let name = match self.cpus.apart() && per >= part.threads {
+        let (name, cpus) = match self.cpus.apart() && per >= part.threads {
             true => {
-                let cpus = &self.cpus.load[i * per..(i + 1) * per];
-                wasmlab_plan::cpus::pin_command(cpus, &mut cmd);
+                let cpus = self.cpus.load[i * per..(i + 1) * per].to_vec();
                 let list: Vec<String> = cpus.iter().map(usize::to_string).collect();
-                format!("generator {} (local, CPU {})", i + 1, list.join(","))
+                let name = format!("generator {} (local, CPU {})", i + 1, list.join(","));
+                (name, Some(cpus))
             }
             false => {
                 part.spin = false;
-                format!("generator {} (local, CPUs shared)", i + 1)
+                (format!("generator {} (local, CPUs shared)", i + 1), None)
             }
         };
-        Ok((name, cmd))
+        Ok((name, cmd, cpus))
     }
 }
 

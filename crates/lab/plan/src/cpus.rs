@@ -14,20 +14,25 @@ pub fn pin_lab(plan: &CpuPlan) -> std::io::Result<()> {
     set_affinity(&cpu_set(&plan.load))
 }
 
-/// Spawns `cmd` on the servers' CPUs only. A process starts with the CPUs of the thread that
-/// made it, so the calling thread takes the servers' CPUs for the spawn and then its own again:
-/// with no `pre_exec` hook, std starts the process with posix_spawn (a vfork) rather than by
-/// forking the whole lab, whose cost grows with the lab's memory and would be timed as the
-/// server's (a cold start, an engine's run).
+/// Spawns `cmd` on the servers' CPUs only, when the plan sets them apart.
 pub fn spawn_confined(plan: &CpuPlan, cmd: &mut Command) -> std::io::Result<Child> {
-    if !plan.apart() {
-        return cmd.spawn();
+    match plan.apart() {
+        true => spawn_on(&plan.server, cmd),
+        false => cmd.spawn(),
     }
+}
+
+/// Spawns `cmd` on `cpus` only (the servers', or one local load generator's). A process starts
+/// with the CPUs of the thread that made it, so the calling thread takes `cpus` for the spawn and
+/// then its own again: with no `pre_exec` hook, std starts the process with posix_spawn (a vfork)
+/// rather than by forking the whole lab, whose cost grows with the lab's memory and would be
+/// timed as the server's (a cold start, an engine's run).
+pub fn spawn_on(cpus: &[usize], cmd: &mut Command) -> std::io::Result<Child> {
     let own = thread_affinity()?;
-    set_affinity(&cpu_set(&plan.server))?;
+    set_affinity(&cpu_set(cpus))?;
     let child = cmd.spawn();
     if let Err(e) = set_affinity(&own) {
-        // Not left on the servers' CPUs, where it would be measured as the server's load.
+        // Not left on those CPUs, where its own work would be counted as theirs.
         if let Ok(mut child) = child {
             let _ = child.kill();
             let _ = child.wait();
@@ -45,16 +50,6 @@ fn thread_affinity() -> std::io::Result<libc::cpu_set_t> {
             return Err(std::io::Error::last_os_error());
         }
         Ok(set)
-    }
-}
-
-/// Makes `cmd`'s process run on `cpus` only (the servers', or one local load generator's).
-pub fn pin_command(cpus: &[usize], cmd: &mut Command) {
-    let set = cpu_set(cpus);
-    use std::os::unix::process::CommandExt;
-    // SAFETY: sched_setaffinity is a plain syscall on a set built before the fork.
-    unsafe {
-        cmd.pre_exec(move || set_affinity(&set));
     }
 }
 
