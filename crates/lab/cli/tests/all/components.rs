@@ -303,7 +303,7 @@ fn run_in_hosts(
     (out, results, twins)
 }
 
-/// A JavaScript component (componentize-js: SpiderMonkey in the component) named in three hosts
+/// A JavaScript component (componentize-js: SpiderMonkey in the component) named in four hosts
 /// alone (`--variant hello-js-in-HOST`, no floors): its routes checked, the environment given
 /// with --component-env read by the script, measured where the host can serve it. `jco serve`
 /// cannot: it serves every request from one instance, and StarlingMonkey's fetch event answers
@@ -320,7 +320,12 @@ fn a_component_in_javascript_runs_in_the_hosts_named() {
     let (out, results, twins) = run_in_hosts(
         &tmp,
         &component,
-        &["component-pooled", "component-wasmtime-serve", "jco-serve"],
+        &[
+            "component-pooled",
+            "component-wasmtime-serve",
+            "jco-serve",
+            "wasmcloud-dev",
+        ],
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
     let dir = only_run_dir(&results);
@@ -349,7 +354,8 @@ fn a_component_in_javascript_runs_in_the_hosts_named() {
     assert!(left.is_empty(), "{left:?} outlived the run");
 }
 
-/// A Python component (componentize-py: CPython in the component) named in four hosts: its
+/// A Python component (componentize-py: CPython in the component) named in five hosts (wasmCloud's
+/// behind NATS, where the Rust example goes to `wash dev`; 52 s to compile it there): its
 /// routes checked, the environment given with --component-env read by the handler, measured
 /// where the host can serve it. component-recycled cannot (CPython's state spans core modules
 /// the reset does not follow): skipped in the rewrite's own words, as is a host that exits on
@@ -370,6 +376,7 @@ fn a_component_in_python_runs_in_the_hosts_named() {
             "component-recycled",
             "component-wasmtime-serve",
             "jco-serve",
+            "wasmcloud-host",
         ],
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
