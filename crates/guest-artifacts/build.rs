@@ -101,6 +101,20 @@ const GUESTS: &[Guest] = &[
         own_target_dir: Some("p3"),
         componentize: true,
     },
+    // The handlers as a proxy-wasm HTTP filter, for Envoy's Wasm runtimes. No WASI: the
+    // proxy-wasm ABI's own imports only, which every runtime Envoy embeds gives.
+    Guest {
+        name: "PROXY_WASM",
+        package: "wasmlab-guest-proxy-wasm",
+        target: "wasm32-unknown-unknown",
+        select: &["--lib"],
+        file: "wasmlab_guest_proxy_wasm.wasm",
+        features: &[],
+        default_features: true,
+        rustflags: &[],
+        own_target_dir: None,
+        componentize: false,
+    },
     // The misbehaving guest of the hardening tests, in both shapes.
     Guest {
         name: "HOSTILE_CORE",
@@ -172,6 +186,7 @@ fn main() {
         "guest-command",
         "guest-http",
         "guest-hostile",
+        "guest-proxy-wasm",
     ] {
         println!(
             "cargo:rerun-if-changed={}",

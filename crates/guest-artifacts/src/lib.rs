@@ -17,6 +17,7 @@ mod tests {
             (super::HTTP_P3, super::HTTP_P3_PATH),
             (super::HOSTILE_HTTP, super::HOSTILE_HTTP_PATH),
             (super::HOSTILE_HTTP_P3, super::HOSTILE_HTTP_P3_PATH),
+            (super::PROXY_WASM, super::PROXY_WASM_PATH),
         ] {
             assert!(bytes.starts_with(b"\0asm"), "{path} is not Wasm");
             assert_eq!(std::fs::read(path).unwrap(), bytes);
@@ -35,6 +36,7 @@ mod tests {
             super::COMMAND,
             super::PIPE,
             super::HOSTILE_CORE,
+            super::PROXY_WASM,
         ] {
             assert_eq!(layer(core), [1, 0, 0, 0]);
         }

@@ -363,6 +363,31 @@ impl<'a> ServerRun<'a> {
             .collect()
     }
 
+    /// The suite as `v` meets it: without the workloads it does not serve (`unserved`).
+    fn suite_for(&self, v: &Launchable) -> std::borrow::Cow<'a, ServerSuite> {
+        let suite: &'a ServerSuite = self.suite;
+        suite
+            .served_by(&v.spec.unserved)
+            .unwrap_or(std::borrow::Cow::Borrowed(suite))
+    }
+
+    /// Why `v` cannot be measured in this suite at all, from the workloads it does not serve:
+    /// none of those measured, or not the first, which readiness and cold starts wait for.
+    fn unservable(&self, v: &Launchable) -> Option<String> {
+        let unserved = &v.spec.unserved;
+        if self.suite.served_by(unserved).is_none() {
+            return Some(format!(
+                "serves none of the suite's workloads ({})",
+                said_unserved(unserved)
+            ));
+        }
+        let first = self.suite.workloads.first()?;
+        let why = unserved.get(first)?;
+        Some(format!(
+            "does not serve {first}, the suite's first workload, which readiness and cold starts              wait for: {why}"
+        ))
+    }
+
     /// Launches `v` and verifies its answers; a variant that does not start or answers wrongly
     /// is marked failed (and `None` returned).
     fn launch_verified(
@@ -370,8 +395,22 @@ impl<'a> ServerRun<'a> {
         v: &Launchable,
         ctx: &LaunchContext<'_>,
     ) -> anyhow::Result<Option<Running>> {
+        if let Some(why) = self.unservable(v) {
+            self.rec.skip(v.name(), why)?;
+            return Ok(None);
+        }
         let running = match v.launch(ctx) {
             Ok(running) => running,
+            // A server whose build lacks what the variant needs (Envoy without a Wasm runtime)
+            // says so and exits: the variant cannot run here, in the server's own words.
+            Err(e)
+                if e.downcast_ref::<Exited>().is_some()
+                    && let Some(line) = unavailable_line(&v.spec, &ctx.log_path) =>
+            {
+                self.rec
+                    .skip(v.name(), format!("unavailable here: {line}"))?;
+                return Ok(None);
+            }
             // A host that exits on being given a user's component (a world it does not serve,
             // imports it lacks, a rewrite that refuses it) cannot run that component: said in
             // its own words, and not the run's failure. One that starts and answers wrongly,
@@ -391,7 +430,7 @@ impl<'a> ServerRun<'a> {
         self.rec
             .progress
             .set_message(format!("{}: verifying", v.name()));
-        let checks = verify::verify(&self.client, &running, self.suite, self.workloads);
+        let checks = verify::verify(&self.client, &running, &self.suite_for(v), self.workloads);
         let failed: Vec<String> = checks
             .iter()
             .filter(|c| !c.ok)
@@ -428,14 +467,28 @@ impl<'a> ServerRun<'a> {
                 continue;
             }
             if let Some(mut running) = self.launch_verified(v, &self.ctx(v.name()))? {
-                if self.suite.variants.iter().any(|n| n == v.name()) {
-                    let found = cells::probe(
-                        &mut self.rec,
-                        self.suite,
-                        self.workloads,
+                let unserved = &v.spec.unserved;
+                let left: Vec<&String> = self
+                    .suite
+                    .named_workloads()
+                    .iter()
+                    .filter_map(|w| unserved.get_key_value(w).map(|(k, _)| k))
+                    .collect();
+                if !left.is_empty() {
+                    let said: Vec<String> = left
+                        .iter()
+                        .map(|w| format!("{w} ({})", unserved[*w]))
+                        .collect();
+                    self.rec.say(format!(
+                        "{}: not verified or measured on what it does not serve: {}",
                         v.name(),
-                        &running,
-                    );
+                        said.join("; ")
+                    ));
+                }
+                if self.suite.variants.iter().any(|n| n == v.name()) {
+                    let suite = self.suite_for(v);
+                    let found =
+                        cells::probe(&mut self.rec, &suite, self.workloads, v.name(), &running);
                     match found {
                         Ok(found) => probed.extend(
                             found
@@ -720,8 +773,9 @@ impl<'a> ServerRun<'a> {
             log: &ctx.log_path,
             upstream: self.upstream,
         };
+        let suite = self.suite_for(v);
         let measured =
-            match cells::measure_variant(&mut self.rec, self.suite, self.workloads, &mut subject) {
+            match cells::measure_variant(&mut self.rec, &suite, self.workloads, &mut subject) {
                 Ok(()) => true,
                 Err(e) if e.is::<cells::VariantDied>() => {
                     self.rec.fail(v.name(), format!("{e:#}"))?;
@@ -732,5 +786,87 @@ impl<'a> ServerRun<'a> {
         running.stop();
         self.rec.save_info()?;
         Ok(measured)
+    }
+}
+
+/// The workloads a variant does not serve, with why: `compute (why); echo (why)`.
+fn said_unserved(unserved: &std::collections::BTreeMap<String, String>) -> String {
+    unserved
+        .iter()
+        .map(|(w, why)| format!("{w}: {why}"))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// The first line of the server's log holding one of the variant's `unavailable_if` texts.
+fn unavailable_line(spec: &wasmlab_model::variant::VariantSpec, log: &Path) -> Option<String> {
+    let texts = &spec.start.as_ref()?.unavailable_if;
+    let log = std::fs::read_to_string(log).ok()?;
+    let line = log
+        .lines()
+        .find(|l| texts.iter().any(|t| l.contains(t.as_str())))?;
+    Some(without_log_prefix(line).to_owned())
+}
+
+/// A log line without the bracketed fields a logger puts before its message (Envoy's
+/// `[time][thread][level][logger] [file:line]`).
+fn without_log_prefix(line: &str) -> &str {
+    let mut rest = line.trim();
+    while let Some(after) = rest.strip_prefix('[')
+        && let Some((_, tail)) = after.split_once(']')
+    {
+        rest = tail.trim_start();
+    }
+    if rest.is_empty() { line.trim() } else { rest }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_log_line_is_said_without_its_logger_s_fields() {
+        let envoy = "[2026-11-30 10:35:33.765][15168][warning][wasm] [source/extensions/common/wasm/wasm_vm.cc:102] Failed to create Wasm VM using envoy.wasm.runtime.wamr runtime. Envoy was compiled without support for it";
+        assert_eq!(
+            without_log_prefix(envoy),
+            "Failed to create Wasm VM using envoy.wasm.runtime.wamr runtime. Envoy was compiled without support for it"
+        );
+        assert_eq!(without_log_prefix("  plain words "), "plain words");
+        // Brackets and nothing else: the line as it is.
+        assert_eq!(without_log_prefix("[a][b]"), "[a][b]");
+        assert_eq!(without_log_prefix("[unclosed words"), "[unclosed words");
+    }
+
+    #[test]
+    fn the_line_that_says_a_build_cannot_run_the_variant_is_found_in_the_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("v.log");
+        std::fs::write(
+            &log,
+            "[t][1][info] starting\n[t][1][warning] Failed: compiled without support for it\n[t][1][critical] exiting\n",
+        )
+        .unwrap();
+        let spec = |texts: &str| {
+            wasmlab_model::variant::VariantSpec::parse(
+                &format!(
+                    "name = \"v\"\nabout = \"v\"\n[start]\ncommand = [\"x\"]\nunavailable_if = [{texts}]\n"
+                ),
+                "test",
+            )
+            .unwrap()
+        };
+        assert_eq!(
+            unavailable_line(&spec("\"without support\""), &log).as_deref(),
+            Some("Failed: compiled without support for it")
+        );
+        assert_eq!(unavailable_line(&spec("\"no such words\""), &log), None);
+        assert_eq!(unavailable_line(&spec(""), &log), None);
+        assert!(
+            wasmlab_model::variant::VariantSpec::parse(
+                "name = \"v\"\nabout = \"v\"\n[start]\ncommand = [\"x\"]\nunavailable_if = [\" \"]\n",
+                "test"
+            )
+            .is_err()
+        );
     }
 }

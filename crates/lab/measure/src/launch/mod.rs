@@ -72,6 +72,7 @@ impl Launchable {
         );
         vars.set("command_guest", wasmlab_guest_artifacts::COMMAND_PATH);
         vars.set("pipe_guest", wasmlab_guest_artifacts::PIPE_PATH);
+        vars.set("proxy_wasm_guest", wasmlab_guest_artifacts::PROXY_WASM_PATH);
         // A variant that runs a user's component (`--component`) has it in place of both.
         let user = spec.component.as_deref();
         vars.set(
@@ -83,6 +84,15 @@ impl Launchable {
             user.unwrap_or(wasmlab_guest_artifacts::HTTP_P3_PATH),
         );
         vars.set("upstream", run.upstream);
+        // Its address apart, for a configuration that names a host and a port (Envoy's clusters).
+        if let Some(Ok(addr)) = run
+            .upstream
+            .strip_prefix("http://")
+            .map(|a| a.trim_end_matches('/').parse::<SocketAddr>())
+        {
+            vars.set("upstream_host", addr.ip().to_string());
+            vars.set("upstream_port", addr.port().to_string());
+        }
         // `--component-env`: as it is, and as a quoted string for a configuration language.
         for (k, v) in &spec.component_env {
             vars.set(&format!("env:{k}"), v.clone());

@@ -376,6 +376,68 @@ impl ServerSuite {
         Ok(())
     }
 
+    /// The suite as a variant that does not serve `unserved` (workload → why) meets it: those
+    /// workloads left out of what it is verified and measured on. `None` when it serves none of
+    /// the suite's measured workloads.
+    pub fn served_by(
+        &self,
+        unserved: &std::collections::BTreeMap<String, String>,
+    ) -> Option<std::borrow::Cow<'_, ServerSuite>> {
+        if !self
+            .named_workloads()
+            .iter()
+            .any(|w| unserved.contains_key(w))
+        {
+            return Some(std::borrow::Cow::Borrowed(self));
+        }
+        let served = |list: &[String]| -> Vec<String> {
+            list.iter()
+                .filter(|w| !unserved.contains_key(*w))
+                .cloned()
+                .collect()
+        };
+        let mut own = self.clone();
+        own.workloads = served(&self.workloads);
+        if own.workloads.is_empty() {
+            return None;
+        }
+        own.verify_only = served(&self.verify_only);
+        // An empty list means the suite's workloads: a table whose every workload is left out
+        // measures nothing for this variant.
+        let (warm, open, equal) = (
+            self.warm_workloads(),
+            self.open_loop_workloads(),
+            self.equal_load_workloads(),
+        );
+        if let Some(w) = &mut own.warm {
+            w.workloads = served(&warm);
+        }
+        if own.warm.as_ref().is_some_and(|w| w.workloads.is_empty()) {
+            own.warm = None;
+        }
+        if let Some(o) = &mut own.open_loop {
+            o.workloads = served(&open);
+        }
+        if own
+            .open_loop
+            .as_ref()
+            .is_some_and(|o| o.workloads.is_empty())
+        {
+            own.open_loop = None;
+        }
+        if let Some(e) = &mut own.equal_load {
+            e.workloads = served(&equal);
+        }
+        if own
+            .equal_load
+            .as_ref()
+            .is_some_and(|e| e.workloads.is_empty())
+        {
+            own.equal_load = None;
+        }
+        Some(std::borrow::Cow::Owned(own))
+    }
+
     /// Every workload the suite names, measured or only verified, each once.
     pub fn named_workloads(&self) -> Vec<String> {
         let mut names: Vec<String> = Vec::new();
@@ -853,6 +915,50 @@ fn check_each_workload_table(text: &str) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_variant_meets_the_suite_without_what_it_does_not_serve() {
+        let text = r#"name = "t"
+variants = ["native"]
+workloads = ["hello", "compute", "echo"]
+verify_only = ["not-found"]
+connections = [1]
+duration_secs = 1.0
+[warm]
+duration_secs = 1.0
+workloads = ["compute"]
+[open_loop]
+fractions = [0.5]
+duration_secs = 1.0
+connections = 10
+[equal_load]
+duration_secs = 1.0
+"#;
+        let suite = ServerSuite::parse(text).unwrap();
+        let none = std::collections::BTreeMap::new();
+        assert!(matches!(
+            suite.served_by(&none),
+            Some(std::borrow::Cow::Borrowed(_))
+        ));
+        let unserved: std::collections::BTreeMap<String, String> = [
+            ("compute".to_owned(), "no SHA-256".to_owned()),
+            ("not-found".to_owned(), "no 404".to_owned()),
+        ]
+        .into();
+        let own = suite.served_by(&unserved).unwrap();
+        assert_eq!(own.workloads, ["hello", "echo"]);
+        assert!(own.verify_only.is_empty());
+        // Warm named compute alone: nothing warm is measured, rather than every workload.
+        assert!(own.warm.is_none());
+        // Open loop and equal load named none: the suite's workloads, less compute.
+        assert_eq!(own.open_loop_workloads(), ["hello", "echo"]);
+        assert_eq!(own.equal_load_workloads(), ["hello", "echo"]);
+        assert_eq!(own.named_workloads(), ["hello", "echo"]);
+        let all: std::collections::BTreeMap<String, String> = ["hello", "compute", "echo"]
+            .map(|w| (w.to_owned(), "no".to_owned()))
+            .into();
+        assert!(suite.served_by(&all).is_none());
+    }
 
     #[test]
     fn a_suite_s_component_is_relative_to_the_suite_file_and_its_variants_may_be_left_out() {

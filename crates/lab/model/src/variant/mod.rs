@@ -87,6 +87,11 @@ pub struct VariantSpec {
     /// run's parameters say it beside each host of a user's component).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outgoing_requests: Option<String>,
+    /// Workloads this variant does not serve, each with why (a platform with no way to run it:
+    /// Envoy's native routes compute no SHA-256): left out of its verification and cells, said
+    /// in its `about` and the run's outputs.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub unserved: BTreeMap<String, String>,
 }
 
 /// The HTTP the lab speaks to a variant.
@@ -453,6 +458,11 @@ pub struct Start {
     /// those, and no command names the shim).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub processes_parents: bool,
+    /// Text in the server's output that means this build of it cannot run the variant here (a
+    /// runtime it was compiled without): a server that exits having printed it is skipped, with
+    /// its line, rather than failed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unavailable_if: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -489,6 +499,18 @@ impl VariantSpec {
             self.name
         );
         anyhow::ensure!(!self.about.trim().is_empty(), "`about` is empty");
+        for (workload, why) in &self.unserved {
+            anyhow::ensure!(
+                !why.trim().is_empty(),
+                "`unserved.{workload}` must say why the variant does not serve it"
+            );
+        }
+        if let Some(start) = &self.start {
+            anyhow::ensure!(
+                start.unavailable_if.iter().all(|t| !t.trim().is_empty()),
+                "`start.unavailable_if` has an empty text, which every output contains"
+            );
+        }
         for r in &self.requires {
             match (&r.tool, r.container_engine, r.containerd) {
                 (Some(t), false, false) => anyhow::ensure!(

@@ -10,6 +10,11 @@ pub const PLACEHOLDERS: &[(&str, &str)] = &[
     ),
     ("upstream", "the upstream echo server's URL, for /proxy"),
     (
+        "upstream_host",
+        "the upstream's host (an IP address), for a configuration that names it apart from its port",
+    ),
+    ("upstream_port", "the upstream's port"),
+    (
         "bin",
         "the directory of wasmlab's own binaries (the gateways)",
     ),
@@ -41,6 +46,10 @@ pub const PLACEHOLDERS: &[(&str, &str)] = &[
     (
         "http_p3_guest",
         "the handlers as a WASI 0.3 wasi:http/service component (.wasm, async: a host may serve many requests in one instance)",
+    ),
+    (
+        "proxy_wasm_guest",
+        "the handlers as a proxy-wasm HTTP filter (.wasm, a core module), for Envoy's Wasm runtimes",
     ),
     (
         "container",
