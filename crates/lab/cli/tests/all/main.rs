@@ -13,6 +13,7 @@ mod http2;
 mod peers;
 mod platforms;
 mod programs;
+mod proxies;
 mod readme;
 mod remote;
 mod results;

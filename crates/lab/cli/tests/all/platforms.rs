@@ -38,7 +38,7 @@ fn workerd_wasm_interrupted_leaves_nothing_running() {
 
 /// Runs `variant` on hello for 3 s, interrupts the run (Ctrl-C) once the variant is serving, and
 /// checks that none of its processes outlived the run and that the ports they listened on are free.
-fn interrupted_leaves_nothing_running(variant: &str) {
+pub fn interrupted_leaves_nothing_running(variant: &str) {
     let tmp = tempfile::tempdir().unwrap();
     let (mut args, results) = run_args(
         tmp.path(),

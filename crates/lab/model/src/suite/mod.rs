@@ -48,6 +48,10 @@ const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../../../suites/containerd.toml"),
     ),
     (
+        "proxies-and-edges",
+        include_str!("../../../../../suites/proxies-and-edges.toml"),
+    ),
+    (
         "libsodium",
         include_str!("../../../../../suites/libsodium.toml"),
     ),

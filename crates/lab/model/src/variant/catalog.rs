@@ -124,6 +124,22 @@ const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../../../variants/workerd-wasm.toml"),
     ),
     (
+        "envoy-native",
+        include_str!("../../../../../variants/envoy-native.toml"),
+    ),
+    (
+        "envoy-wasm-v8",
+        include_str!("../../../../../variants/envoy-wasm-v8.toml"),
+    ),
+    (
+        "envoy-wasm-wasmtime",
+        include_str!("../../../../../variants/envoy-wasm-wasmtime.toml"),
+    ),
+    (
+        "envoy-wasm-wamr",
+        include_str!("../../../../../variants/envoy-wasm-wamr.toml"),
+    ),
+    (
         "workerd-js",
         include_str!("../../../../../variants/workerd-js.toml"),
     ),

@@ -1,0 +1,169 @@
+//! Envoy, where most Wasm that touches HTTP traffic runs: Envoy alone (its native routes) and
+//! wasmlab's handlers as a proxy-wasm filter in each runtime Envoy's build has, each started by the
+//! lab, verified on every route it serves and measured for a moment; a runtime the build lacks is
+//! skipped in Envoy's words; a filter that traps is answered 503 and Envoy goes on; interrupted,
+//! Envoy leaves nothing running. Skipped, said why, until `wasmlab setup envoy-native` has
+//! installed Envoy (a test sets nothing up: `--no-setup`).
+
+use crate::platforms::interrupted_leaves_nothing_running;
+use crate::support::*;
+
+#[test]
+fn envoy_wasm_v8() {
+    verified_and_measured_with("envoy-wasm-v8", &["--no-setup"]);
+}
+
+#[test]
+fn envoy_wasm_v8_interrupted_leaves_nothing_running() {
+    interrupted_leaves_nothing_running("envoy-wasm-v8");
+}
+
+/// Envoy alone serves hello and proxy (and answers 404 and 405 with wasmlab's bodies); compute,
+/// state and echo it does not serve: left out of its verification and cells, said in the terminal,
+/// and the run succeeds.
+#[test]
+fn envoy_native_serves_its_routes_and_says_which_it_does_not() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = r#"name = "envoy"
+variants = ["envoy-native"]
+workloads = ["hello", "compute", "proxy", "echo"]
+verify_only = ["state", "not-found", "wrong-method"]
+connections = [4]
+duration_secs = 0.3
+warmup_secs = 0.1
+"#;
+    let (out, results) = run_suite(tmp.path(), suite, &["--no-setup"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let run = read_json(&only_run_dir(&results).join("run.json"));
+    if was_skipped(&run, "envoy-native") {
+        return;
+    }
+    assert!(out.status.success(), "{stderr}");
+    let o = outcome(&run, "envoy-native");
+    assert_eq!(o["status"], "measured", "{o}");
+    let checks: Vec<&str> = o["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            assert_eq!(c["ok"], true, "{c}");
+            c["what"].as_str().unwrap()
+        })
+        .collect();
+    assert_eq!(checks, ["hello", "proxy", "not-found", "wrong-method"]);
+    assert!(
+        stderr.contains("envoy-native: not verified or measured on what it does not serve: compute (Envoy has no SHA-256"),
+        "{stderr}"
+    );
+    let throughput =
+        std::fs::read_to_string(only_run_dir(&results).join("throughput.csv")).unwrap();
+    for served in ["hello", "proxy"] {
+        assert_served(&throughput, "envoy-native", served, 4);
+    }
+    for unserved in ["compute", "echo"] {
+        assert!(
+            !throughput.contains(&format!("envoy-native,{unserved},")),
+            "{throughput}"
+        );
+    }
+    let left = processes_naming(tmp.path());
+    assert!(left.is_empty(), "{left:?} outlived the run");
+}
+
+/// The official Envoy build has V8 alone: a variant that selects another runtime is skipped, not
+/// failed, with Envoy's own words (measured, should a build have it), and the run goes on with
+/// Envoy alone.
+#[test]
+fn a_runtime_envoy_s_build_lacks_is_skipped_in_its_words() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = r#"name = "runtimes"
+variants = ["envoy-native", "envoy-wasm-wasmtime", "envoy-wasm-wamr"]
+workloads = ["hello"]
+connections = [4]
+duration_secs = 0.2
+"#;
+    let (out, results) = run_suite(tmp.path(), suite, &["--no-setup"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let run = read_json(&only_run_dir(&results).join("run.json"));
+    for (variant, runtime) in [
+        ("envoy-wasm-wasmtime", "wasmtime"),
+        ("envoy-wasm-wamr", "wamr"),
+    ] {
+        let o = outcome(&run, variant);
+        let reason = o["reason"].as_str().unwrap_or_default();
+        if reason.starts_with("needs setup") {
+            skipped(&format!("{variant}: {reason}"));
+            continue;
+        }
+        if o["status"] == "measured" {
+            continue;
+        }
+        assert_eq!(o["status"], "skipped", "{o}\n{stderr}");
+        assert_eq!(
+            reason,
+            format!(
+                "unavailable here: Failed to create Wasm VM using envoy.wasm.runtime.{runtime} runtime. Envoy was compiled without support for it"
+            ),
+            "{o}"
+        );
+    }
+    if !was_skipped(&run, "envoy-native") {
+        assert!(out.status.success(), "{stderr}");
+    }
+}
+
+/// The filter with its hostile route (the plugin configuration `trap-route`, in a variant file
+/// made from envoy-wasm-v8's): the request that traps is answered 503, Envoy loads a fresh
+/// instance, and the variant is measured after it with no errors.
+#[test]
+fn a_filter_that_traps_is_answered_503_and_envoy_goes_on() {
+    let tmp = tempfile::tempdir().unwrap();
+    let builtin = include_str!("../../../../../variants/envoy-wasm-v8.toml");
+    let from = "                failure_policy: FAIL_RELOAD\n";
+    assert_eq!(builtin.matches(from).count(), 1);
+    let hostile = builtin
+        .replace(
+            "name = \"envoy-wasm-v8\"",
+            "name = \"envoy-wasm-v8-trap\"",
+        )
+        .replace(
+            from,
+            &format!(
+                "{from}                configuration:\n                  \"@type\": type.googleapis.com/google.protobuf.StringValue\n                  value: trap-route\n"
+            ),
+        );
+    let file = tmp.path().join("trap.toml");
+    std::fs::write(&file, hostile).unwrap();
+    let suite = r#"name = "trap"
+variants = ["envoy-wasm-v8-trap"]
+workloads = ["hello"]
+verify_only = ["trap"]
+connections = [4]
+duration_secs = 0.3
+# Envoy loads the fresh instance within about a second of the trap (1.0 s here, 2026-11-30).
+warmup_secs = 1.5
+
+[[workload]]
+name = "trap"
+request = { path = "/wasmlab/trap" }
+expect = { status = 503 }
+"#;
+    let (out, results) = run_suite(
+        tmp.path(),
+        suite,
+        &["--no-setup", "--variant-file", file.to_str().unwrap()],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let dir = only_run_dir(&results);
+    let run = read_json(&dir.join("run.json"));
+    if was_skipped(&run, "envoy-wasm-v8-trap") {
+        return;
+    }
+    assert!(out.status.success(), "{stderr}");
+    let o = outcome(&run, "envoy-wasm-v8-trap");
+    assert_eq!(o["status"], "measured", "{o}");
+    let log = std::fs::read_to_string(dir.join("envoy-wasm-v8-trap.log")).unwrap();
+    assert!(log.contains("the hostile route traps"), "{log}");
+    let throughput = std::fs::read_to_string(dir.join("throughput.csv")).unwrap();
+    assert_served(&throughput, "envoy-wasm-v8-trap", "hello", 4);
+}
