@@ -359,7 +359,10 @@ impl<'a> ServerRun<'a> {
         self.plan
             .variants
             .iter()
-            .filter_map(|p| Some((p.spec.name.clone(), p.spec.floor.clone()?)))
+            .filter_map(|p| {
+                let floor = p.spec.floor.as_ref().or(p.spec.adds_to.as_ref())?;
+                Some((p.spec.name.clone(), floor.clone()))
+            })
             .collect()
     }
 

@@ -11,7 +11,8 @@ use wasmlab_analysis::servers::{BASELINE, Cost};
 use wasmlab_analysis::stats::Estimate;
 use wasmlab_model::variant::{Catalog, Isolation};
 
-use crate::format::{fmt_rps, times};
+use crate::format::{fmt_rps, fmt_us, times};
+use crate::yours::signed_us;
 
 /// The workload the answer leads with, and its costs: the suite's first with a cost at equal load.
 pub(crate) fn main_workload(a: &ServerAnalysis) -> Option<(&str, Vec<Cost>)> {
@@ -46,8 +47,9 @@ fn model_of(a: &ServerAnalysis, variant: &str) -> Option<Isolation> {
     })
 }
 
-/// The lead line and a sentence per isolation model, in the models' order; None without a cost
-/// at equal load of any variant that has a model.
+/// The lead line and a sentence per isolation model, in the models' order, then one per variant
+/// that adds Wasm to another's path (`adds_to`); None without a cost at equal load of any
+/// variant that has a model.
 pub(crate) fn answer(a: &ServerAnalysis) -> Option<(String, Vec<String>)> {
     let (w, costs) = main_workload(a)?;
     let mut cheapest: BTreeMap<Isolation, (&str, f64, Estimate)> = BTreeMap::new();
@@ -70,7 +72,7 @@ pub(crate) fn answer(a: &ServerAnalysis) -> Option<(String, Vec<String>)> {
         "On {w}, what each way of keeping requests apart costs, in CPU per request against \
          {BASELINE}'s at the same rate (its cheapest variant here, with the 95% interval):"
     );
-    let sentences = cheapest
+    let mut sentences: Vec<String> = cheapest
         .into_iter()
         .map(|(model, (v, rate, e))| {
             let phrase = model.phrase();
@@ -88,7 +90,36 @@ pub(crate) fn answer(a: &ServerAnalysis) -> Option<(String, Vec<String>)> {
             )
         })
         .collect();
+    sentences.extend(additions(a, w));
     Some((lead, sentences))
+}
+
+/// What each variant that adds Wasm to another's path costs over it on `w`, at the highest rate
+/// both kept up with: `envoy-wasm-v8 adds 29.4 µs [27.0–31.8] of CPU to each request over
+/// envoy-native (42.6 against 13.2 µs, 3.23×) at 20,000 req/s.`
+fn additions(a: &ServerAnalysis, w: &str) -> Vec<String> {
+    a.additions
+        .iter()
+        .filter(|h| h.workload == w)
+        .map(|h| match (h.adds_us, h.cpu_us, h.floor_cpu_us, h.rate) {
+            (Some(d), Some(mine), Some(theirs), Some(rate)) => format!(
+                "{} adds {} µs of CPU to each request over {} ({} against {} µs, {:.2}×) at {} req/s.",
+                h.variant,
+                signed_us(&d),
+                h.floor,
+                fmt_us(mine.value),
+                fmt_us(theirs.value),
+                mine.value / theirs.value,
+                fmt_rps(rate)
+            ),
+            _ => format!(
+                "What {} adds over {}: not measured ({}).",
+                h.variant,
+                h.floor,
+                h.note.as_deref().unwrap_or("no equal-load rate")
+            ),
+        })
+        .collect()
 }
 
 /// Whether variant `x` costs less than `y` on `w`, each given with the highest equal-load rate
@@ -195,5 +226,75 @@ mod tests {
             .retain(|p| !(p.variant == fast && p.rate == low));
         let (_, said) = answer(&a).unwrap();
         assert!(said[0].contains(&format!("({fast}): ")), "{said:?}");
+    }
+
+    /// A variant that adds Wasm to another's path: a sentence after the models', what it adds in
+    /// µs and as a multiple at the rate both kept up with; without that rate, why not.
+    #[test]
+    fn what_a_variant_adds_to_its_host_s_path_is_said_after_the_models() {
+        let mut a = crate::tests::analysis();
+        let (w, costs) = main_workload(&a).unwrap();
+        let (w, measured) = (w.to_owned(), costs[0].variant.clone());
+        let mut spec = crate::tests::spec(&measured);
+        spec.isolation = Some(Isolation::Shared);
+        a.info.variant_specs = vec![spec];
+        let est = |value: f64, lo: f64, hi: f64| Estimate {
+            value,
+            lo,
+            hi,
+            n: 4,
+        };
+        let cost = |workload: &str| wasmlab_analysis::servers::HandlerCost {
+            variant: "envoy-wasm-v8".into(),
+            floor: "envoy-native".into(),
+            workload: workload.into(),
+            rate: Some(20_000.0),
+            cpu_us: Some(est(43.2, 40.0, 46.0)),
+            floor_cpu_us: Some(est(32.4, 30.0, 35.0)),
+            adds_us: Some(est(10.8, 7.9, 14.7)),
+            over_native: None,
+            note: None,
+        };
+        a.additions = vec![cost(&w), cost("another-workload")];
+        let (_, said) = answer(&a).unwrap();
+        assert_eq!(said.len(), 2, "{said:?}");
+        assert_eq!(
+            said[1],
+            "envoy-wasm-v8 adds +10.80 [7.900–14.70] µs of CPU to each request over envoy-native \
+             (43.20 against 32.40 µs, 1.33×) at 20,000 req/s."
+        );
+        a.additions = vec![wasmlab_analysis::servers::HandlerCost {
+            adds_us: None,
+            floor_cpu_us: None,
+            note: Some("its floor (envoy-native) not measured at equal load on hello".into()),
+            ..cost(&w)
+        }];
+        let (_, said) = answer(&a).unwrap();
+        assert_eq!(
+            said[1],
+            "What envoy-wasm-v8 adds over envoy-native: not measured (its floor (envoy-native) \
+             not measured at equal load on hello)."
+        );
+    }
+
+    /// A variant's unserved workloads are said where its cells are empty.
+    #[test]
+    fn what_a_variant_does_not_serve_is_said() {
+        let mut a = crate::tests::analysis();
+        let v = a.variants[0].clone();
+        let w = a.workloads[0].clone();
+        let mut spec = crate::tests::spec(&v);
+        spec.unserved = [
+            (w.clone(), "no way to".to_owned()),
+            ("elsewhere".into(), "x".into()),
+        ]
+        .into();
+        a.info.variant_specs = vec![spec];
+        assert_eq!(
+            crate::notes::unserved(&a),
+            [format!(
+                "{v} does not serve {w} (no way to), so its cells there are empty."
+            )]
+        );
     }
 }

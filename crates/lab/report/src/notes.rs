@@ -142,6 +142,28 @@ pub(crate) fn sizing_rule(rule: &str) -> String {
     )
 }
 
+/// A line per measured variant that does not serve some of the run's workloads (its `unserved`):
+/// why its cells there are empty.
+pub(crate) fn unserved(a: &wasmlab_analysis::ServerAnalysis) -> Vec<String> {
+    a.variants
+        .iter()
+        .filter_map(|v| {
+            let spec = a.info.variant_specs.iter().find(|s| &s.name == v)?;
+            let said: Vec<String> = a
+                .workloads
+                .iter()
+                .filter_map(|w| Some(format!("{w} ({})", spec.unserved.get(w)?)))
+                .collect();
+            (!said.is_empty()).then(|| {
+                format!(
+                    "{v} does not serve {}, so its cells there are empty.",
+                    said.join("; ")
+                )
+            })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

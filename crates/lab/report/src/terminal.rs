@@ -152,6 +152,9 @@ fn open_loop(out: &mut String, a: &ServerAnalysis, wide: bool) {
 /// The variants not measured, with why and what would enable them: a table, then one line each,
 /// whole, for grep and logs.
 fn not_measured(out: &mut String, a: &ServerAnalysis) {
+    for line in crate::notes::unserved(a) {
+        *out += &format!("{line}\n");
+    }
     let rows: Vec<sections::Outcome> = sections::outcomes(a)
         .into_iter()
         .filter(|o| o.status.is_out())

@@ -242,7 +242,7 @@ fn sentence(file: &str, workload: &str, costs: &[&HandlerCost]) -> String {
 }
 
 /// A difference in µs with its sign and, over several runs, its interval: `+3.2 [2.9–3.5]`.
-fn signed_us(e: &Estimate) -> String {
+pub(crate) fn signed_us(e: &Estimate) -> String {
     let v = |x: f64| match x < 0.0 {
         true => format!("−{}", fmt_us(-x)),
         false => fmt_us(x),

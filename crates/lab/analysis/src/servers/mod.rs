@@ -231,6 +231,9 @@ pub struct ServerAnalysis {
     pub capacity_planning: Option<crate::study::CapacityPlanning>,
     /// What the user's components (`--component`) cost in each host over the host's floor.
     pub yours: Vec<HandlerCost>,
+    /// What each variant that adds Wasm to another's path (`adds_to`: Envoy's filters to Envoy
+    /// alone) costs over it, at the same rates.
+    pub additions: Vec<HandlerCost>,
 }
 
 impl ServerAnalysis {
@@ -439,7 +442,12 @@ pub fn analyse(info: &ServerRunInfo, samples: &[Sample]) -> ServerAnalysis {
     let levels: BTreeSet<usize> = throughput.iter().map(|c| c.connections).collect();
     let reference_connections = levels.iter().copied().min_by_key(|c| (c.abs_diff(100), *c));
     let spectra = spectra(&variants, &workloads, &samples, reference_connections);
-    let yours = yours::handler_costs(info, &variants, &workloads, &equal_load);
+    let yours = yours::handler_costs(info, &variants, &workloads, &equal_load, |s| {
+        s.floor.as_ref()
+    });
+    let additions = yours::handler_costs(info, &variants, &workloads, &equal_load, |s| {
+        s.adds_to.as_ref()
+    });
     let mut a = ServerAnalysis {
         info: info.clone(),
         variants,
@@ -460,6 +468,7 @@ pub fn analyse(info: &ServerRunInfo, samples: &[Sample]) -> ServerAnalysis {
         beside_study: Vec::new(),
         capacity_planning: None,
         yours,
+        additions,
     };
     a.beside_study = crate::study::beside_servers(&a, &a.study);
     a.capacity_planning = crate::study::capacity_planning(&a, &a.study);

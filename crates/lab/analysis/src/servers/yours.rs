@@ -5,6 +5,7 @@
 
 use serde::Serialize;
 use wasmlab_model::run::ServerRunInfo;
+use wasmlab_model::variant::VariantSpec;
 
 use super::EqualLoadPoint;
 use crate::stats::{Estimate, mean_ci};
@@ -30,13 +31,15 @@ pub struct HandlerCost {
     pub note: Option<String>,
 }
 
-/// A [`HandlerCost`] for each measured variant with a floor, on each workload it was measured
-/// on at equal load, in the analysis' order.
+/// A [`HandlerCost`] for each measured variant with a floor (`floor_of` its spec: a user's
+/// component's host floor, or the host path a variant adds Wasm to), on each workload it was
+/// measured on at equal load, in the analysis' order.
 pub(super) fn handler_costs(
     info: &ServerRunInfo,
     variants: &[String],
     workloads: &[String],
     points: &[EqualLoadPoint],
+    floor_of: fn(&VariantSpec) -> Option<&String>,
 ) -> Vec<HandlerCost> {
     let mut out = Vec::new();
     for v in variants {
@@ -44,7 +47,7 @@ pub(super) fn handler_costs(
             .variant_specs
             .iter()
             .find(|s| &s.name == v)
-            .and_then(|s| s.floor.clone())
+            .and_then(|s| floor_of(s).cloned())
         else {
             continue;
         };
@@ -92,10 +95,9 @@ pub(super) fn handler_costs(
                     }
                     cost.note = Some(match (mine.is_empty(), theirs.is_empty()) {
                         (true, _) => format!("{v} kept up with no equal-load rate of {w}"),
-                        (false, true) => format!(
-                            "its floor (wasmlab's component in {floor}) not measured at equal load \
-                             on {w}"
-                        ),
+                        (false, true) => {
+                            format!("its floor ({floor}) not measured at equal load on {w}")
+                        }
                         (false, false) => format!("{v} and {floor} kept up at no common rate"),
                     });
                 }

@@ -78,6 +78,11 @@ pub struct VariantSpec {
     /// which what the user's handler adds is read, and which is offered the same equal-load rates.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub floor: Option<String>,
+    /// The variant whose request path this one adds Wasm to (Envoy alone, for Envoy's Wasm
+    /// filters): the two are offered each other's equal-load rates, as a component and its floor
+    /// are, and the answer says what this one adds to each request there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adds_to: Option<String>,
     /// The environment the user gave their component (`wasmlab run --component-env KEY=VALUE`):
     /// the templates of the variant that runs it name each value as `{env:KEY}` (as it is) or
     /// `{env-quoted:KEY}` (a double-quoted string with JSON's escapes).

@@ -137,6 +137,7 @@ pub(super) fn answer(a: &ServerAnalysis) -> Answer {
                 Status::Failed => format!("{} failed, so it is in no figure: {}", o.name, o.why()),
                 _ => format!("{} was skipped: {}", o.name, o.why()),
             })
+            .chain(crate::notes::unserved(a))
             .collect(),
     }
 }
