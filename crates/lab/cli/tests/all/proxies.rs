@@ -1,9 +1,10 @@
-//! Envoy, where most Wasm that touches HTTP traffic runs: Envoy alone (its native routes) and
-//! wasmlab's handlers as a proxy-wasm filter in each runtime Envoy's build has, each started by the
-//! lab, verified on every route it serves and measured for a moment; a runtime the build lacks is
-//! skipped in Envoy's words; a filter that traps is answered 503 and Envoy goes on; interrupted,
-//! Envoy leaves nothing running. Skipped, said why, until `wasmlab setup envoy-native` has
-//! installed Envoy (a test sets nothing up: `--no-setup`).
+//! Where else Wasm serves HTTP: Envoy alone (its native routes) and wasmlab's handlers as a
+//! proxy-wasm filter in each runtime Envoy's build has, and a Go service running the core guest
+//! through wazero, each started by the lab, verified on every route it serves and measured for a
+//! moment; a runtime Envoy's build lacks is skipped in Envoy's words; a filter that traps is
+//! answered 503 and Envoy goes on; interrupted, neither host leaves anything running. Envoy's
+//! tests are skipped, said why, until `wasmlab setup envoy-native` has installed it (a test sets
+//! nothing up: `--no-setup`); wazero's need Go.
 
 use crate::platforms::interrupted_leaves_nothing_running;
 use crate::support::*;
@@ -11,6 +12,17 @@ use crate::support::*;
 #[test]
 fn envoy_wasm_v8() {
     verified_and_measured_with("envoy-wasm-v8", &["--no-setup"]);
+}
+
+/// A Go service running the core guest through wazero: every route, the guest's imports in Go.
+#[test]
+fn wazero_gateway() {
+    verified_and_measured_with("wazero-gateway", &["--no-setup"]);
+}
+
+#[test]
+fn wazero_gateway_interrupted_leaves_nothing_running() {
+    interrupted_leaves_nothing_running("wazero-gateway");
 }
 
 #[test]

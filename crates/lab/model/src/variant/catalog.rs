@@ -140,6 +140,10 @@ const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../../../variants/envoy-wasm-wamr.toml"),
     ),
     (
+        "wazero-gateway",
+        include_str!("../../../../../variants/wazero-gateway.toml"),
+    ),
+    (
         "workerd-js",
         include_str!("../../../../../variants/workerd-js.toml"),
     ),
