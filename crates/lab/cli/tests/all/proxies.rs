@@ -25,6 +25,18 @@ fn wazero_gateway_interrupted_leaves_nothing_running() {
     interrupted_leaves_nothing_running("wazero-gateway");
 }
 
+/// Fastly Compute's local runtime on the handlers built with the fastly crate: every route.
+/// Skipped until `wasmlab setup fastly-viceroy` has built Viceroy (about 9 minutes).
+#[test]
+fn fastly_viceroy() {
+    verified_and_measured_with("fastly-viceroy", &["--no-setup"]);
+}
+
+#[test]
+fn fastly_viceroy_interrupted_leaves_nothing_running() {
+    interrupted_leaves_nothing_running("fastly-viceroy");
+}
+
 #[test]
 fn envoy_wasm_v8_interrupted_leaves_nothing_running() {
     interrupted_leaves_nothing_running("envoy-wasm-v8");
@@ -178,4 +190,84 @@ expect = { status = 503 }
     assert!(log.contains("the hostile route traps"), "{log}");
     let throughput = std::fs::read_to_string(dir.join("throughput.csv")).unwrap();
     assert_served(&throughput, "envoy-wasm-v8-trap", "hello", 4);
+}
+
+/// The hostile core guest in the Go host (`--wasm`): a trap, memory exhausted, the stack
+/// overflowed and a status HTTP cannot end an exchange with each answer 500; a secret written in
+/// one request is gone in the next (a fresh instance each); a header that frames the message is
+/// the host's; and the host serves without an error after all of them.
+#[test]
+fn the_go_host_survives_a_hostile_guest_and_keeps_requests_apart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = r#"name = "hostile"
+variants = ["wazero-gateway"]
+workloads = ["ok"]
+verify_only = ["trap", "grow", "stack", "status-1xx", "secret-write", "secret-read", "framing"]
+connections = [4]
+duration_secs = 0.3
+warmup_secs = 0.1
+
+[[workload]]
+name = "ok"
+request = { path = "/anything" }
+expect = { status = 200, body = "ok" }
+
+[[workload]]
+name = "trap"
+request = { path = "/trap" }
+expect = { status = 500 }
+
+[[workload]]
+name = "grow"
+request = { path = "/grow" }
+expect = { status = 500 }
+
+[[workload]]
+name = "stack"
+request = { path = "/stack" }
+expect = { status = 500 }
+
+[[workload]]
+name = "status-1xx"
+request = { path = "/status?code=101" }
+expect = { status = 500 }
+
+[[workload]]
+name = "secret-write"
+request = { path = "/secret/write?s=hunter2" }
+expect = { status = 200, body = "stored" }
+
+[[workload]]
+name = "secret-read"
+request = { path = "/secret/read" }
+expect = { status = 200, body = "" }
+
+[[workload]]
+name = "framing"
+request = { path = "/header?name=content-length&value=999" }
+expect = { status = 200, body = "framed by the host" }
+"#;
+    let (out, results) = run_suite(
+        tmp.path(),
+        suite,
+        &[
+            "--no-setup",
+            "--wasm",
+            wasmlab_guest_artifacts::HOSTILE_CORE_PATH,
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let dir = only_run_dir(&results);
+    let run = read_json(&dir.join("run.json"));
+    if was_skipped(&run, "wazero-gateway") {
+        return;
+    }
+    assert!(out.status.success(), "{stderr}");
+    let o = outcome(&run, "wazero-gateway");
+    assert_eq!(o["status"], "measured", "{o}");
+    assert_eq!(o["checks"].as_array().unwrap().len(), 8, "{o}");
+    let throughput = std::fs::read_to_string(dir.join("throughput.csv")).unwrap();
+    assert_served(&throughput, "wazero-gateway", "ok", 4);
+    let log = std::fs::read_to_string(dir.join("wazero-gateway.log")).unwrap();
+    assert!(log.contains("GET /trap: 500 guest failed"), "{log}");
 }

@@ -144,6 +144,10 @@ const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../../../variants/wazero-gateway.toml"),
     ),
     (
+        "fastly-viceroy",
+        include_str!("../../../../../variants/fastly-viceroy.toml"),
+    ),
+    (
         "workerd-js",
         include_str!("../../../../../variants/workerd-js.toml"),
     ),
