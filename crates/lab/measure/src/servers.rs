@@ -387,7 +387,8 @@ impl<'a> ServerRun<'a> {
         let first = self.suite.workloads.first()?;
         let why = unserved.get(first)?;
         Some(format!(
-            "does not serve {first}, the suite's first workload, which readiness and cold starts              wait for: {why}"
+            "does not serve {first}, the suite's first workload, which readiness and cold starts \
+             wait for: {why}"
         ))
     }
 

@@ -271,3 +271,35 @@ expect = { status = 200, body = "framed by the host" }
     let log = std::fs::read_to_string(dir.join("wazero-gateway.log")).unwrap();
     assert!(log.contains("GET /trap: 500 guest failed"), "{log}");
 }
+
+/// A variant that does not serve the suite's first workload (which readiness and cold starts wait
+/// for) is skipped with why, and the run goes on with the others.
+#[test]
+fn a_variant_that_does_not_serve_the_first_workload_is_skipped_with_why() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = r#"name = "first"
+variants = ["native", "envoy-native"]
+workloads = ["compute", "hello"]
+connections = [2]
+duration_secs = 0.2
+"#;
+    let (out, results) = run_suite(tmp.path(), suite, &["--no-setup"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let run = read_json(&only_run_dir(&results).join("run.json"));
+    let o = outcome(&run, "envoy-native");
+    if o["reason"]
+        .as_str()
+        .is_some_and(|r| r.starts_with("needs setup"))
+    {
+        return skipped(&format!("envoy-native: {}", o["reason"]));
+    }
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(o["status"], "skipped", "{o}");
+    assert!(
+        o["reason"].as_str().unwrap().starts_with(
+            "does not serve compute, the suite's first workload, which readiness and cold starts wait for: Envoy has no SHA-256"
+        ),
+        "{o}"
+    );
+    assert_eq!(outcome(&run, "native")["status"], "measured");
+}
