@@ -28,6 +28,16 @@ struct Root;
 impl Context for Root {}
 
 impl RootContext for Root {
+    fn on_vm_start(&mut self, _size: usize) -> bool {
+        // The counter made before any request: every worker's instance starts before Envoy
+        // listens, so increments always compare-and-swap (a first write without a CAS, from two
+        // workers at once, would count one request twice). A reloaded instance finds it there.
+        if let Ok((None, _)) = hostcalls::get_shared_data(COUNTER_KEY) {
+            let _ = hostcalls::set_shared_data(COUNTER_KEY, Some(&0u64.to_le_bytes()), None);
+        }
+        true
+    }
+
     fn on_configure(&mut self, _size: usize) -> bool {
         let config = self.get_plugin_configuration().unwrap_or_default();
         TRAP_ROUTE.set(config == TRAP_CONFIGURATION.as_bytes());
