@@ -442,12 +442,22 @@ pub fn analyse(info: &ServerRunInfo, samples: &[Sample]) -> ServerAnalysis {
     let levels: BTreeSet<usize> = throughput.iter().map(|c| c.connections).collect();
     let reference_connections = levels.iter().copied().min_by_key(|c| (c.abs_diff(100), *c));
     let spectra = spectra(&variants, &workloads, &samples, reference_connections);
-    let yours = yours::handler_costs(info, &variants, &workloads, &equal_load, |s| {
-        s.floor.as_ref()
-    });
-    let additions = yours::handler_costs(info, &variants, &workloads, &equal_load, |s| {
-        s.adds_to.as_ref()
-    });
+    let yours = yours::handler_costs(
+        info,
+        &variants,
+        &workloads,
+        &equal_load,
+        |s| s.floor.as_ref(),
+        "wasmlab's component in ",
+    );
+    let additions = yours::handler_costs(
+        info,
+        &variants,
+        &workloads,
+        &equal_load,
+        |s| s.adds_to.as_ref(),
+        "",
+    );
     let mut a = ServerAnalysis {
         info: info.clone(),
         variants,

@@ -32,14 +32,16 @@ pub struct HandlerCost {
 }
 
 /// A [`HandlerCost`] for each measured variant with a floor (`floor_of` its spec: a user's
-/// component's host floor, or the host path a variant adds Wasm to), on each workload it was
-/// measured on at equal load, in the analysis' order.
+/// component's host floor, or the host path a variant adds Wasm to; `floor_is` says what it is
+/// before its name, in a note), on each workload it was measured on at equal load, in the
+/// analysis' order.
 pub(super) fn handler_costs(
     info: &ServerRunInfo,
     variants: &[String],
     workloads: &[String],
     points: &[EqualLoadPoint],
     floor_of: fn(&VariantSpec) -> Option<&String>,
+    floor_is: &str,
 ) -> Vec<HandlerCost> {
     let mut out = Vec::new();
     for v in variants {
@@ -96,7 +98,9 @@ pub(super) fn handler_costs(
                     cost.note = Some(match (mine.is_empty(), theirs.is_empty()) {
                         (true, _) => format!("{v} kept up with no equal-load rate of {w}"),
                         (false, true) => {
-                            format!("its floor ({floor}) not measured at equal load on {w}")
+                            format!(
+                                "its floor ({floor_is}{floor}) not measured at equal load on {w}"
+                            )
                         }
                         (false, false) => format!("{v} and {floor} kept up at no common rate"),
                     });
