@@ -409,32 +409,9 @@ impl ServerSuite {
             self.open_loop_workloads(),
             self.equal_load_workloads(),
         );
-        if let Some(w) = &mut own.warm {
-            w.workloads = served(&warm);
-        }
-        if own.warm.as_ref().is_some_and(|w| w.workloads.is_empty()) {
-            own.warm = None;
-        }
-        if let Some(o) = &mut own.open_loop {
-            o.workloads = served(&open);
-        }
-        if own
-            .open_loop
-            .as_ref()
-            .is_some_and(|o| o.workloads.is_empty())
-        {
-            own.open_loop = None;
-        }
-        if let Some(e) = &mut own.equal_load {
-            e.workloads = served(&equal);
-        }
-        if own
-            .equal_load
-            .as_ref()
-            .is_some_and(|e| e.workloads.is_empty())
-        {
-            own.equal_load = None;
-        }
+        narrow(&mut own.warm, |w| &mut w.workloads, served(&warm));
+        narrow(&mut own.open_loop, |o| &mut o.workloads, served(&open));
+        narrow(&mut own.equal_load, |e| &mut e.workloads, served(&equal));
         Some(std::borrow::Cow::Owned(own))
     }
 
@@ -910,6 +887,20 @@ fn check_each_workload_table(text: &str) -> anyhow::Result<()> {
             .map_err(|e| anyhow::anyhow!("[[workload]] {name}: {}", e.message()))?;
     }
     Ok(())
+}
+
+/// A table's workloads narrowed to `served`; the table dropped when none is left.
+fn narrow<T>(
+    table: &mut Option<T>,
+    workloads: fn(&mut T) -> &mut Vec<String>,
+    served: Vec<String>,
+) {
+    if let Some(t) = table {
+        *workloads(t) = served;
+        if workloads(t).is_empty() {
+            *table = None;
+        }
+    }
 }
 
 #[cfg(test)]
