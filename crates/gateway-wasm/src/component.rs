@@ -5,13 +5,17 @@
 //! response, and a client never sees the guest's insides.
 //!
 //! Or (`component-recycled`) instances kept between requests and put back after each to a fresh
-//! instance's state: the component is rewritten so that its handler resets its core instance's
-//! memory and globals when it returns (`component_reset.rs`), and the host gives each request new
-//! random generators, HTTP context and resource table. An instance is reused only after a request
-//! that returned with its response whole, its memory and tables never grown and every resource
-//! it was given dropped; any other is discarded. What is not reset: the numbers the component
-//! model gives the next request's resource handles, which follow the order in which the last
-//! request dropped its own (Wasmtime has no way to reset an instance's handle table).
+//! instance's state: the component is rewritten to export a reset of every core instance's memory
+//! (the pages the request wrote) and mutable globals (`component_reset`), which the executor calls
+//! after each request, and the host gives each request new random generators, HTTP context and
+//! resource table. An instance is reused only after a request that returned with its response
+//! whole, its memories and tables never grown and its reset run to its end; any other is
+//! discarded. What is not reset: the numbers the component model gives the next request's
+//! resource handles, which follow the order in which the last request dropped its own, and the
+//! handles a guest never dropped (JavaScript's, until its garbage collector runs), whose numbers
+//! stay taken but which reach nothing (the resources they named went with the last request's
+//! table); an instance holding more than `MAX_LEFT_HANDLES` of them is discarded (Wasmtime has
+//! no way to reset an instance's handle table).
 //!
 //! Where it differs from `wasmtime serve`, by design:
 //! - the response is read whole (up to the guest's memory limit) and sent with its length, as
@@ -28,6 +32,7 @@ use std::sync::{Arc, Mutex};
 use std::task::Poll;
 use std::time::Instant;
 
+use anyhow::Context as _;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::Uri;
@@ -36,7 +41,9 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use wasmlab_gateway::admission::Admission;
 use wasmlab_gateway::{Capabilities, ExecRequest, Executor, Failure, Reply};
-use wasmtime::component::{Component, Linker, Resource, ResourceTable};
+use wasmtime::component::{
+    Component, ComponentExportIndex, Linker, Resource, ResourceTable, TypedFunc,
+};
 use wasmtime::{
     Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter, Store,
     StoreLimits,
@@ -114,14 +121,13 @@ pub struct ComponentOptions {
     pub recycled: bool,
 }
 
-/// The name the reset wrapper has in a rewritten component (`component_reset.rs`).
-pub(crate) const WRAPPER_NAME: &str = "wasmlab:reset-after-handle";
+/// The export a component rewritten for `component-recycled` gains (`component_reset`): a
+/// function of no arguments that puts its instance back as a fresh one.
+pub(crate) const RESET_EXPORT: &str = "wasmlab-reset";
 
-/// Whether `component` was rewritten to reset its instances.
-fn is_rewritten(component: &Component) -> bool {
-    component
-        .functions()
-        .any(|f| f.name.as_deref() == Some(WRAPPER_NAME))
+/// Whether `component` was rewritten to reset its instances: the index of the export that does it.
+fn reset_export(component: &Component) -> Option<ComponentExportIndex> {
+    component.get_export_index(None, RESET_EXPORT)
 }
 
 /// What every component executor has: the engine, the limits and admission, what an instance is
@@ -233,6 +239,8 @@ pub struct ComponentExecutor {
     pre: ProxyPre<ComponentCtx>,
     /// Idle instances, for `component-recycled`; `None` for a fresh instance per request.
     kept: Option<Mutex<Vec<Kept>>>,
+    /// The rewritten component's reset, for `component-recycled`.
+    reset: Option<ComponentExportIndex>,
     /// WASI contexts of stores that ended, for later stores (see [`Self::retire`]).
     spare_wasi: Mutex<Vec<WasiCtx>>,
 }
@@ -241,7 +249,15 @@ pub struct ComponentExecutor {
 struct Kept {
     store: Store<ComponentCtx>,
     proxy: Proxy,
+    /// Puts the instance back as a fresh one (`component-recycled`).
+    reset: Option<TypedFunc<(), ()>>,
+    /// Handles its requests left undropped, so far.
+    left: usize,
 }
+
+/// How many undropped handles a recycled instance may accumulate before it is discarded: each is
+/// a few bytes in the instance's handle table.
+const MAX_LEFT_HANDLES: usize = 4096;
 
 impl ComponentExecutor {
     /// Compiles `wasm` (a `wasi:http/proxy` component) and links it once.
@@ -286,6 +302,8 @@ impl ComponentExecutor {
             .total_stacks(n)
             .max_core_instances_per_component(CORE_INSTANCES_PER_COMPONENT)
             .max_memories_per_component(MEMORIES_PER_COMPONENT)
+            // A recycled component's memory module also defines its page marks.
+            .max_memories_per_module(MEMORIES_PER_COMPONENT)
             .max_tables_per_component(TABLES_PER_COMPONENT)
             .max_memory_size(limits.max_memory_bytes);
         // As the pooled executor's; a component whose memory image is megabytes (JavaScript's)
@@ -322,7 +340,7 @@ impl ComponentExecutor {
             )
         }?;
         anyhow::ensure!(
-            !options.recycled || is_rewritten(&component),
+            !options.recycled || reset_export(&component).is_some(),
             "the component was not rewritten for resetting: precompile it with --executor component-recycled"
         );
         Self::from_component(engine, component, options, limits)
@@ -354,6 +372,13 @@ impl ComponentExecutor {
         })?;
         Ok(Self {
             host: ComponentHost::new(engine, &options, limits)?,
+            reset: if options.recycled {
+                Some(reset_export(&component).context(
+                    "the component was not rewritten for resetting: precompile it with --executor component-recycled",
+                )?)
+            } else {
+                None
+            },
             pre,
             kept: options.recycled.then(Default::default),
             spare_wasi: Mutex::default(),
@@ -413,9 +438,9 @@ impl ComponentExecutor {
             .and_then(|idle| idle.lock().expect("never poisoned").pop())
         {
             let ctx = k.store.data_mut();
-            // What the last request left here was checked empty; new random generators and HTTP
-            // state make this one's a fresh instance's (the rest of the WASI context is kept, as
-            // `retire` says why).
+            // A new table: a handle the last request left undropped reaches nothing of it. New
+            // random generators and HTTP state make this one's a fresh instance's (the rest of
+            // the WASI context is kept, as `retire` says why).
             ctx.table = ResourceTable::new();
             *ctx.wasi.random() = WasiRandomCtx::default();
             ctx.http = WasiHttpCtx::new();
@@ -424,16 +449,38 @@ impl ComponentExecutor {
             return Ok(k);
         }
         let mut store = self.store(deadline);
-        let proxy = self.pre.instantiate_async(&mut store).await?;
+        let (proxy, reset) = match &self.reset {
+            None => (self.pre.instantiate_async(&mut store).await?, None),
+            Some(index) => {
+                let instance = self
+                    .pre
+                    .instance_pre()
+                    .instantiate_async(&mut store)
+                    .await?;
+                let proxy = Proxy::new(&mut store, &instance)?;
+                let reset = instance.get_typed_func::<(), ()>(&mut store, index)?;
+                (proxy, Some(reset))
+            }
+        };
         store.data_mut().limits.instantiated = true;
         self.host.made_one();
-        Ok(Kept { store, proxy })
+        Ok(Kept {
+            store,
+            proxy,
+            reset,
+            left: 0,
+        })
     }
 
     async fn run(&self, req: ExecRequest) -> Result<Reply, Failure> {
         let limits = &self.host.limits;
         let deadline = Instant::now() + limits.deadline;
-        let Kept { mut store, proxy } = self
+        let Kept {
+            mut store,
+            proxy,
+            reset,
+            mut left,
+        } = self
             .instance(deadline)
             .await
             .map_err(|e| guest_failure(&e, limits))?;
@@ -507,17 +554,27 @@ impl ComponentExecutor {
         // drops whatever else the guest held (an outparam it never set) and frees its instance:
         // such a response (as a JavaScript handler that throws leaves one) ends now, not at the
         // deadline.
-        if called.is_some() && answered.is_none() {
-            abort_unfinished_bodies(&mut store.data_mut().table);
-        }
-        // A recycled instance may be kept only if its handler returned (and so reset it),
-        // nothing grew, and the guest holds no resource (each one it holds, an unfinished body
-        // among them, is an entry in the table); then the response, if not read yet, ends
+        let aborted = called.is_some()
+            && answered.is_none()
+            && abort_unfinished_bodies(&mut store.data_mut().table);
+        // A recycled instance may be kept only if its handler returned, nothing grew, the guest
+        // holds no resource (each one it holds, an unfinished body among them, is an entry in the
+        // table), and its reset then ran to its end; then the response, if not read yet, ends
         // without the store going. Any other store goes now, and ends whatever the guest held.
-        let keep = self.kept.is_some() && matches!(called, Some(Ok(()))) && {
+        let mut keep = self.kept.is_some() && matches!(called, Some(Ok(()))) && !aborted && {
             let ctx = store.data_mut();
-            !ctx.limits.grew && ctx.table.is_empty()
+            !ctx.limits.grew && (ctx.table.is_empty() || reset.is_some())
         };
+        // A guest whose language drops handles only when it collects garbage (JavaScript's)
+        // leaves some behind: the host's side of them goes with the request's table, but the
+        // instance keeps their numbers, so it is kept only until it holds a bounded number.
+        if keep && reset.is_some() {
+            left += store.data_mut().table.iter_mut().count();
+            keep = left <= MAX_LEFT_HANDLES;
+        }
+        if keep && let Some(reset) = &reset {
+            keep = reset.call_async(&mut store, ()).await.is_ok() && !store.data().limits.grew;
+        }
         let kept = if keep {
             Some(store)
         } else {
@@ -538,9 +595,12 @@ impl ComponentExecutor {
         if let Some(idle) = &self.kept {
             match kept {
                 Some(store) if matches!(answered, Some(Ok(_))) => {
-                    idle.lock()
-                        .expect("never poisoned")
-                        .push(Kept { store, proxy });
+                    idle.lock().expect("never poisoned").push(Kept {
+                        store,
+                        proxy,
+                        reset,
+                        left,
+                    });
                 }
                 kept => {
                     if let Some(store) = kept {
@@ -617,15 +677,19 @@ impl Executor for ComponentExecutor {
 
 /// Aborts every outgoing body (a response's or a request's) still in the table: what is still
 /// there was never finished (finishing one removes it). Its reader then sees an error rather than
-/// an end, as it does when a guest drops a body unfinished.
-fn abort_unfinished_bodies(table: &mut ResourceTable) {
+/// an end, as it does when a guest drops a body unfinished. Whether there was one: a recycled
+/// instance that left one is not kept.
+fn abort_unfinished_bodies(table: &mut ResourceTable) -> bool {
+    let mut aborted = false;
     for (_, entry) in table.iter_mut() {
         if let Some(body) = entry.downcast_mut::<HostOutgoingBody>() {
             // `abort` takes the body: leave an unused one in its place.
             let (spare, _) = HostOutgoingBody::new(StreamContext::Response, None, 1, 1);
             std::mem::replace(body, spare).abort();
+            aborted = true;
         }
     }
+    aborted
 }
 
 /// The request as `wasi:http` takes it in: with an authority (the `host` header's, or

@@ -10,6 +10,10 @@
 // - `GET /env?name=KEY` answers the value of the environment variable KEY (404 when unset);
 // - `GET /fetch` fetches the URL in `FETCH_URL` and answers the status it got, or 502 with the
 //   host's error when the request was refused or failed;
+// - `GET /remember?secret=S` keeps S in a global, as a careless cache would, and `GET /recall`
+//   answers what it kept: in a host that gives each request a fresh instance (or one reset to
+//   fresh), never what another request left;
+// - `GET /allocate?kib=N` fills N KiB (at most 4096) and answers their sum;
 // - anything else is 404.
 import { getEnvironment } from "wasi:cli/environment@0.2.10";
 
@@ -18,6 +22,8 @@ const text = (status, body) =>
 
 // Read per request: a value read at the top level is the one the build saw (Wizer runs it then).
 const env = (key) => getEnvironment().find(([k]) => k === key)?.[1];
+
+let remembered = null;
 
 async function handle(request) {
   const url = new URL(request.url);
@@ -42,6 +48,16 @@ async function handle(request) {
       } catch (e) {
         return text(502, `${target}: ${e}\n`);
       }
+    }
+    case "/remember":
+      remembered = url.searchParams.get("secret") ?? "";
+      return text(200, "remembered\n");
+    case "/recall":
+      return text(200, remembered === null ? "nothing remembered\n" : `remembered ${remembered}\n`);
+    case "/allocate": {
+      const kib = Math.min(Number(url.searchParams.get("kib") ?? "64") || 0, 4096);
+      const bytes = new Uint8Array(kib * 1024).fill(1);
+      return text(200, `allocated ${bytes.reduce((a, b) => a + b, 0)} bytes\n`);
     }
     default:
       return text(404, `no route ${url.pathname}\n`);

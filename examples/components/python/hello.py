@@ -13,6 +13,10 @@
 # - `GET /env?name=KEY` answers the value of the environment variable KEY (404 when unset);
 # - `GET /fetch` fetches the URL in `FETCH_URL` and answers the status it got, or 502 with the
 #   host's error when the request was refused or failed;
+# - `GET /remember?secret=S` keeps S in a global, as a careless cache would, and `GET /recall`
+#   answers what it kept: in a host that gives each request a fresh instance (or one reset to
+#   fresh), never what another request left;
+# - `GET /allocate?kib=N` fills N KiB (at most 4096) and answers their sum;
 # - anything else is 404, any other method 405.
 from urllib.parse import parse_qs, urlsplit
 
@@ -30,6 +34,9 @@ from wit_world.imports.types import (
     ResponseOutparam,
     Scheme_Http,
 )
+
+
+remembered = None
 
 
 def env(key):
@@ -69,6 +76,7 @@ def send(out, status, text):
 
 class IncomingHandler(exports.IncomingHandler):
     def handle(self, request: IncomingRequest, response_out: ResponseOutparam) -> None:
+        global remembered
         target = urlsplit(request.path_with_query() or "/")
         query = parse_qs(target.query)
         if not isinstance(request.method(), Method_Get):
@@ -91,4 +99,15 @@ class IncomingHandler(exports.IncomingHandler):
                 return send(response_out, 200, f"{url} answered {fetch(url)}\n")
             except Exception as e:
                 return send(response_out, 502, f"{url}: {e}\n")
+        if target.path == "/remember":
+            remembered = query.get("secret", [""])[0]
+            return send(response_out, 200, "remembered\n")
+        if target.path == "/recall":
+            if remembered is None:
+                return send(response_out, 200, "nothing remembered\n")
+            return send(response_out, 200, f"remembered {remembered}\n")
+        if target.path == "/allocate":
+            kib = min(int(query.get("kib", ["64"])[0] or 0), 4096)
+            data = bytearray(b"\x01" * (kib * 1024))
+            return send(response_out, 200, f"allocated {sum(data)} bytes\n")
         return send(response_out, 404, f"no route {target.path}\n")

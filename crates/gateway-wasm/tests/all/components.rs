@@ -438,6 +438,90 @@ fn a_javascript_handler_that_throws_is_answered_at_once() {
     });
 }
 
+/// examples/components' service in JavaScript or Python, built with the tool `wasmlab setup`
+/// installs (kept in target/user-components while its inputs are older), or why it cannot be.
+fn example(language: wasmlab_test_support::ComponentLanguage) -> Result<Vec<u8>, String> {
+    use wasmlab_test_support::ComponentLanguage::*;
+    let (dir, file, wasm) = match language {
+        JavaScript => ("js", "hello.js", "hello_js.wasm"),
+        Python => ("python", "hello.py", "hello_py.wasm"),
+    };
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let tools = std::env::var_os("WASMLAB_TOOLS")
+        .map_or_else(|| root.join("tools"), std::path::PathBuf::from);
+    let example = root.join("examples/components").join(dir);
+    let (source, wit) = (example.join(file), example.join("world.wit"));
+    let out = root.join("target/user-components").join(dir).join(wasm);
+    wasmlab_test_support::build_component(
+        language,
+        &tools,
+        &[
+            "--source".as_ref(),
+            source.as_os_str(),
+            "--wit".as_ref(),
+            wit.as_os_str(),
+            "--world".as_ref(),
+            "hello".as_ref(),
+        ],
+        &out,
+    )?;
+    Ok(std::fs::read(&out).unwrap_or_else(|e| panic!("{}: {e}", out.display())))
+}
+
+/// A JavaScript and a Python component (their runtime's state spread over several core modules:
+/// StarlingMonkey and its WASI adapter, CPython's shared libraries) served recycled: one instance
+/// serves every request, and each request finds a fresh instance's state: what one request keeps
+/// in a global, the next never recalls; what a request allocates is gone for the next.
+#[test]
+fn javascript_and_python_components_are_recycled_to_fresh_instances() {
+    use wasmlab_test_support::ComponentLanguage::*;
+    for language in [JavaScript, Python] {
+        let wasm = match example(language) {
+            Ok(w) => w,
+            Err(why) => {
+                wasmlab_test_support::skipped(&why);
+                continue;
+            }
+        };
+        runtime().block_on(async {
+            let limits = GuestLimits {
+                max_instances: 1,
+                deadline: LONG_DEADLINE,
+                ..GuestLimits::default()
+            };
+            let ex = executor(true, &wasm, None, limits).await;
+            for round in 0..3 {
+                for (target, answer) in [
+                    ("/recall".to_owned(), "nothing remembered\n".to_owned()),
+                    (
+                        format!("/remember?secret=s{round}"),
+                        "remembered\n".to_owned(),
+                    ),
+                    ("/recall".to_owned(), "nothing remembered\n".to_owned()),
+                    (
+                        "/allocate?kib=256".to_owned(),
+                        "allocated 262144 bytes\n".to_owned(),
+                    ),
+                    (
+                        format!("/greet?name=n{round}"),
+                        format!("hello, n{round}\n"),
+                    ),
+                ] {
+                    let r = get(&ex, &target).await;
+                    assert_eq!(
+                        (r.status, r.text.as_str()),
+                        (200, answer.as_str()),
+                        "{language:?} {target}"
+                    );
+                }
+            }
+            // One instance served all 15: reused, not remade.
+            let (made, discarded) = ex.instances();
+            assert_eq!((made, discarded), (1, 0), "{language:?}");
+        });
+    }
+}
+
 #[test]
 fn a_recycled_instance_is_reused_and_reset_to_a_fresh_ones_state() {
     runtime().block_on(async {
