@@ -60,6 +60,13 @@ fn js_component() {
     verified_and_measured_with("js-component", &["--no-setup"]);
 }
 
+/// The same component recycled: every route verified and measured from instances reset after
+/// each request (skipped until componentize-js is set up).
+#[test]
+fn js_component_recycled() {
+    verified_and_measured_with("js-component-recycled", &["--no-setup"]);
+}
+
 /// Skipped until componentize-js and the Wasmtime CLI are set up.
 #[test]
 fn js_component_wasmtime_serve() {
@@ -70,6 +77,12 @@ fn js_component_wasmtime_serve() {
 #[test]
 fn py_component() {
     verified_and_measured_with("py-component", &["--no-setup"]);
+}
+
+/// The same component recycled (skipped until componentize-py is set up).
+#[test]
+fn py_component_recycled() {
+    verified_and_measured_with("py-component-recycled", &["--no-setup"]);
 }
 
 /// `jco serve` on Node: skipped until `wasmlab setup jco-serve` has installed jco from npm.

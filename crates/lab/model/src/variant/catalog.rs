@@ -96,12 +96,20 @@ const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../../../variants/js-component.toml"),
     ),
     (
+        "js-component-recycled",
+        include_str!("../../../../../variants/js-component-recycled.toml"),
+    ),
+    (
         "js-component-wasmtime-serve",
         include_str!("../../../../../variants/js-component-wasmtime-serve.toml"),
     ),
     (
         "py-component",
         include_str!("../../../../../variants/py-component.toml"),
+    ),
+    (
+        "py-component-recycled",
+        include_str!("../../../../../variants/py-component-recycled.toml"),
     ),
     (
         "jco-serve",
