@@ -16,7 +16,7 @@
 # - `GET /remember?secret=S` keeps S in a global, as a careless cache would, and `GET /recall`
 #   answers what it kept: in a host that gives each request a fresh instance (or one reset to
 #   fresh), never what another request left;
-# - `GET /allocate?kib=N` fills N KiB (at most 4096) and answers their sum;
+# - `GET /allocate?kib=N` allocates N KiB (at most 4096), fills them and answers how many;
 # - anything else is 404, any other method 405.
 from urllib.parse import parse_qs, urlsplit
 
@@ -108,6 +108,6 @@ class IncomingHandler(exports.IncomingHandler):
             return send(response_out, 200, f"remembered {remembered}\n")
         if target.path == "/allocate":
             kib = min(int(query.get("kib", ["64"])[0] or 0), 4096)
-            data = bytearray(b"\x01" * (kib * 1024))
-            return send(response_out, 200, f"allocated {sum(data)} bytes\n")
+            data = bytearray(b"\x01") * (kib * 1024)
+            return send(response_out, 200, f"allocated {len(data)} bytes\n")
         return send(response_out, 404, f"no route {target.path}\n")
