@@ -28,6 +28,7 @@
 //! one that trapped.
 
 mod abi;
+mod coalesce;
 mod module;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -4,6 +4,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::{Context as _, bail, ensure};
+
+use super::coalesce;
 use wasm_encoder::reencode::{self, Reencode, RoundtripReencoder};
 use wasm_encoder::{
     CodeSection, DataSection, EntityType, ExportKind, ExportSection, Function, FunctionSection,
@@ -50,6 +52,8 @@ pub(super) struct Survey {
     /// Each function's type (imports first), and each type's (params, results).
     pub func_types: Vec<u32>,
     pub types: Vec<(Vec<ValType>, Vec<ValType>)>,
+    /// The same, as wasmparser reads them (for instructions' stack effects).
+    pub sub_types: Vec<wasmparser::SubType>,
     /// Imported functions: (index, module, name).
     pub func_imports: Vec<(u32, String, String)>,
     /// Exported functions: name → index.
@@ -71,6 +75,7 @@ impl Survey {
             active_data: Vec::new(),
             func_types: Vec::new(),
             types: Vec::new(),
+            sub_types: Vec::new(),
             func_imports: Vec::new(),
             func_exports: BTreeMap::new(),
             fills_imported_tables: Vec::new(),
@@ -83,8 +88,18 @@ impl Survey {
         for payload in Parser::new(0).parse_all(module) {
             match payload? {
                 Payload::TypeSection(reader) => {
-                    for t in reader.into_iter_err_on_gc_types() {
-                        let t = t?;
+                    for group in reader {
+                        for sub in group?.into_types() {
+                            s.sub_types.push(sub);
+                        }
+                    }
+                    for sub in &s.sub_types {
+                        let wasmparser::CompositeInnerType::Func(t) = &sub.composite_type.inner
+                        else {
+                            bail!(
+                                "a core module of the component has GC types, which the rewrite does not follow"
+                            );
+                        };
                         let conv = |v: &[wasmparser::ValType]| -> anyhow::Result<Vec<ValType>> {
                             v.iter()
                                 .map(|v| {
@@ -808,28 +823,54 @@ impl<'a> Rewriter<'a> {
         }
         locals.push((1, ValType::I32));
         let mut f = Function::new(locals);
-        let mut ops = body.get_operators_reader()?;
-        while !ops.eof() {
-            let op = ops.read()?;
+        let ops = body
+            .get_operators_reader()?
+            .into_iter()
+            .collect::<Result<Vec<_>, _>>()?;
+        let marks = if tracks {
+            coalesce::plan(&ops, self.s, count, |op| {
+                store(op).map(|(arg, _)| u32::try_from(arg.offset).unwrap_or(u32::MAX))
+            })
+        } else {
+            Vec::new()
+        };
+        // Marks the page `addr + offset` starts in.
+        let mark = |f: &mut Function, offset: u32| {
+            let ins = &mut f.instructions();
+            ins.local_get(addr);
+            if offset != 0 {
+                ins.i32_const(offset as i32).i32_add();
+            }
+            ins.i32_const(PAGE_SHIFT as i32)
+                .i32_shr_u()
+                .i32_const(1)
+                .i32_store8(MemArg {
+                    offset: 0,
+                    align: 0,
+                    memory_index: 1,
+                });
+        };
+        for (i, op) in ops.into_iter().enumerate() {
             if tracks {
                 if let Some((arg, ty)) = store(&op) {
                     ensure!(arg.memory == 0, "a store to a second memory");
                     let offset = u32::try_from(arg.offset).context("a store offset past 4 GiB")?;
-                    let ins = &mut f.instructions();
-                    ins.local_set(value(ty)).local_tee(addr);
-                    if offset != 0 {
-                        ins.i32_const(offset as i32).i32_add();
+                    match marks[i] {
+                        Some(coalesce::Marks::Covered) => {}
+                        Some(coalesce::Marks::Span { low, high }) => {
+                            f.instructions().local_set(value(ty)).local_set(addr);
+                            mark(&mut f, low);
+                            if high != low {
+                                mark(&mut f, high);
+                            }
+                            f.instructions().local_get(addr).local_get(value(ty));
+                        }
+                        _ => {
+                            f.instructions().local_set(value(ty)).local_set(addr);
+                            mark(&mut f, offset);
+                            f.instructions().local_get(addr).local_get(value(ty));
+                        }
                     }
-                    ins.i32_const(PAGE_SHIFT as i32)
-                        .i32_shr_u()
-                        .i32_const(1)
-                        .i32_store8(MemArg {
-                            offset: 0,
-                            align: 0,
-                            memory_index: 1,
-                        })
-                        .local_get(addr)
-                        .local_get(value(ty));
                 } else if let Some(memory) = bulk_destination(&op) {
                     ensure!(memory == 0, "a bulk write to a second memory");
                     // [at, x, len]: mark at..at+len, then the write.
@@ -990,6 +1031,37 @@ impl Reencode for Rewriter<'_> {
         let r = reencode::utils::parse_custom_section(self, module, section);
         self.naming = false;
         r
+    }
+}
+
+/// What wasmparser needs of a module to tell an instruction's stack effect.
+impl wasmparser::ModuleArity for Survey {
+    fn sub_type_at(&self, type_idx: u32) -> Option<&wasmparser::SubType> {
+        self.sub_types.get(type_idx as usize)
+    }
+
+    fn tag_type_arity(&self, _at: u32) -> Option<(u32, u32)> {
+        None
+    }
+
+    fn type_index_of_function(&self, function_idx: u32) -> Option<u32> {
+        self.func_types.get(function_idx as usize).copied()
+    }
+
+    fn func_type_of_cont_type(&self, _c: &wasmparser::ContType) -> Option<&wasmparser::FuncType> {
+        None
+    }
+
+    fn sub_type_of_ref_type(&self, _rt: &wasmparser::RefType) -> Option<&wasmparser::SubType> {
+        None
+    }
+
+    fn control_stack_height(&self) -> u32 {
+        0
+    }
+
+    fn label_block(&self, _depth: u32) -> Option<(wasmparser::BlockType, wasmparser::FrameKind)> {
+        None
     }
 }
 

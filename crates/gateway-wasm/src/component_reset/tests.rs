@@ -81,6 +81,16 @@ const TWO_MODULES: &str = r#"
         local.get $at local.get $v i64.store return)
         local.get $at local.get $v i32.wrap_i64 i32.store offset=4093 return)
       local.get $at local.get $v f64.reinterpret_i64 f64.store)
+    ;; A struct written through one pointer (whose stores share their marks), then the pointer
+    ;; moved and written through again.
+    (func (export "record") (param $at i32) (param $v i64)
+      local.get $at local.get $v i64.store offset=0
+      local.get $at local.get $v i64.store offset=2000
+      local.get $at local.get $v i64.store offset=4090
+      local.get $at local.get $v i32.wrap_i64 i32.store16 offset=1001
+      local.get $at i32.const 3000 i32.add local.set $at
+      local.get $at local.get $v i64.store offset=8
+      local.get $at local.get $v i64.store offset=4093)
     (func (export "fill") (param i32 i32 i32)
       local.get 0 local.get 1 local.get 2 memory.fill)
     (func (export "copy") (param i32 i32 i32)
@@ -96,6 +106,7 @@ const TWO_MODULES: &str = r#"
     (canon lift (core func $u "store")))
   (func (export "fill") (param "at" u32) (param "v" u32) (param "n" u32)
     (canon lift (core func $u "fill")))
+  (func (export "record") (param "at" u32) (param "v" u64) (canon lift (core func $u "record")))
   (func (export "copy") (param "to" u32) (param "from" u32) (param "n" u32)
     (canon lift (core func $u "copy")))
   (func (export "triple") (param "at" u32) (canon lift (core func $u "triple")))
@@ -110,6 +121,7 @@ const TWO_MODULES: &str = r#"
 #[derive(Debug, Clone)]
 enum Op {
     Store { kind: u32, at: u32, v: u64 },
+    Record { at: u32, v: u64 },
     Fill { at: u32, v: u32, n: u32 },
     Copy { to: u32, from: u32, n: u32 },
     Triple { at: u32 },
@@ -127,6 +139,7 @@ fn op() -> impl Strategy<Value = Op> {
             at,
             v
         }),
+        (0u32..MEMORY - 3000 - 4093 - 8, any::<u64>()).prop_map(|(at, v)| Op::Record { at, v }),
         (0u32..MEMORY - 9000, 1u32..256, 0u32..9000).prop_map(|(at, v, n)| Op::Fill { at, v, n }),
         (0u32..MEMORY - 9000, 0u32..MEMORY - 9000, 0u32..9000).prop_map(|(to, from, n)| Op::Copy {
             to,
@@ -197,6 +210,7 @@ where
 fn apply(store: &mut Store<()>, instance: &Instance, op: &Op) {
     match *op {
         Op::Store { kind, at, v } => call::<_, ()>(store, instance, "store", (kind, at, v)),
+        Op::Record { at, v } => call::<_, ()>(store, instance, "record", (at, v)),
         Op::Fill { at, v, n } => call::<_, ()>(store, instance, "fill", (at, v, n)),
         Op::Copy { to, from, n } => call::<_, ()>(store, instance, "copy", (to, from, n)),
         Op::Triple { at } => call::<_, ()>(store, instance, "triple", (at,)),
@@ -265,6 +279,12 @@ fn each_kind_of_write_is_put_back() {
         Op::Store {
             kind: 5,
             at: 4096 * 7 - 2,
+            v: u64::MAX,
+        },
+        // Each store of the run in a page of its own but the first two: the span's marks, the
+        // 16 bytes past the last page and the moved pointer's own marks are all needed.
+        Op::Record {
+            at: 4096 * 25 - 1000,
             v: u64::MAX,
         },
         Op::Fill {
