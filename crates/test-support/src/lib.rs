@@ -419,3 +419,44 @@ pub fn build_component(
     );
     Ok(())
 }
+
+/// examples/components' service in `language` (a component as its users write one: nothing of
+/// wasmlab's ABI, its own world.wit), built with the tool `wasmlab setup` installs into `tools`
+/// into target/user-components/DIR/hello_SHORT.wasm (kept while its inputs are older); its path,
+/// or why not when that tool is not there.
+pub fn example_component(
+    language: ComponentLanguage,
+    tools: &std::path::Path,
+) -> Result<std::path::PathBuf, String> {
+    let (dir, file, wasm) = match language {
+        ComponentLanguage::JavaScript => ("js", "hello.js", "hello_js.wasm"),
+        ComponentLanguage::Python => ("python", "hello.py", "hello_py.wasm"),
+    };
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let example = root.join("examples/components").join(dir);
+    let (source, wit) = (example.join(file), example.join("world.wit"));
+    let out = root.join("target/user-components").join(dir).join(wasm);
+    build_component(
+        language,
+        tools,
+        &[
+            "--source".as_ref(),
+            source.as_os_str(),
+            "--wit".as_ref(),
+            wit.as_os_str(),
+            "--world".as_ref(),
+            "hello".as_ref(),
+        ],
+        &out,
+    )?;
+    Ok(out)
+}
+
+/// The tools directory the tests use: `WASMLAB_TOOLS` (set by `.ci/run` to its tool cache), else
+/// the project's `tools/`.
+pub fn tools_dir() -> std::path::PathBuf {
+    std::env::var_os("WASMLAB_TOOLS").map_or_else(
+        || std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tools"),
+        std::path::PathBuf::from,
+    )
+}

@@ -441,30 +441,8 @@ fn a_javascript_handler_that_throws_is_answered_at_once() {
 /// examples/components' service in JavaScript or Python, built with the tool `wasmlab setup`
 /// installs (kept in target/user-components while its inputs are older), or why it cannot be.
 fn example(language: wasmlab_test_support::ComponentLanguage) -> Result<Vec<u8>, String> {
-    use wasmlab_test_support::ComponentLanguage::*;
-    let (dir, file, wasm) = match language {
-        JavaScript => ("js", "hello.js", "hello_js.wasm"),
-        Python => ("python", "hello.py", "hello_py.wasm"),
-    };
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let tools = std::env::var_os("WASMLAB_TOOLS")
-        .map_or_else(|| root.join("tools"), std::path::PathBuf::from);
-    let example = root.join("examples/components").join(dir);
-    let (source, wit) = (example.join(file), example.join("world.wit"));
-    let out = root.join("target/user-components").join(dir).join(wasm);
-    wasmlab_test_support::build_component(
-        language,
-        &tools,
-        &[
-            "--source".as_ref(),
-            source.as_os_str(),
-            "--wit".as_ref(),
-            wit.as_os_str(),
-            "--world".as_ref(),
-            "hello".as_ref(),
-        ],
-        &out,
-    )?;
+    let out =
+        wasmlab_test_support::example_component(language, &wasmlab_test_support::tools_dir())?;
     Ok(std::fs::read(&out).unwrap_or_else(|e| panic!("{}: {e}", out.display())))
 }
 

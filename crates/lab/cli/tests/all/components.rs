@@ -239,28 +239,7 @@ fn a_component_written_elsewhere_runs_in_every_host_beside_the_host_s_floor() {
 /// `wasmlab setup` installs, into target/user-components/DIR/hello_SHORT.wasm (kept while its
 /// inputs are older); why not when that tool is not there.
 fn user_component(language: ComponentLanguage) -> Result<std::path::PathBuf, String> {
-    let (dir, file, wasm) = match language {
-        ComponentLanguage::JavaScript => ("js", "hello.js", "hello_js.wasm"),
-        ComponentLanguage::Python => ("python", "hello.py", "hello_py.wasm"),
-    };
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../..");
-    let example = root.join("examples/components").join(dir);
-    let (source, wit) = (example.join(file), example.join("world.wit"));
-    let out = root.join("target/user-components").join(dir).join(wasm);
-    build_component(
-        language,
-        &tools_dir(),
-        &[
-            "--source".as_ref(),
-            source.as_os_str(),
-            "--wit".as_ref(),
-            wit.as_os_str(),
-            "--world".as_ref(),
-            "hello".as_ref(),
-        ],
-        &out,
-    )?;
-    Ok(out)
+    wasmlab_test_support::example_component(language, &tools_dir())
 }
 
 /// The user's routes both examples in other languages answer: `/greet` measured, `/env` (the

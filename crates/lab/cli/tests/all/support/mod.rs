@@ -9,17 +9,8 @@ pub const WASMLAB: &str = env!("CARGO_BIN_EXE_wasmlab");
 
 #[allow(unused_imports)]
 pub use wasmlab_test_support::{
-    ComponentLanguage, build_component, skipped, skipped_not_installable,
+    ComponentLanguage, build_component, skipped, skipped_not_installable, tools_dir,
 };
-
-/// The tools directory the lab under test uses: `WASMLAB_TOOLS` (set by `.ci/run` to its tool
-/// cache), else the project's `tools/`.
-pub fn tools_dir() -> std::path::PathBuf {
-    std::env::var_os("WASMLAB_TOOLS").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../tools"),
-        std::path::PathBuf::from,
-    )
-}
 
 /// Every section report.html must hold.
 pub const REPORT_SECTIONS: &[&str] = &[
