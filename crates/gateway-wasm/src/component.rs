@@ -13,9 +13,10 @@
 //! discarded. What is not reset: the numbers the component model gives the next request's
 //! resource handles, which follow the order in which the last request dropped its own, and the
 //! handles a guest never dropped (JavaScript's, until its garbage collector runs), whose numbers
-//! stay taken but which reach nothing (the resources they named went with the last request's
-//! table); an instance holding more than `MAX_LEFT_HANDLES` of them is discarded (Wasmtime has
-//! no way to reset an instance's handle table).
+//! stay taken but which reach nothing of the request that left them (its resources went with its
+//! table; used again, such a handle names whatever the current request's table holds at that
+//! place, the guest's own); an instance holding more than `MAX_LEFT_HANDLES` of them is discarded
+//! (Wasmtime has no way to reset an instance's handle table).
 //!
 //! Where it differs from `wasmtime serve`, by design:
 //! - the response is read whole (up to the guest's memory limit) and sent with its length, as
@@ -339,10 +340,7 @@ impl ComponentExecutor {
                 "a precompiled core module needs --executor pooled",
             )
         }?;
-        anyhow::ensure!(
-            !options.recycled || reset_export(&component).is_some(),
-            "the component was not rewritten for resetting: precompile it with --executor component-recycled"
-        );
+        // A component not rewritten for resetting is refused there.
         Self::from_component(engine, component, options, limits)
     }
 
