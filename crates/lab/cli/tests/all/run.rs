@@ -164,8 +164,13 @@ connections = 4
         assert!(out.status.success(), "{stderr}");
         let dir = only_run_dir(&results);
         let run = read_json(&dir.join("run.json"));
-        let total = 2 + added.unwrap_or(0);
-        assert_eq!(run["suite"]["repetitions"], total, "{target} {extra:?}");
+        // A machine so busy that no lead figure had an interval adds none (checked below).
+        let judged = added.is_some() && !run["added_repetitions"]["spread"].is_null();
+        let total = 2 + if judged { added.unwrap_or(0) } else { 0 };
+        assert_eq!(
+            run["suite"]["repetitions"], total,
+            "{target} {extra:?} {run}"
+        );
         assert_eq!(run["orders"].as_array().unwrap().len(), total as usize);
         let samples = std::fs::read_to_string(dir.join("samples.jsonl")).unwrap();
         for r in 0..3 {
