@@ -244,6 +244,10 @@ pub struct ComponentExecutor {
     reset: Option<ComponentExportIndex>,
     /// WASI contexts of stores that ended, for later stores (see [`Self::retire`]).
     spare_wasi: Mutex<Vec<WasiCtx>>,
+    /// How many of the next resets are interrupted as a deadline interrupts one: the tests'
+    /// way to a reset that fails at run time.
+    #[cfg(test)]
+    interrupt_resets: AtomicU64,
 }
 
 /// An instance kept between requests, with its store.
@@ -380,6 +384,8 @@ impl ComponentExecutor {
             pre,
             kept: options.recycled.then(Default::default),
             spare_wasi: Mutex::default(),
+            #[cfg(test)]
+            interrupt_resets: AtomicU64::new(0),
         })
     }
 
@@ -571,6 +577,16 @@ impl ComponentExecutor {
             keep = left <= MAX_LEFT_HANDLES;
         }
         if keep && let Some(reset) = &reset {
+            #[cfg(test)]
+            if self
+                .interrupt_resets
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+                .is_ok()
+            {
+                // The deadline passed: the epoch check at the reset's entry interrupts it.
+                store.data_mut().deadline = Instant::now();
+                store.set_epoch_deadline(0);
+            }
             keep = reset.call_async(&mut store, ()).await.is_ok() && !store.data().limits.grew;
         }
         let kept = if keep {
@@ -966,6 +982,54 @@ pub(crate) fn refuse_core_module(wasm: &[u8]) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A reset that fails at run time (here interrupted, as at the deadline) discards its
+    /// instance; the request it followed is answered, and the next one gets a fresh instance.
+    #[cfg(feature = "compiler")]
+    #[test]
+    fn a_reset_that_fails_discards_the_instance_and_the_request_is_answered() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let options = ComponentOptions {
+                env: Vec::new(),
+                upstream: None,
+                inherit_stdio: false,
+                recycled: true,
+            };
+            let limits = GuestLimits {
+                max_instances: 1,
+                ..GuestLimits::default()
+            };
+            let ex = ComponentExecutor::new(wasmlab_guest_artifacts::HTTP, options, limits)
+                .unwrap()
+                .checked()
+                .await
+                .unwrap();
+            let get = |target: &str| {
+                ex.execute(ExecRequest::new(
+                    hyper::Method::GET,
+                    target.to_owned(),
+                    bytes::Bytes::new(),
+                ))
+            };
+            for _ in 0..3 {
+                assert_eq!(get("/").await.map(|r| r.status).ok(), Some(200));
+            }
+            let made = ex.instances();
+            assert_eq!(made, (1, 0), "kept and reset");
+            ex.interrupt_resets.store(1, Ordering::Relaxed);
+            let answered = get("/").await;
+            assert_eq!(answered.map(|r| r.status).ok(), Some(200));
+            assert_eq!(ex.instances(), (made.0, made.1 + 1), "discarded");
+            assert_eq!(get("/").await.map(|r| r.status).ok(), Some(200));
+            assert_eq!(ex.instances(), (made.0 + 1, made.1 + 1), "a fresh one");
+            assert_eq!(get("/").await.map(|r| r.status).ok(), Some(200));
+            assert_eq!(ex.instances(), (made.0 + 1, made.1 + 1), "kept again");
+        });
+    }
 
     #[test]
     fn origins_compare_by_host_and_port() {
