@@ -260,6 +260,11 @@ struct Kept {
     left: usize,
 }
 
+/// The least memory limit `component-recycled` runs under: the rewrite's marks memory (a byte for
+/// each 1 KiB a 32-bit address reaches, then a byte for each 1 KiB of the component's memory) is
+/// held to the same limit as the component's own.
+pub(crate) const RECYCLED_MIN_MEMORY_MIB: u64 = 5;
+
 /// How many undropped handles a recycled instance may accumulate before it is discarded: each is
 /// a few bytes in the instance's handle table.
 const MAX_LEFT_HANDLES: usize = 4096;
@@ -334,6 +339,13 @@ impl ComponentExecutor {
         options: ComponentOptions,
         limits: GuestLimits,
     ) -> anyhow::Result<Self> {
+        anyhow::ensure!(
+            !options.recycled
+                || u64::try_from(limits.max_memory_bytes).unwrap_or(u64::MAX)
+                    >= RECYCLED_MIN_MEMORY_MIB << 20,
+            "component-recycled needs --max-memory-mib {RECYCLED_MIN_MEMORY_MIB} or more (given {} MiB): the marks of what each request writes are a memory of 4 MiB beside the component's",
+            limits.max_memory_bytes >> 20
+        );
         let engine = Engine::new(&Self::config(limits))?;
         // SAFETY: passed on to the caller.
         let component = unsafe {

@@ -9,7 +9,7 @@
 //! - [`ComponentExecutor`]: `wasi:http/proxy` components, a fresh instance per request, as
 //!   `wasmtime serve` runs them, under the pooled executor's limits and rules; or instances kept
 //!   and reset to a fresh instance's memory and globals after each request (`component-recycled`,
-//!   `component_reset/`: the pages each request wrote, in every core module).
+//!   `component_reset/`: the 1 KiB blocks each request wrote, in every core module).
 //! - [`ReusedComponentExecutor`]: WASI 0.3 `wasi:http/service` components, one instance serving
 //!   up to [`REQUESTS_PER_INSTANCE`] requests one after another, as `wasmtime serve` reuses them:
 //!   requests share an instance's memory.

@@ -1,12 +1,12 @@
-//! Fewer page marks: stores through the same address in straight-line code share theirs.
+//! Fewer block marks: stores through the same address in straight-line code share theirs.
 //!
 //! Code compiled from C, C++ or Rust writes a struct or a stack frame as a run of stores through
 //! one local with different offsets (`local.get $p; ...; i32.store offset=8`, then `offset=12`...).
 //! Within a run of instructions no branch enters or leaves, every store after the first executes
 //! only if the first did; when all of them go through the same value of the same local and their
-//! offsets lie within 4 KiB of each other, every one of them starts in the page of the lowest
-//! offset or in the page of the highest (the reset restores 16 bytes past a marked page, where a
-//! store begun in it ends). The first store then marks those two pages and the others mark
+//! offsets lie within a block (1 KiB) of each other, every one of them starts in the block of the
+//! lowest offset or in the block of the highest (the reset restores 16 bytes past a marked block,
+//! where a store begun in it ends). The first store then marks those two blocks and the others mark
 //! nothing. Anything this pass cannot follow (a branch, a block, an instruction whose stack effect
 //! it does not know) ends the run, and every store keeps its own mark.
 
@@ -17,11 +17,11 @@ use wasmparser::{ModuleArity, Operator};
 /// How one store is marked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Marks {
-    /// The page its own address starts in.
+    /// The block its own address starts in.
     One,
-    /// The pages of `address + low` and `address + high`: its own and the later ones of its run.
+    /// The blocks of `address + low` and `address + high`: its own and the later ones of its run.
     Span { low: u32, high: u32 },
-    /// None: an earlier store of its run marked its page.
+    /// None: an earlier store of its run marked its block.
     Covered,
 }
 
@@ -120,7 +120,7 @@ fn known_arity(op: &Operator<'_>, arity: &impl ModuleArity) -> Option<(u32, u32)
     }
 }
 
-/// Ends the current run: each address with two stores or more within 4 KiB gets one `Span` and
+/// Ends the current run: each address with two stores or more within a block gets one `Span` and
 /// its later stores are `Covered`.
 fn close(runs: &mut BTreeMap<(u32, u32), Vec<(usize, u32)>>, marks: &mut [Option<Marks>]) {
     for (_, stores) in std::mem::take(runs) {
@@ -129,7 +129,7 @@ fn close(runs: &mut BTreeMap<(u32, u32), Vec<(usize, u32)>>, marks: &mut [Option
         }
         let low = stores.iter().map(|(_, o)| *o).min().unwrap_or(0);
         let high = stores.iter().map(|(_, o)| *o).max().unwrap_or(0);
-        if high - low >= 4096 {
+        if high - low >= super::module::BLOCK {
             continue;
         }
         let (first, _) = stores[0];

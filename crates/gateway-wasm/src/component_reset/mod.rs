@@ -5,12 +5,12 @@
 //! Wasmtime gives the host no way into a component's core instances, so the reset is put inside
 //! the component, which gains an export `wasmlab-reset` (a function of no arguments) that the
 //! executor calls after each request. It puts every core instance back as instantiation left it:
-//! - **the memory**, page by page: every module that writes the component's one memory marks the
-//!   4 KiB pages it writes in a second, private memory (`wasmlab:dirty`, which no guest code can
+//! - **the memory**, block by block: every module that writes the component's one memory marks the
+//!   1 KiB blocks it writes in a second, private memory (`wasmlab:dirty`, which no guest code can
 //!   address), before each store, `memory.fill`, `memory.copy` and `memory.init`; so do the
 //!   allocators the host calls to place what it hands the guest (the canonical ABI's `realloc`)
 //!   and the host calls that return through a return area (the area marked after the call). The
-//!   reset then restores only the marked pages, from passive copies of the memory's initial image
+//!   reset then restores only the marked blocks, from passive copies of the memory's initial image
 //!   (or zeroes), and clears the marks. A request costs what it wrote, not the image's size:
 //!   the 9.3 MB of a JavaScript engine's, the 13 MB of CPython's.
 //! - **every mutable global** of every module back to its initial value.
@@ -323,7 +323,7 @@ pub fn rewrite(wasm: &[u8]) -> anyhow::Result<Vec<u8>> {
         }
     }
 
-    // The page marks reach the modules that import the memory where they get it: the memory's
+    // The block marks reach the modules that import the memory where they get it: the memory's
     // module exports them, and each bundle of exports holding the memory gains them.
     let marks_alias = match home {
         Some(h) => {

@@ -1,5 +1,5 @@
 //! One core module of a component made resettable: its writes to the component's memory tracked
-//! page by page, and a `wasmlab:reset` export that puts back what it holds.
+//! block by block, and a `wasmlab:reset` export that puts back what it holds.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -13,21 +13,23 @@ use wasm_encoder::{
 };
 use wasmparser::{DataKind, ExternalKind, FunctionBody, Operator, Parser, Payload, TypeRef};
 
-/// The granularity of the tracking: a write marks the 4 KiB page it starts in.
-pub(super) const PAGE_SHIFT: u32 = 12;
-const PAGE: u32 = 1 << PAGE_SHIFT;
-/// Where, in the page-mark memory, the table of which image run each page belongs to starts: past
-/// every mark a 32-bit address can make (2^20 pages), so no write reaches it.
-const RUNS_AT: u32 = 1 << (32 - PAGE_SHIFT);
-/// What a store marks beyond the page it starts in: none of Wasm's stores is wider than 16 bytes,
-/// so a page's restore also puts back the next page's first 16 bytes.
+/// The granularity of the tracking: a write marks the 1 KiB block it starts in. Finer than a
+/// 4 KiB page, it copies less back where a request writes a little in many places (a JavaScript
+/// engine's heap: 6–8% less CPU a request; docs/pooled-cost.md).
+pub(super) const BLOCK_SHIFT: u32 = 10;
+pub(super) const BLOCK: u32 = 1 << BLOCK_SHIFT;
+/// Where, in the marks memory, the table of which image run each block belongs to starts: past
+/// every mark a 32-bit address can make (2^22 blocks), so no write reaches it.
+pub(super) const RUNS_AT: u32 = 1 << (32 - BLOCK_SHIFT);
+/// What a store marks beyond the block it starts in: none of Wasm's stores is wider than 16 bytes,
+/// so a block's restore also puts back the next block's first 16 bytes.
 const WIDEST_STORE: u32 = 16;
 /// How many bytes after a host call's last argument the host may have written its results (the
 /// canonical ABI's return area), checked against every lowered function's results.
 pub(super) const RETURN_AREA: u32 = 4096;
 /// The export each rewritten module gains.
 pub(super) const RESET: &str = "wasmlab:reset";
-/// The page-mark memory, as the memory's module exports it and the others import it.
+/// The marks memory, as the memory's module exports it and the others import it.
 pub(super) const MARKS: &str = "wasmlab:dirty";
 
 /// What a module does with the component's memory.
@@ -247,8 +249,8 @@ pub(super) struct Plan {
 }
 
 /// The module rewritten: writes to the memory marked, `wasmlab:reset` exported; for the module
-/// defining the memory, the page marks exported as `wasmlab:dirty` and its reset putting back
-/// every marked page; for the others, the marks imported from where they import the memory.
+/// defining the memory, the block marks exported as `wasmlab:dirty` and its reset putting back
+/// every marked block; for the others, the marks imported from where they import the memory.
 pub(super) fn rewrite(module: &[u8], s: &Survey, plan: &Plan) -> anyhow::Result<Vec<u8>> {
     let mut r = Rewriter::new(s, plan)?;
     let mut out = wasm_encoder::Module::new();
@@ -267,14 +269,15 @@ pub(super) fn rewrite(module: &[u8], s: &Survey, plan: &Plan) -> anyhow::Result<
     Ok(out)
 }
 
-/// A run of image pages, copied into a passive segment: what a marked page in it is restored from.
+/// A run of image blocks, copied into a passive segment: what a marked block in it is restored
+/// from.
 struct Run {
     start: u32,
     bytes: Vec<u8>,
 }
 
-/// The initial image of `initial_bytes` of memory, as runs of pages that are not all zero (gaps
-/// of zero pages shorter than `merge` pages joined in), at most 255 of them.
+/// The initial image of `initial_bytes` of memory, as runs of blocks that are not all zero (gaps
+/// of zero blocks shorter than `merge` blocks joined in), at most 255 of them.
 fn runs(data: &[(u32, Vec<u8>)], initial_bytes: u32) -> anyhow::Result<Vec<Run>> {
     let mut image = vec![0u8; initial_bytes as usize];
     for (offset, bytes) in data {
@@ -285,10 +288,10 @@ fn runs(data: &[(u32, Vec<u8>)], initial_bytes: u32) -> anyhow::Result<Vec<Run>>
             .context("a data segment lies beyond the initial memory")?;
         image[at..end].copy_from_slice(bytes);
     }
-    let pages = image.len() / PAGE as usize;
-    let nonzero: Vec<bool> = (0..pages)
+    let blocks = image.len() / BLOCK as usize;
+    let nonzero: Vec<bool> = (0..blocks)
         .map(|p| {
-            image[p * PAGE as usize..(p + 1) * PAGE as usize]
+            image[p * BLOCK as usize..(p + 1) * BLOCK as usize]
                 .iter()
                 .any(|b| *b != 0)
         })
@@ -309,8 +312,8 @@ fn runs(data: &[(u32, Vec<u8>)], initial_bytes: u32) -> anyhow::Result<Vec<Run>>
             return Ok(spans
                 .into_iter()
                 .map(|(a, b)| Run {
-                    start: (a as u32) << PAGE_SHIFT,
-                    bytes: image[a * PAGE as usize..b * PAGE as usize].to_vec(),
+                    start: (a as u32) << BLOCK_SHIFT,
+                    bytes: image[a * BLOCK as usize..b * BLOCK as usize].to_vec(),
                 })
                 .collect());
         }
@@ -330,10 +333,10 @@ struct Rewriter<'a> {
     f_reset: u32,
     import_wrappers: BTreeMap<u32, u32>,
     export_wrappers: BTreeMap<String, (u32, u32)>,
-    /// For the module defining the memory: the image runs, its size in 4 KiB pages, the page-mark
-    /// memory's size in 64 KiB pages.
+    /// For the module defining the memory: the image runs, its size in blocks, the marks memory's
+    /// size in 64 KiB pages.
     runs: Vec<Run>,
-    pages: u32,
+    blocks: u32,
     marks_pages: u64,
     /// Sections seen, so that those it lacks are added in their place.
     seen: BTreeSet<u8>,
@@ -395,13 +398,17 @@ impl<'a> Rewriter<'a> {
                 "import {i} cannot take a return area"
             );
         }
-        let (runs, pages, marks_pages) = match s.memory {
+        let (runs, blocks, marks_pages) = match s.memory {
             Memory::Defines { initial_pages } => {
                 let bytes = u32::try_from(initial_pages << 16)
                     .context("the component's memory starts at 4 GiB or more")?;
-                let pages = bytes >> PAGE_SHIFT;
+                let blocks = bytes >> BLOCK_SHIFT;
                 let runs = runs(&s.active_data, bytes)?;
-                (runs, pages, u64::from((RUNS_AT + pages).div_ceil(1 << 16)))
+                (
+                    runs,
+                    blocks,
+                    u64::from((RUNS_AT + blocks).div_ceil(1 << 16)),
+                )
             }
             _ => {
                 ensure!(
@@ -422,7 +429,7 @@ impl<'a> Rewriter<'a> {
             import_wrappers,
             export_wrappers,
             runs,
-            pages,
+            blocks,
             marks_pages,
             seen: BTreeSet::new(),
             naming: false,
@@ -485,7 +492,7 @@ impl<'a> Rewriter<'a> {
         }
     }
 
-    /// The page-mark memory as an importer declares it: any size the defining module gives.
+    /// The marks memory as an importer declares it: any size the defining module gives.
     fn marks_memory_imported(&self) -> MemoryType {
         MemoryType {
             minimum: 0,
@@ -500,11 +507,11 @@ impl<'a> Rewriter<'a> {
         for run in &self.runs {
             data.passive(run.bytes.iter().copied());
         }
-        // Which run each page is in (0: none, the page starts zeroed).
-        let mut table = vec![0u8; self.pages as usize];
+        // Which run each block is in (0: none, the block starts zeroed).
+        let mut table = vec![0u8; self.blocks as usize];
         for (k, run) in self.runs.iter().enumerate() {
-            let first = run.start >> PAGE_SHIFT;
-            let n = run.bytes.len() as u32 >> PAGE_SHIFT;
+            let first = run.start >> BLOCK_SHIFT;
+            let n = run.bytes.len() as u32 >> BLOCK_SHIFT;
             for p in first..first + n {
                 table[p as usize] = k as u8 + 1;
             }
@@ -534,7 +541,7 @@ impl<'a> Rewriter<'a> {
         }
     }
 
-    /// `mark(at, len)`: marks every page `at..at+len` touches (none when `len` is 0). An
+    /// `mark(at, len)`: marks every block `at..at+len` touches (none when `len` is 0). An
     /// `at + len` past 4 GiB makes the fill trap, as the write it marks would.
     fn mark_body(&self) -> Function {
         let mut f = Function::new([(1, ValType::I32)]);
@@ -546,7 +553,7 @@ impl<'a> Rewriter<'a> {
             .return_()
             .end()
             .local_get(0)
-            .i32_const(PAGE_SHIFT as i32)
+            .i32_const(BLOCK_SHIFT as i32)
             .i32_shr_u()
             .local_tee(first)
             .i32_const(1)
@@ -555,7 +562,7 @@ impl<'a> Rewriter<'a> {
             .i32_add()
             .i32_const(1)
             .i32_sub()
-            .i32_const(PAGE_SHIFT as i32)
+            .i32_const(BLOCK_SHIFT as i32)
             .i32_shr_u()
             .local_get(first)
             .i32_sub()
@@ -566,15 +573,15 @@ impl<'a> Rewriter<'a> {
         f
     }
 
-    /// `restore(page, len)`: puts back the first `len` bytes of a page as instantiation left them,
+    /// `restore(block, len)`: puts back the first `len` bytes of a block as instantiation left them,
     /// from the run it is in, or zeroes.
     fn restore_body(&self) -> Function {
         let mut f = Function::new([(1, ValType::I32)]);
-        let (page, len, at) = (0, 1, 2);
+        let (block, len, at) = (0, 1, 2);
         let n = self.runs.len() as u32;
         let mut ins = f.instructions();
-        ins.local_get(page)
-            .i32_const(PAGE_SHIFT as i32)
+        ins.local_get(block)
+            .i32_const(BLOCK_SHIFT as i32)
             .i32_shl()
             .local_set(at);
         // block $done { block $run(n-1) { ... block $run0 { block $zero { br_table } zero } run0 } ... }
@@ -582,7 +589,7 @@ impl<'a> Rewriter<'a> {
         for _ in 0..=n {
             ins.block(wasm_encoder::BlockType::Empty);
         }
-        ins.local_get(page)
+        ins.local_get(block)
             .i32_load8_u(MemArg {
                 offset: RUNS_AT as u64,
                 align: 0,
@@ -609,7 +616,7 @@ impl<'a> Rewriter<'a> {
         f
     }
 
-    /// `wasmlab:reset`: every marked page put back (and the 16 bytes after it, where a write that
+    /// `wasmlab:reset`: every marked block put back (and the 16 bytes after it, where a write that
     /// began in it may have reached), the marks cleared, every mutable global given its initial
     /// value again.
     fn reset_body(&self) -> Function {
@@ -617,7 +624,7 @@ impl<'a> Rewriter<'a> {
         let (i, p) = (0, 1);
         let mut ins = f.instructions();
         if let Some(restore) = self.f_restore {
-            let words = self.pages.div_ceil(8) * 8;
+            let words = self.blocks.div_ceil(8) * 8;
             let mark = |offset| MemArg {
                 offset,
                 align: 0,
@@ -644,18 +651,23 @@ impl<'a> Rewriter<'a> {
                 .local_get(p)
                 .i32_load8_u(mark(0))
                 .local_get(p)
-                .i32_const(self.pages as i32)
+                .i32_const(self.blocks as i32)
                 .i32_lt_u()
                 .i32_and()
                 .if_(wasm_encoder::BlockType::Empty)
                 .local_get(p)
-                .i32_const(PAGE as i32)
+                .i32_const(BLOCK as i32)
                 .call(restore)
                 .local_get(p)
                 .i32_const(1)
                 .i32_add()
-                .i32_const(self.pages as i32)
+                .i32_const(self.blocks as i32)
                 .i32_lt_u()
+                // A marked next block is put back whole in this same pass.
+                .local_get(p)
+                .i32_load8_u(mark(1))
+                .i32_eqz()
+                .i32_and()
                 .if_(wasm_encoder::BlockType::Empty)
                 .local_get(p)
                 .i32_const(1)
@@ -834,14 +846,14 @@ impl<'a> Rewriter<'a> {
         } else {
             Vec::new()
         };
-        // Marks the page `addr + offset` starts in.
+        // Marks the block `addr + offset` starts in.
         let mark = |f: &mut Function, offset: u32| {
             let ins = &mut f.instructions();
             ins.local_get(addr);
             if offset != 0 {
                 ins.i32_const(offset as i32).i32_add();
             }
-            ins.i32_const(PAGE_SHIFT as i32)
+            ins.i32_const(BLOCK_SHIFT as i32)
                 .i32_shr_u()
                 .i32_const(1)
                 .i32_store8(MemArg {

@@ -81,16 +81,16 @@ const TWO_MODULES: &str = r#"
         local.get $at local.get $v i64.store return)
         local.get $at local.get $v i32.wrap_i64 i32.store offset=4093 return)
       local.get $at local.get $v f64.reinterpret_i64 f64.store)
-    ;; A struct written through one pointer (whose stores share their marks), then the pointer
-    ;; moved and written through again.
+    ;; A struct written through one pointer (whose stores, within a 1 KiB block of each other,
+    ;; share their marks), then the pointer moved and written through again.
     (func (export "record") (param $at i32) (param $v i64)
       local.get $at local.get $v i64.store offset=0
-      local.get $at local.get $v i64.store offset=2000
-      local.get $at local.get $v i64.store offset=4090
-      local.get $at local.get $v i32.wrap_i64 i32.store16 offset=1001
-      local.get $at i32.const 3000 i32.add local.set $at
+      local.get $at local.get $v i64.store offset=500
+      local.get $at local.get $v i64.store offset=1018
+      local.get $at local.get $v i32.wrap_i64 i32.store16 offset=251
+      local.get $at i32.const 700 i32.add local.set $at
       local.get $at local.get $v i64.store offset=8
-      local.get $at local.get $v i64.store offset=4093)
+      local.get $at local.get $v i64.store offset=1021)
     (func (export "fill") (param i32 i32 i32)
       local.get 0 local.get 1 local.get 2 memory.fill)
     (func (export "copy") (param i32 i32 i32)
@@ -139,7 +139,7 @@ fn op() -> impl Strategy<Value = Op> {
             at,
             v
         }),
-        (0u32..MEMORY - 3000 - 4093 - 8, any::<u64>()).prop_map(|(at, v)| Op::Record { at, v }),
+        (0u32..MEMORY - 700 - 1021 - 8, any::<u64>()).prop_map(|(at, v)| Op::Record { at, v }),
         (0u32..MEMORY - 9000, 1u32..256, 0u32..9000).prop_map(|(at, v, n)| Op::Fill { at, v, n }),
         (0u32..MEMORY - 9000, 0u32..MEMORY - 9000, 0u32..9000).prop_map(|(to, from, n)| Op::Copy {
             to,
@@ -257,7 +257,7 @@ fn shared() -> &'static Rewritten {
 }
 
 /// Each of the ways memory is written, alone, far from anything else written: a reset that missed
-/// any one of them (a store wider than a byte across a page's end, a bulk write, the host's
+/// any one of them (a store wider than a byte across a block's end, a bulk write, the host's
 /// return area, the list the host places with the allocator, another module's global) would
 /// leave it behind.
 #[test]
@@ -281,10 +281,11 @@ fn each_kind_of_write_is_put_back() {
             at: 4096 * 7 - 2,
             v: u64::MAX,
         },
-        // Each store of the run in a page of its own but the first two: the span's marks, the
-        // 16 bytes past the last page and the moved pointer's own marks are all needed.
+        // The run across two blocks, the moved pointer's last store 3 bytes before the end of a
+        // third: the span's two marks, the moved pointer's own and the 16 bytes past a block
+        // are all needed.
         Op::Record {
-            at: 4096 * 25 - 1000,
+            at: module::BLOCK * 27 - 3 - 700 - 1021,
             v: u64::MAX,
         },
         Op::Fill {
@@ -424,4 +425,18 @@ fn a_return_area_larger_than_what_is_marked_is_refused() {
     let c = wat::parse_str(wat).unwrap();
     let e = rewrite(&c).unwrap_err();
     assert!(format!("{e:#}").contains("4800 bytes"), "{e:#}");
+}
+
+/// The marks memory of a component whose memory is as large as `component-recycled`'s least limit
+/// fits under that limit.
+#[test]
+fn the_marks_fit_the_least_memory_limit() {
+    let limit = crate::component::RECYCLED_MIN_MEMORY_MIB << 20;
+    let marks =
+        (u64::from(module::RUNS_AT) + (limit >> module::BLOCK_SHIFT)).div_ceil(1 << 16) << 16;
+    assert!(marks <= limit, "{marks} > {limit}");
+    assert!(
+        marks > (crate::component::RECYCLED_MIN_MEMORY_MIB - 1) << 20,
+        "a lower limit would do"
+    );
 }
