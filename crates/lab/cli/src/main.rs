@@ -99,6 +99,14 @@ enum Command {
     Image(image::ImageArgs),
 }
 
+/// A run's recorded command line (run.json's `command`) read again as `wasmlab run`'s arguments.
+pub(crate) fn recorded_run_args(command: &[String]) -> anyhow::Result<run::RunArgs> {
+    match Cli::try_parse_from(command)?.command {
+        Command::Run(args) => Ok(args),
+        _ => anyhow::bail!("not a `wasmlab run` command"),
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // The load generator holds one socket per connection (1,200 in the gateway-study suite).

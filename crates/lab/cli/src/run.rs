@@ -4,12 +4,13 @@
 //! measured → analyse → report. summary.md and report.html come at the end (and from `wasmlab
 //! report` at any time).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use wasmlab_load::parse_duration;
 use wasmlab_model::idle::IdlePolicy;
-use wasmlab_model::run::{Ending, Run};
+use wasmlab_model::run::{Ending, Resumption, Run, RunState};
+use wasmlab_model::suite::Suite;
 use wasmlab_plan::{RatesFrom, RunRequest};
 
 /// The exit status of a run or load that crossed a threshold (k6's).
@@ -95,6 +96,24 @@ pub struct RunArgs {
     /// others are in the CSVs, summary.md and report.html).
     #[arg(long)]
     pub wide: bool,
+    /// Measure on an interrupted run of an HTTP suite (its directory): its command line, suite,
+    /// seed, shuffled orders and equal-load rates as it recorded them; the cells it recorded
+    /// kept, the rest measured; its report then covers the whole. Refused where the suite, the
+    /// machine, the commit or the tools differ from the run's start (--force).
+    #[arg(
+        long,
+        value_name = "RUN_DIR",
+        conflicts_with_all = [
+            "suite", "variants", "connections", "duration", "repetitions", "max_repetitions",
+            "cpu_idle", "seed", "rates_from", "new_rates", "bin_dir", "wasm", "components",
+            "component_env", "variant_files",
+        ]
+    )]
+    pub resume: Option<PathBuf>,
+    /// With --resume: measure on even where the machine, the commit or the tools differ from the
+    /// run's start (what differed is recorded in run.json and said in the report's notes).
+    #[arg(long, requires = "resume")]
+    pub force: bool,
 }
 
 impl RunArgs {
@@ -138,7 +157,19 @@ fn key_value(s: &str) -> Result<(String, String), String> {
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
-    let mut plan = wasmlab_plan::plan(&args.request())?;
+    if let Some(dir) = &args.resume {
+        return resume(dir, &args);
+    }
+    let plan = wasmlab_plan::plan(&args.request())?;
+    measure(plan, &args, None)
+}
+
+/// Builds, measures (on into `resume`'s directory, if given) and reports a planned run.
+fn measure(
+    mut plan: wasmlab_plan::Plan,
+    args: &RunArgs,
+    resume: Option<wasmlab_measure::Resume>,
+) -> anyhow::Result<()> {
     let built = wasmlab_measure::build(&plan, !args.no_build)?;
     plan.require_built(if args.no_build {
         "--no-build was given: without it `wasmlab run` builds what its variants need"
@@ -156,6 +187,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         &plan,
         &built,
         &args.results,
+        resume,
         crate::signals::cancel_flag(),
         &wasmlab_report::terminal::answer_so_far,
     )?;
@@ -168,6 +200,126 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         (Some(ending), _) => Err(ending.into()),
         (None, Some(ending)) => Err(ending.into()),
         (None, None) => Ok(()),
+    }
+}
+
+/// `wasmlab run --resume DIR`: the interrupted run's own command line planned again, checked to
+/// plan the same suite on the same machine, commit and tools, then measured on.
+fn resume(dir: &Path, given: &RunArgs) -> anyhow::Result<()> {
+    let mut info = wasmlab_record::read_server_info(dir)?;
+    anyhow::ensure!(
+        info.header.state != RunState::Complete,
+        "{} is a complete run: nothing to resume",
+        dir.display()
+    );
+    let command = info.header.command.join(" ");
+    let mut args = crate::recorded_run_args(&info.header.command).map_err(|e| {
+        anyhow::anyhow!(
+            "{}: its command line ({command}) cannot be read again: {e}",
+            dir.display()
+        )
+    })?;
+    args.seed = Some(info.header.seed);
+    args.results = dir
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .to_path_buf();
+    args.no_build |= given.no_build;
+    args.no_setup |= given.no_setup;
+    args.wide |= given.wide;
+    let plan = wasmlab_plan::plan(&args.request())?;
+    let Suite::Servers(planned) = &plan.suite else {
+        anyhow::bail!("a program suite's run cannot be resumed yet: run it again");
+    };
+    // The suite as the run planned it, before it added repetitions.
+    let mut recorded = info.suite.clone();
+    if let Some(a) = &info.added_repetitions {
+        recorded.repetitions = a.after;
+    }
+    let changed = differing_keys(
+        &serde_json::to_value(planned)?,
+        &serde_json::to_value(&recorded)?,
+    );
+    anyhow::ensure!(
+        changed.is_empty(),
+        "{} cannot be resumed: its command line ({command}) now plans another suite ({} differ); \
+         a changed suite is a new run",
+        dir.display(),
+        changed.join(", ")
+    );
+    let git_sha = wasmlab_plan::machine::git_sha(plan.workspace.as_deref());
+    let mut differences = differing_keys(
+        &serde_json::to_value(&info.header.machine)?,
+        &serde_json::to_value(&plan.machine)?,
+    )
+    .into_iter()
+    .map(|k| format!("machine.{k}"))
+    .collect::<Vec<_>>();
+    if git_sha != info.header.git_sha {
+        differences.push(format!(
+            "commit ({} then, {} now)",
+            info.header.git_sha.as_deref().unwrap_or("none"),
+            git_sha.as_deref().unwrap_or("none")
+        ));
+    }
+    anyhow::ensure!(
+        differences.is_empty() || given.force,
+        "{} was measured where not everything is as here: {}; --force measures on and records both",
+        dir.display(),
+        differences.join(", ")
+    );
+    let (results, discarded) = wasmlab_record::ResultsDir::resume(dir)?;
+    if let Some(d) = &discarded {
+        eprintln!("wasmlab: {}: {d}", dir.display());
+    }
+    let samples = wasmlab_record::read_samples(&results.file("samples.jsonl"))?;
+    if !differences.is_empty() {
+        eprintln!(
+            "wasmlab: measuring on with --force where {}",
+            differences.join(", ")
+        );
+    }
+    info.resumed.push(Resumption {
+        utc: wasmlab_record::utc_stamp(),
+        samples_before: samples.len(),
+        git_sha,
+        differences,
+        discarded,
+    });
+    let resume = wasmlab_measure::Resume {
+        dir: results,
+        info,
+        samples,
+    };
+    measure(plan, &args, Some(resume))
+}
+
+/// The keys, dotted, where two JSON values differ (the top-level ones of two objects and of the
+/// objects they hold; the values themselves for anything else).
+fn differing_keys(a: &serde_json::Value, b: &serde_json::Value) -> Vec<String> {
+    use serde_json::Value::Object;
+    match (a, b) {
+        (Object(a), Object(b)) => {
+            let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
+            keys.sort();
+            keys.dedup();
+            keys.into_iter()
+                .flat_map(|k| {
+                    let (x, y) = (a.get(k), b.get(k));
+                    match (x, y) {
+                        (Some(x @ Object(_)), Some(y @ Object(_))) => differing_keys(x, y)
+                            .into_iter()
+                            .map(|sub| format!("{k}.{sub}"))
+                            .collect(),
+                        _ if x == y => Vec::new(),
+                        _ => vec![k.clone()],
+                    }
+                })
+                .collect()
+        }
+        _ if a == b => Vec::new(),
+        _ => vec!["the whole".to_owned()],
     }
 }
 

@@ -65,7 +65,108 @@ impl Subject<'_> {
     }
 }
 
-/// Measures all of a variant's cells for its repetition. Returns early (Ok) when cancelled.
+/// One of a variant's cells in a repetition, as planned: an open-loop cell's rate is its
+/// fraction of the closed-loop maximum the same repetition measures first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Planned {
+    pub kind: Kind,
+    pub workload: String,
+    pub connections: usize,
+    duration: f64,
+    warmup: f64,
+    /// Equal load: the offered rate.
+    pub rate: Option<f64>,
+    /// Open loop: the fraction of the maximum.
+    pub fraction: Option<f64>,
+}
+
+/// A variant's cells in one repetition, in the order they are measured: per workload closed
+/// loop at each level, then its equal-load rates (while the server is warm for it); warm
+/// latency; open loop.
+pub fn planned(suite: &ServerSuite, lab: &Recorder<Servers>, name: &str) -> Vec<Planned> {
+    let mut cells = Vec::new();
+    let cell = |kind, workload: &str, connections, duration, warmup| Planned {
+        kind,
+        workload: workload.to_owned(),
+        connections,
+        duration,
+        warmup,
+        rate: None,
+        fraction: None,
+    };
+    for workload in &suite.workloads {
+        for &conns in &suite.connections {
+            cells.push(cell(
+                Kind::Throughput,
+                workload,
+                conns,
+                suite.duration_secs,
+                suite.warmup_secs,
+            ));
+        }
+        let Some(equal) = &suite.equal_load else {
+            continue;
+        };
+        for rate in lab.info.equal_load_rates(workload, name) {
+            cells.push(Planned {
+                rate: Some(rate),
+                ..cell(
+                    Kind::EqualLoad,
+                    workload,
+                    equal.connections,
+                    equal.duration_secs,
+                    equal.warmup_secs,
+                )
+            });
+        }
+    }
+    if let Some(warm) = &suite.warm {
+        for workload in suite.warm_workloads() {
+            cells.push(cell(
+                Kind::Warm,
+                &workload,
+                1,
+                warm.duration_secs,
+                warm.warmup_secs,
+            ));
+        }
+    }
+    if let Some(open) = &suite.open_loop {
+        for workload in suite.open_loop_workloads() {
+            for &fraction in &open.fractions {
+                // At the cell's own rate, on its connections, so that their set-up is not in
+                // the readings.
+                cells.push(Planned {
+                    fraction: Some(fraction),
+                    ..cell(
+                        Kind::OpenLoop,
+                        &workload,
+                        open.connections,
+                        open.duration_secs,
+                        suite.warmup_secs,
+                    )
+                });
+            }
+        }
+    }
+    cells
+}
+
+/// The sample of cell `p` of `name` in repetition `r`, if the run recorded it (a resumed run's).
+pub fn recorded<'s>(samples: &'s [Sample], name: &str, r: u32, p: &Planned) -> Option<&'s Sample> {
+    samples.iter().find(|s| {
+        s.kind == p.kind
+            && s.repetition == r
+            && s.variant == name
+            && s.workload.as_deref() == Some(p.workload.as_str())
+            && s.connections == Some(p.connections)
+            && s.rate == p.rate
+            && s.load_fraction == p.fraction
+    })
+}
+
+/// Measures a variant's cells for its repetition, those the run recorded already (a resumed
+/// run's) left as they are. Returns early (Ok) when cancelled.
 pub fn measure_variant(
     lab: &mut Recorder<Servers>,
     suite: &ServerSuite,
@@ -73,97 +174,60 @@ pub fn measure_variant(
     sub: &mut Subject<'_>,
 ) -> anyhow::Result<()> {
     let mut best_rps: Vec<(String, f64)> = Vec::new();
-    for workload in &suite.workloads {
-        let requests = workloads.requests(workload)?;
-        for &conns in &suite.connections {
-            let cell = Cell {
-                kind: Kind::Throughput,
-                workload,
-                requests,
-                connections: conns,
-                duration: suite.duration_secs,
-                warmup: suite.warmup_secs,
-                rate: None,
-                load_fraction: None,
-            };
-            let Some(report) = measure_cell(lab, suite, sub, &cell)? else {
-                return Ok(());
-            };
-            match best_rps.iter_mut().find(|(w, _)| w == workload) {
-                Some((_, best)) => *best = best.max(report.rps),
-                None => best_rps.push((workload.clone(), report.rps)),
+    let best = |best_rps: &mut Vec<(String, f64)>, workload: &str, rps: f64| match best_rps
+        .iter_mut()
+        .find(|(w, _)| w == workload)
+    {
+        Some((_, b)) => *b = b.max(rps),
+        None => best_rps.push((workload.to_owned(), rps)),
+    };
+    let mut no_maximum: Vec<String> = Vec::new();
+    for p in planned(suite, lab, sub.name) {
+        if let Some(s) = recorded(&lab.samples, sub.name, sub.r, &p) {
+            if p.kind == Kind::Throughput
+                && let Some(l) = &s.load
+            {
+                best(&mut best_rps, &p.workload, l.rps);
             }
-        }
-        // The workload's equal-load rates, while the server is warm for it.
-        let Some(equal) = &suite.equal_load else {
+            lab.progress.inc(1);
             continue;
-        };
-        for rate in lab.info.equal_load_rates(workload, sub.name) {
-            let cell = Cell {
-                kind: Kind::EqualLoad,
-                workload,
-                requests,
-                connections: equal.connections,
-                duration: equal.duration_secs,
-                warmup: equal.warmup_secs,
-                rate: Some(rate),
-                load_fraction: None,
-            };
-            if measure_cell(lab, suite, sub, &cell)?.is_none() {
-                return Ok(());
-            }
         }
-    }
-    if let Some(warm) = &suite.warm {
-        for workload in suite.warm_workloads() {
-            let requests = workloads.requests(&workload)?;
-            let cell = Cell {
-                kind: Kind::Warm,
-                workload: &workload,
-                requests,
-                connections: 1,
-                duration: warm.duration_secs,
-                warmup: warm.warmup_secs,
-                rate: None,
-                load_fraction: None,
-            };
-            if measure_cell(lab, suite, sub, &cell)?.is_none() {
-                return Ok(());
-            }
-        }
-    }
-    if let Some(open) = &suite.open_loop {
-        for workload in suite.open_loop_workloads() {
-            let requests = workloads.requests(&workload)?;
-            let Some(max) = best_rps
-                .iter()
-                .find(|(w, _)| *w == workload)
-                .map(|(_, m)| *m)
-                .filter(|m| *m > 0.0)
-            else {
-                lab.say(format!(
-                    "{} {workload}: no closed-loop maximum measured, open loop skipped",
-                    sub.name
-                ));
-                continue;
-            };
-            for &fraction in &open.fractions {
-                let cell = Cell {
-                    kind: Kind::OpenLoop,
-                    workload: &workload,
-                    requests,
-                    connections: open.connections,
-                    duration: open.duration_secs,
-                    // At the cell's own rate, on its connections, so that their set-up is not
-                    // in the readings.
-                    warmup: suite.warmup_secs,
-                    rate: Some(max * fraction),
-                    load_fraction: Some(fraction),
+        let rate = match p.fraction {
+            None => p.rate,
+            Some(fraction) => {
+                let max = best_rps
+                    .iter()
+                    .find(|(w, _)| *w == p.workload)
+                    .map(|(_, m)| *m)
+                    .filter(|m| *m > 0.0);
+                let Some(max) = max else {
+                    if !no_maximum.contains(&p.workload) {
+                        lab.say(format!(
+                            "{} {}: no closed-loop maximum measured, open loop skipped",
+                            sub.name, p.workload
+                        ));
+                        no_maximum.push(p.workload.clone());
+                    }
+                    continue;
                 };
-                if measure_cell(lab, suite, sub, &cell)?.is_none() {
-                    return Ok(());
-                }
+                Some(max * fraction)
             }
+        };
+        let cell = Cell {
+            kind: p.kind,
+            workload: &p.workload,
+            requests: workloads.requests(&p.workload)?,
+            connections: p.connections,
+            duration: p.duration,
+            warmup: p.warmup,
+            rate,
+            load_fraction: p.fraction,
+        };
+        let Some(report) = measure_cell(lab, suite, sub, &cell)? else {
+            return Ok(());
+        };
+        if p.kind == Kind::Throughput {
+            best(&mut best_rps, &p.workload, report.rps);
         }
     }
     Ok(())

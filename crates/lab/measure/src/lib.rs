@@ -66,24 +66,37 @@ pub fn build(plan: &Plan, own_binaries: bool) -> anyhow::Result<Built> {
     }
 }
 
+/// An interrupted server run to measure on (`wasmlab run --resume`): its directory, opened with
+/// [`ResultsDir::resume`], its run.json (the resumption already added) and its samples.
+pub struct Resume {
+    pub dir: ResultsDir,
+    pub info: wasmlab_model::run::ServerRunInfo,
+    pub samples: Vec<wasmlab_model::sample::Sample>,
+}
+
 /// What the caller says of a server run's figures while more repetitions are to come: given the
 /// analysis of those done, how many are done and how many are planned, the text printed above the
 /// progress line (the answer so far), or None for nothing.
 pub type AnswerSoFar<'a> = &'a dyn Fn(&ServerAnalysis, u32, u32) -> Option<String>;
 
-/// Measures a planned and built run, recorded as it goes into a new directory under `results`;
-/// `cancel` is set when the run is asked to stop; `so_far` words a server run's answer after each
-/// repetition but the last. Returns the directory and the run as recorded.
+/// Measures a planned and built run, recorded as it goes into a new directory under `results`
+/// (or on into `resume`'s: what it recorded is kept, the rest measured); `cancel` is set when
+/// the run is asked to stop; `so_far` words a server run's answer after each repetition but the
+/// last. Returns the directory and the run as recorded.
 pub fn measure(
     plan: &Plan,
     built: &Built,
     results: &Path,
+    resume: Option<Resume>,
     cancel: Arc<AtomicBool>,
     so_far: AnswerSoFar,
 ) -> anyhow::Result<(ResultsDir, Run)> {
     match (&plan.suite, built) {
         (Suite::Servers(suite), Built::Servers) => {
-            servers::run(plan, suite, results, cancel, so_far)
+            servers::run(plan, suite, results, resume, cancel, so_far)
+        }
+        (Suite::Programs(_), _) if resume.is_some() => {
+            anyhow::bail!("a program suite's run cannot be resumed yet: run it again")
         }
         (Suite::Programs(suite), Built::Programs { set, programs }) => {
             programs::run(plan, suite, set, programs, results, cancel)

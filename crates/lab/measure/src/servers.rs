@@ -39,6 +39,7 @@ pub(crate) fn run(
     plan: &Plan,
     suite: &ServerSuite,
     results: &Path,
+    resume: Option<crate::Resume>,
     cancel: Arc<AtomicBool>,
     so_far: AnswerSoFar,
 ) -> anyhow::Result<(ResultsDir, Run)> {
@@ -47,7 +48,11 @@ pub(crate) fn run(
     let ready = first_request(suite, &workloads)?;
     // Held from the first launch to the last cell, released when the run ends however it ends.
     let idle = IdleHold::take(suite.cpu_idle, &plan.cpus.all());
-    let rec = start_recording(plan, suite, idle.record(), results, cancel)?;
+    let resumed = resume.is_some();
+    let rec = match resume {
+        None => start_recording(plan, suite, idle.record(), results, cancel)?,
+        Some(resume) => resume_recording(plan, suite, idle.record(), resume, cancel)?,
+    };
     let mut run = ServerRun {
         plan,
         suite,
@@ -70,7 +75,18 @@ pub(crate) fn run(
     let in_rounds = |name: &str| suite.variants.iter().any(|v| v == name);
     let variants = run.prepare_all(&upstream_url, &in_rounds)?;
     let probed = run.verify_all(&variants.iter().collect::<Vec<_>>())?;
-    run.choose_equal_load_rates(&probed)?;
+    // A resumed run offers the rates it chose before it was interrupted.
+    if resumed && !run.rec.info.equal_load.is_empty() {
+        for e in &run.rec.info.equal_load {
+            run.rec.say(format!(
+                "equal load: {} at {}; as this run chose before it was interrupted",
+                e.workload,
+                e.describe()
+            ));
+        }
+    } else {
+        run.choose_equal_load_rates(&probed)?;
+    }
     run.upstream = upstream.pid();
     // After the first repetition's answer: those measured only for their cold start, then the
     // cold starts. A run stopped before then has no cold starts; the answer came first.
@@ -192,6 +208,7 @@ fn start_recording(
         containerd: None,
         equal_load: Vec::new(),
         added_repetitions: None,
+        resumed: Vec::new(),
     };
     debug_assert_eq!(info.header.state, RunState::Running);
     let progress = crate::progress_bar(planned_steps(plan, suite), "steps");
@@ -203,6 +220,45 @@ fn start_recording(
         }
     }
     rec.save_info()?;
+    Ok(rec)
+}
+
+/// An interrupted run's recorder, to measure on: its samples kept, each variant's outcome as it
+/// was (one interrupted measured again), what it recorded of its planning (artifacts) made anew.
+fn resume_recording(
+    plan: &Plan,
+    suite: &ServerSuite,
+    idle: &IdleRecord,
+    resume: crate::Resume,
+    cancel: Arc<AtomicBool>,
+) -> anyhow::Result<Recorder<Servers>> {
+    let crate::Resume {
+        dir,
+        mut info,
+        samples,
+    } = resume;
+    eprintln!(
+        "wasmlab: suite {}; resuming {} ({} samples kept); {}",
+        suite.name,
+        dir.path.display(),
+        samples.len(),
+        plan.cpus.describe(),
+    );
+    eprintln!("wasmlab: {}", IdleRecord::describe(Some(idle)));
+    for o in &mut info.variants {
+        if o.status == wasmlab_model::run::Status::Interrupted {
+            o.status = wasmlab_model::run::Status::Measured;
+        }
+    }
+    info.artifacts.clear();
+    info.idle = Some(idle.clone());
+    let progress = crate::progress_bar(planned_steps(plan, &info.suite), "steps");
+    let mut rec = Recorder::resume(dir, info, samples, cancel, progress)?;
+    for p in &plan.variants {
+        if !matches!(p.state, State::Ready { .. }) && !rec.out(p.name()) {
+            rec.skip(p.name(), p.state.describe(p.name()))?;
+        }
+    }
     Ok(rec)
 }
 
@@ -604,7 +660,10 @@ impl<'a> ServerRun<'a> {
                     return Ok(());
                 }
                 self.rec.progress.inc(1);
-                if self.rec.out(v.name()) {
+                let recorded = |s: &Sample| {
+                    s.kind == Kind::ColdStart && s.variant == v.name() && s.repetition == i
+                };
+                if self.rec.out(v.name()) || self.rec.samples.iter().any(recorded) {
                     continue;
                 }
                 self.rec
@@ -653,7 +712,11 @@ impl<'a> ServerRun<'a> {
         if self.rec.cancelled() {
             return Ok(());
         }
-        let added = self.add_repetitions(variants.len(), first, max, started.elapsed())?;
+        // A resumed run adds what it decided before it was interrupted.
+        let added = match &self.rec.info.added_repetitions {
+            Some(a) => a.added,
+            None => self.add_repetitions(variants.len(), first, max, started.elapsed())?,
+        };
         self.rounds(variants, first..first + added)
     }
 
@@ -740,10 +803,13 @@ impl<'a> ServerRun<'a> {
                 if r > 0 && !run.rec.cancelled() {
                     run.say_answer_so_far(r);
                 }
-                run.rec
-                    .info
-                    .orders
-                    .push(order.iter().map(|v| v.name().to_owned()).collect());
+                // A resumed run recorded the orders of the repetitions it began.
+                if r as usize >= run.rec.info.orders.len() {
+                    run.rec
+                        .info
+                        .orders
+                        .push(order.iter().map(|v| v.name().to_owned()).collect());
+                }
                 run.rec.save_info()
             },
             |run, v, r| {
@@ -762,6 +828,18 @@ impl<'a> ServerRun<'a> {
         if self.rec.out(v.name()) {
             return Ok(false);
         }
+        // A resumed run's repetition that has all of the variant's cells needs no launch.
+        let suite = self.suite_for(v);
+        let cells = cells::planned(&suite, &self.rec, v.name());
+        let samples = &self.rec.samples;
+        if !cells.is_empty()
+            && cells
+                .iter()
+                .all(|c| cells::recorded(samples, v.name(), r, c).is_some())
+        {
+            self.rec.progress.inc(cells.len() as u64);
+            return Ok(true);
+        }
         self.rec
             .progress
             .set_message(format!("{}: starting (run {})", v.name(), r + 1));
@@ -777,7 +855,6 @@ impl<'a> ServerRun<'a> {
             log: &ctx.log_path,
             upstream: self.upstream,
         };
-        let suite = self.suite_for(v);
         let measured =
             match cells::measure_variant(&mut self.rec, &suite, self.workloads, &mut subject) {
                 Ok(()) => true,

@@ -140,6 +140,26 @@ pub struct ServerRunInfo {
     /// suite's `repetitions` is then the total planned).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub added_repetitions: Option<AddedRepetitions>,
+    /// Each time the run was resumed (`wasmlab run --resume`), in order: the samples measured
+    /// before it, and what differed from the run's start where `--force` measured on anyway.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resumed: Vec<Resumption>,
+}
+
+/// A resumption of an interrupted run: the samples after the first `samples_before` of
+/// samples.jsonl were measured from `utc` on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Resumption {
+    pub utc: String,
+    pub samples_before: usize,
+    /// The commit wasmlab was built from then.
+    pub git_sha: Option<String>,
+    /// What differed from the run's start (machine, commit, tools) and `--force` measured on.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub differences: Vec<String>,
+    /// A last record cut short by the interruption, discarded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub discarded: Option<String>,
 }
 
 /// A run's look at its intervals after the suite's first repetitions, and the repetitions it

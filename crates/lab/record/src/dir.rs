@@ -34,6 +34,11 @@ impl ResultsDir {
                         .create_new(true)
                         .append(true)
                         .open(path.join("samples.jsonl"))?;
+                    // Held while the run measures (the kernel lets go when the process ends,
+                    // however it ends): a resume of a run still measuring is refused.
+                    samples.try_lock().map_err(|e| {
+                        anyhow::anyhow!("lock {}/samples.jsonl: {e}", path.display())
+                    })?;
                     return Ok(Self {
                         path,
                         run_id,
@@ -65,13 +70,61 @@ impl ResultsDir {
         })
     }
 
-    /// Appends one JSON line (written whole, flushed at once).
-    pub fn append_sample(&mut self, sample: &impl Serialize) -> anyhow::Result<()> {
+    /// Opens an interrupted run's directory to measure on: a last line of samples.jsonl cut
+    /// short (the run killed mid-write) is cut off, and said (the second value).
+    pub fn resume(path: &Path) -> anyhow::Result<(Self, Option<String>)> {
+        let file = path.join("samples.jsonl");
+        let bytes =
+            std::fs::read(&file).map_err(|e| anyhow::anyhow!("read {}: {e}", file.display()))?;
+        let whole = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+        if let Ok(f) = File::open(&file)
+            && let Err(e) = f.try_lock()
+        {
+            anyhow::bail!(
+                "{} is being measured by another wasmlab, which holds it ({e})",
+                path.display()
+            );
+        }
+        let said = (whole < bytes.len()).then(|| {
+            format!(
+                "the last {} bytes of samples.jsonl, a record cut short, discarded",
+                bytes.len() - whole
+            )
+        });
+        if said.is_some() {
+            let f = OpenOptions::new()
+                .write(true)
+                .open(&file)
+                .map_err(|e| anyhow::anyhow!("open {}: {e}", file.display()))?;
+            f.set_len(whole as u64)?;
+            f.sync_all()?;
+        }
+        let dir = Self::open(path)?;
+        if let Err(e) = dir.samples.try_lock() {
+            anyhow::bail!(
+                "{} is being measured by another wasmlab, which holds it ({e})",
+                path.display()
+            );
+        }
+        Ok((dir, said))
+    }
+
+    /// Appends one JSON line (written whole, flushed at once; with `sync`, on disk before it
+    /// returns, so that a reboot loses no cell that was measured).
+    pub fn append_sample(&mut self, sample: &impl Serialize, sync: bool) -> anyhow::Result<()> {
         let mut line = serde_json::to_vec(sample)?;
         line.push(b'\n');
         self.samples.write_all(&line)?;
         self.samples.flush()?;
+        if sync {
+            self.samples.sync_data()?;
+        }
         Ok(())
+    }
+
+    /// Puts every sample appended so far on disk.
+    pub fn sync_samples(&self) -> anyhow::Result<()> {
+        Ok(self.samples.sync_data()?)
     }
 
     pub fn write_json(&self, name: &str, value: &impl Serialize) -> anyhow::Result<()> {
@@ -163,6 +216,35 @@ mod tests {
         assert_eq!(civil_from_days(19_723), (2024, 1, 1));
         assert_eq!(civil_from_days(20_414), (2025, 11, 22));
         assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+    }
+
+    #[test]
+    fn a_resumed_run_loses_only_a_record_cut_short() {
+        let root = tempfile::tempdir().unwrap();
+        let mut dir = ResultsDir::create(root.path()).unwrap();
+        dir.append_sample(&serde_json::json!({"a": 1}), true)
+            .unwrap();
+        let path = dir.file("samples.jsonl");
+        // Held while the run that made it is open.
+        let e = ResultsDir::resume(&dir.path).err().unwrap();
+        assert!(
+            e.to_string()
+                .contains("is being measured by another wasmlab"),
+            "{e}"
+        );
+        let run = dir.path.clone();
+        drop(dir);
+        let (dir, said) = ResultsDir::resume(&run).unwrap();
+        assert_eq!(said, None);
+        drop(dir);
+        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(b"{\"a\": 2, \"cut").unwrap();
+        let (mut dir, said) = ResultsDir::resume(&run).unwrap();
+        assert!(said.unwrap().contains("the last 13 bytes"));
+        dir.append_sample(&serde_json::json!({"a": 3}), false)
+            .unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text, "{\"a\":1}\n{\"a\":3}\n");
     }
 
     #[test]

@@ -26,7 +26,8 @@ pub trait RunKind {
         info: &Self::Info,
         samples: &[Self::Sample],
     ) -> anyhow::Result<()>;
-    /// Whether the CSVs are rewritten after every sample (else when the run finishes).
+    /// Whether the CSVs are rewritten, and samples.jsonl synced to disk, after every sample
+    /// (else when the run finishes).
     const CSVS_AS_IT_GOES: bool;
     /// Marks what was being measured as interrupted.
     fn interrupt(info: &mut Self::Info);
@@ -39,7 +40,7 @@ pub enum Servers {}
 impl RunKind for Servers {
     type Info = ServerRunInfo;
     type Sample = Sample;
-    /// A cell lasts seconds: its CSV rows are on disk before the next one starts.
+    /// A cell lasts seconds: its line and CSV rows are on disk before the next one starts.
     const CSVS_AS_IT_GOES: bool = true;
 
     fn header(info: &mut ServerRunInfo) -> &mut RunHeader {
@@ -77,7 +78,8 @@ impl RunKind for Programs {
     type Info = ProgramRunInfo;
     type Sample = ProgramSample;
     /// Runs are milliseconds apart: rewriting and syncing the CSV after each would cost O(n²) and
-    /// put disk I/O right before the next timed process. samples.jsonl holds every run as it ends.
+    /// put disk I/O right before the next timed process. samples.jsonl holds every run as it ends
+    /// (on disk once the page cache writes it back: a reboot may lose the last seconds' runs).
     const CSVS_AS_IT_GOES: bool = false;
 
     fn header(info: &mut ProgramRunInfo) -> &mut RunHeader {
@@ -140,6 +142,29 @@ impl<K: RunKind> Recorder<K> {
         Ok(rec)
     }
 
+    /// Records on into an interrupted run's directory (see [`ResultsDir::resume`]), with what it
+    /// recorded so far.
+    pub fn resume(
+        dir: ResultsDir,
+        mut info: K::Info,
+        samples: Vec<K::Sample>,
+        cancel: Arc<AtomicBool>,
+        progress: ProgressBar,
+    ) -> anyhow::Result<Self> {
+        let header = K::header(&mut info);
+        header.state = RunState::Running;
+        header.finished_utc = None;
+        let rec = Self {
+            dir,
+            info,
+            samples,
+            progress,
+            cancel,
+        };
+        rec.save_info()?;
+        Ok(rec)
+    }
+
     /// A line above the progress bar (or on stderr when there is none).
     pub fn say(&self, msg: String) {
         if self.progress.is_hidden() {
@@ -162,7 +187,7 @@ impl<K: RunKind> Recorder<K> {
     /// Appends a sample to samples.jsonl (and rewrites the CSVs, for a kind that does so as it
     /// goes).
     pub fn record(&mut self, sample: K::Sample) -> anyhow::Result<()> {
-        self.dir.append_sample(&sample)?;
+        self.dir.append_sample(&sample, K::CSVS_AS_IT_GOES)?;
         self.samples.push(sample);
         if K::CSVS_AS_IT_GOES {
             K::write_csvs(&self.dir, &self.info, &self.samples)?;
@@ -189,6 +214,7 @@ impl<K: RunKind> Recorder<K> {
             RunState::Complete
         };
         header.finished_utc = Some(utc_stamp());
+        self.dir.sync_samples()?;
         self.save_info()?;
         K::write_csvs(&self.dir, &self.info, &self.samples)?;
         Ok((self.dir, K::into_run(self.info, self.samples)))

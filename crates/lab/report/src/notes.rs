@@ -120,6 +120,29 @@ pub(crate) const PER_CORE: &str = "req/s per core = responses / CPU-seconds of t
 
 /// How a study's published figures are set beside this run's: `machine` the study's,
 /// `baseline` its baseline server, `ours` the variant that stands for it here.
+/// What an interrupted run resumed says of itself: when each resumption began, how many of its
+/// samples came before, and what `--force` measured on despite; None for a run measured at once.
+pub(crate) fn resumed_note(resumed: &[wasmlab_model::run::Resumption]) -> Option<String> {
+    if resumed.is_empty() {
+        return None;
+    }
+    let each: Vec<String> = resumed
+        .iter()
+        .map(|r| {
+            let forced = match r.differences.is_empty() {
+                true => String::new(),
+                false => format!(", with --force where {} differed", r.differences.join(", ")),
+            };
+            format!("at {} after {} samples{forced}", r.utc, r.samples_before)
+        })
+        .collect();
+    Some(format!(
+        "This run was interrupted and resumed ({}): the cells after each were measured from then \
+         on, by another launch of each variant.",
+        each.join("; ")
+    ))
+}
+
 pub(crate) fn study_intro(machine: &str, baseline: &str, ours: &str) -> String {
     format!(
         "Its published figures ({machine}), each also as a ratio to its own baseline server \

@@ -117,6 +117,9 @@ fn costs(out: &mut String, a: &ServerAnalysis, wide: bool) {
         let added = a.info.repetitions_added();
         *out += &format!("{}\n", spread_note(&s, added));
     }
+    if let Some(note) = crate::notes::resumed_note(&a.info.resumed) {
+        *out += &format!("{note}\n");
+    }
 }
 
 fn cold_start(out: &mut String, a: &ServerAnalysis, wide: bool) {

@@ -17,6 +17,7 @@ mod proxies;
 mod readme;
 mod remote;
 mod results;
+mod resume;
 mod run;
 mod runners;
 mod thresholds;

@@ -118,6 +118,7 @@ pub(crate) fn info(state: RunState) -> ServerRunInfo {
             kept: None,
         }],
         added_repetitions: None,
+        resumed: Vec::new(),
     }
 }
 

@@ -39,6 +39,8 @@ pub(in crate::view) struct Answer {
     /// How wide the costs' intervals are, and whether that says the machine was noisy.
     spread: Option<String>,
     noisy: bool,
+    /// Whether, when and how the run was resumed after an interruption.
+    resumed: Option<String>,
     /// The cold start, in a sentence.
     cold_start: Option<String>,
     figures: Vec<Figure>,
@@ -116,6 +118,7 @@ pub(super) fn answer(a: &ServerAnalysis) -> Answer {
             .as_ref()
             .map(|s| crate::notes::spread_note(s, a.info.repetitions_added())),
         noisy: spread.is_some_and(|s| s.noisy()),
+        resumed: crate::notes::resumed_note(&a.info.resumed),
         cold_start: cold_start(a),
         figures,
         about: a

@@ -1,0 +1,241 @@
+//! `wasmlab run --resume`: a run killed at any point measures on from what it recorded, to the
+//! same cells an uninterrupted run plans, each once; a resume that would not measure the same
+//! run (another suite, a complete run, no run) is refused with the results untouched.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::support::{WASMLAB, only_run_dir, read_json, run_args, wasmlab};
+
+/// Two variants, three repetitions of every kind of cell, and cold starts: 28 samples.
+const SUITE: &str = r#"name = "resumed"
+variants = ["native", "wasmtime-pooled"]
+workloads = ["hello"]
+connections = [2]
+duration_secs = 0.15
+warmup_secs = 0.05
+repetitions = 3
+seed = 11
+
+[cold_start]
+runs = 2
+variants = ["native", "wasmtime-pooled"]
+
+[warm]
+duration_secs = 0.1
+
+[open_loop]
+fractions = [0.5]
+duration_secs = 0.15
+connections = 2
+workloads = ["hello"]
+
+[equal_load]
+duration_secs = 0.15
+connections = 2
+rates = { hello = [200] }
+"#;
+
+const PLANNED: usize = 3 * 2 * 4 + 2 * 2;
+
+/// The samples' lines of `dir`, whole lines only.
+fn lines(dir: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(dir.join("samples.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// What names a cell: its kind, variant, repetition, workload, level, rate and fraction.
+fn key(s: &serde_json::Value) -> String {
+    [
+        "kind",
+        "variant",
+        "repetition",
+        "workload",
+        "connections",
+        "rate",
+        "load_fraction",
+    ]
+    .map(|k| s[k].to_string())
+    .join(" ")
+}
+
+/// Runs `args` until `samples` lines are recorded in the one run directory under `results`
+/// (None: at once) and its run.json has recorded `resumed` resumptions, then kills it with
+/// SIGKILL; true if it ended by itself first.
+fn kill_at(args: &[String], results: &Path, samples: Option<usize>, resumed: usize) -> bool {
+    let mut child = Command::new(WASMLAB)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return true;
+        }
+        let reached = match samples {
+            None => true,
+            Some(n) => std::fs::read_dir(results)
+                .ok()
+                .and_then(|mut d| d.next())
+                .map(|d| d.unwrap().path())
+                .is_some_and(|d| {
+                    let run: serde_json::Value = serde_json::from_slice(
+                        &std::fs::read(d.join("run.json")).unwrap_or_default(),
+                    )
+                    .unwrap_or_default();
+                    let recorded = run["resumed"].as_array().map_or(0, Vec::len);
+                    run.is_object() && lines(&d).len() >= n && recorded >= resumed
+                }),
+        };
+        if reached || Instant::now() > deadline {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn resume_args(dir: &Path) -> Vec<String> {
+    vec!["run".into(), "--resume".into(), dir.display().to_string()]
+}
+
+/// Killed with SIGKILL before its directory exists, before its first sample, between cells,
+/// in cold starts and after its last sample (while it writes its report), and resumed each
+/// time: the run ends complete with every planned cell once, its orders and rates as first
+/// chosen, every resumption recorded, and its report.
+#[test]
+fn a_run_killed_anywhere_is_resumed_to_its_whole_plan() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (args, results) = run_args(tmp.path(), SUITE);
+    // Killed at once: no directory yet, or one with nothing measured.
+    kill_at(&args, &results, None, 0);
+    let _ = std::fs::remove_dir_all(&results);
+    assert!(
+        !kill_at(&args, &results, Some(0), 0),
+        "ended before its first sample"
+    );
+    let dir: PathBuf = only_run_dir(&results);
+    let first = read_json(&dir.join("run.json"));
+    let mut resumes = 0;
+    for at in [1, 4, 8, 12, 16, 20, 24, 27, PLANNED] {
+        resumes += 1;
+        if kill_at(&resume_args(&dir), &results, Some(at), resumes) {
+            break;
+        }
+        let got = lines(&dir).len();
+        assert!(got >= at.min(PLANNED), "{got} samples, killed at {at}");
+    }
+    // The last one to its end.
+    let run = read_json(&dir.join("run.json"));
+    if run["state"] != "complete" {
+        resumes += 1;
+        let out = wasmlab(
+            &resume_args(&dir)
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>(),
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let run = read_json(&dir.join("run.json"));
+    assert_eq!(run["state"], "complete", "{run}");
+    assert_eq!(run["resumed"].as_array().unwrap().len(), resumes, "{run}");
+    assert_eq!(run["seed"], first["seed"]);
+    assert_eq!(run["orders"].as_array().unwrap().len(), 3, "{run}");
+    assert_eq!(
+        run["equal_load"][0]["rates"],
+        serde_json::json!([200.0]),
+        "{run}"
+    );
+    let samples = lines(&dir);
+    let keys: BTreeSet<String> = samples.iter().map(key).collect();
+    assert_eq!(keys.len(), samples.len(), "a cell measured twice");
+    assert_eq!(samples.len(), PLANNED, "{keys:#?}");
+    for kind in ["throughput", "equal_load", "warm", "open_loop"] {
+        let n = samples.iter().filter(|s| s["kind"] == kind).count();
+        assert_eq!(n, 6, "{kind}");
+    }
+    for file in [
+        "report.html",
+        "summary.md",
+        "throughput.csv",
+        "cold_start.csv",
+    ] {
+        assert!(dir.join(file).is_file(), "{file}");
+    }
+    let summary = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(
+        summary.contains("This run was interrupted and resumed (at "),
+        "{summary}"
+    );
+}
+
+/// Refused, the results untouched: no such directory, a suite file changed since, a complete
+/// run, flags that would plan another run. A record cut short is discarded, and said.
+#[test]
+fn a_resume_of_another_run_is_refused_and_a_record_cut_short_discarded() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (args, results) = run_args(tmp.path(), SUITE);
+    let err = |out: std::process::Output| {
+        assert!(!out.status.success());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let missing = tmp.path().join("results/none");
+    let e = err(wasmlab(&["run", "--resume", missing.to_str().unwrap()]));
+    assert!(e.contains("is not a directory"), "{e}");
+    assert!(!kill_at(&args, &results, Some(3), 0));
+    let dir = only_run_dir(&results);
+    let d = dir.to_str().unwrap();
+    let e = err(wasmlab(&["run", "--resume", d, "--repetitions", "5"]));
+    assert!(e.contains("cannot be used with"), "{e}");
+    let e = err(wasmlab(&["run", "--force"]));
+    assert!(e.contains("--resume"), "{e}");
+    // The suite file changed since: another run.
+    let suite = tmp.path().join("suite.toml");
+    let text = std::fs::read_to_string(&suite).unwrap();
+    std::fs::write(
+        &suite,
+        text.replace(
+            "duration_secs = 0.15\nwarmup",
+            "duration_secs = 0.2\nwarmup",
+        ),
+    )
+    .unwrap();
+    let before = std::fs::read(dir.join("samples.jsonl")).unwrap();
+    let e = err(wasmlab(&["run", "--resume", d]));
+    assert!(
+        e.contains("now plans another suite (duration_secs differ)"),
+        "{e}"
+    );
+    assert_eq!(std::fs::read(dir.join("samples.jsonl")).unwrap(), before);
+    std::fs::write(&suite, text).unwrap();
+    // A record cut short, as a kill mid-write leaves it.
+    let mut cut = before.clone();
+    cut.extend_from_slice(b"{\"schema\":");
+    std::fs::write(dir.join("samples.jsonl"), &cut).unwrap();
+    let out = wasmlab(&["run", "--resume", d]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains("the last 10 bytes of samples.jsonl, a record cut short, discarded"),
+        "{said}"
+    );
+    assert!(said.contains("resuming"), "{said}");
+    assert_eq!(lines(&dir).len(), PLANNED);
+    let run = read_json(&dir.join("run.json"));
+    assert!(run["resumed"][0]["discarded"].is_string(), "{run}");
+    let e = err(wasmlab(&["run", "--resume", d]));
+    assert!(e.contains("is a complete run: nothing to resume"), "{e}");
+}
