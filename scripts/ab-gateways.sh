@@ -28,6 +28,8 @@ fi
 TICK=$(getconf CLK_TCK)
 # user and system ticks of a process (fields 14 and 15 of /proc/PID/stat; the name may hold spaces)
 ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{print $12, $13}'; }
+# However it ends (Ctrl-C too), the gateway of the round under way stopped.
+{ pid=""; trap 'if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; fi' EXIT; trap 'exit 130' INT TERM
 for _ in $(seq "$ROUNDS"); do
   for side in A B; do
     if [ $side = A ]; then cmd=$A; else cmd=$B; fi
@@ -45,4 +47,4 @@ for _ in $(seq "$ROUNDS"); do
       'BEGIN {printf "%.1f+%.1f", u * 1e6 / t / n, s * 1e6 / t / n}')"
     sleep 0.2
   done
-done | sort -k1,1 -k2n | awk '{a[$1] = a[$1] " " $2 "/" $3} END {for (k in a) print k ":" a[k]}' | sort
+done; } | sort -k1,1 -k2n | awk '{a[$1] = a[$1] " " $2 "/" $3} END {for (k in a) print k ":" a[k]}' | sort

@@ -27,7 +27,9 @@ ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
 # Runs "$@" on CPU 0, in the cgroup when there is one.
 gen() { if [ -n "$CG" ]; then sh -c 'echo $$ > "$0/tasks"; exec "$@"' "$CG" taskset -c 0 "$@"; else taskset -c 0 "$@"; fi; }
 taskset -c 1 "$GATEWAY" --threads 1 --port 18097 > /dev/null 2>&1 & pid=$!
-trap 'kill $pid 2>/dev/null' EXIT
+# However the script ends: the gateway stopped, the cgroup removed (once its generators are gone).
+trap 'kill $pid 2>/dev/null; if [ -n "$CG" ]; then rmdir "$CG" 2>/dev/null || true; fi' EXIT
+trap 'exit 130' INT TERM
 sleep 0.5
 gen wrk -t1 -c50 -d1s http://127.0.0.1:18097/ > /dev/null
 sides="wrk new spin${OLD:+ old}"

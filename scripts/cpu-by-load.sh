@@ -32,6 +32,7 @@ print(time.clock_gettime(clock.value))' "$1"
 # shellcheck disable=SC2086 # the command line is split on purpose
 "${SERVER[@]}" $CMD --port 18085 > /dev/null 2>&1 & pid=$!
 trap 'kill $pid 2>/dev/null' EXIT
+trap 'exit 130' INT TERM
 sleep 0.5
 for r in $RATES; do
   rate=(); [ "$r" = max ] || rate=(-R "$r")
