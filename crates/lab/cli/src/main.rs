@@ -97,6 +97,10 @@ enum Command {
     /// layout in a tar file) for `ctr images import`, `podman load` or `skopeo copy
     /// oci-archive:`; a Wasm program in the layout runwasi's containerd shims read.
     Image(image::ImageArgs),
+    /// Remove what an earlier wasmlab killed before it could clean up (SIGKILL, a crash, a power
+    /// cut) left running or mounted: its containerd, the shims, their mounts and its directory.
+    /// `wasmlab run` does it first too.
+    Clean,
 }
 
 /// A run's recorded command line (run.json's `command`) read again as `wasmlab run`'s arguments.
@@ -122,6 +126,16 @@ fn main() -> ExitCode {
         Command::Setup(args) => variants::setup(args),
         Command::ShowSuite { name } => wasmlab_model::suite::show(&name).map(stdout::show),
         Command::Image(args) => image::image(args),
+        Command::Clean => {
+            let said = wasmlab_plan::containerd::clean_leftovers();
+            if said.is_empty() {
+                eprintln!("wasmlab: nothing left behind by an earlier run");
+            }
+            for line in said {
+                eprintln!("{line}");
+            }
+            Ok(())
+        }
     };
     // The containerd a run or a listing started for its variants, with what it ran.
     if let Err(e) = wasmlab_plan::containerd::stop() {

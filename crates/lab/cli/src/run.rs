@@ -157,6 +157,12 @@ fn key_value(s: &str) -> Result<(String, String), String> {
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
+    // From here a signal stops the run: at once until it measures (with what it started),
+    // gracefully from then on.
+    crate::signals::before_measuring();
+    for line in wasmlab_plan::containerd::clean_leftovers() {
+        eprintln!("{line}");
+    }
     if let Some(dir) = &args.resume {
         return resume(dir, &args);
     }
@@ -183,6 +189,7 @@ fn measure(
             plan.cpus.describe()
         )
     })?;
+    crate::signals::measuring();
     let (dir, run) = wasmlab_measure::measure(
         &plan,
         &built,

@@ -1,7 +1,9 @@
 //! SIGINT and SIGTERM ask a run to stop: the current measurement ends, and every file finished so
 //! far stays complete, the report written from what was measured. A second one stops it at once:
-//! the servers it runs are stopped without grace, and it exits (130) without writing the report,
-//! what was measured left in the results directory for `wasmlab report`.
+//! the servers it runs and the lab's containerd are stopped without grace, and it exits (130)
+//! without writing the report, what was measured left in the results directory for `wasmlab
+//! report` or `wasmlab run --resume`. Before a run measures (planning, building), the first one
+//! stops it at once, with what it started.
 
 use std::io::Read;
 use std::os::fd::FromRawFd;
@@ -10,6 +12,32 @@ use std::sync::{Arc, OnceLock};
 
 /// Set by SIGINT/SIGTERM; everything long-running polls it.
 static CANCEL: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+
+/// Set while a run plans and builds: a signal then stops it at once.
+static AT_ONCE: AtomicBool = AtomicBool::new(false);
+
+/// Until [`measuring`], the first signal stops the run at once, with what it started (its
+/// containerd, a server it verified); the handlers are installed.
+pub fn before_measuring() {
+    AT_ONCE.store(true, Ordering::SeqCst);
+    cancel_flag();
+}
+
+/// From now on the first signal stops the run gracefully (the current measurement ends, the
+/// report is written).
+pub fn measuring() {
+    AT_ONCE.store(false, Ordering::SeqCst);
+}
+
+/// Stops every server and the lab's containerd now.
+fn stop_everything() -> usize {
+    let servers = wasmlab_measure::launch::live::count();
+    wasmlab_measure::launch::live::stop_all_now();
+    if let Err(e) = wasmlab_plan::containerd::stop() {
+        eprintln!("wasmlab: stopping the lab's containerd: {e}");
+    }
+    servers
+}
 
 /// The pipe's end the handler writes a byte to per signal, for the thread that acts on them.
 static WAKE: AtomicI32 = AtomicI32::new(-1);
@@ -62,6 +90,11 @@ fn watch() {
         let mut signals = 0;
         while read.read_exact(&mut byte).is_ok() {
             signals += 1;
+            if AT_ONCE.load(Ordering::SeqCst) {
+                stop_everything();
+                eprintln!("\nwasmlab: stopped before measuring anything");
+                std::process::exit(130);
+            }
             if signals == 1 {
                 eprintln!(
                     "\nwasmlab: stopping: the current measurement ends and the report is written from what was \
@@ -69,8 +102,7 @@ fn watch() {
                 );
                 continue;
             }
-            let servers = wasmlab_measure::launch::live::count();
-            wasmlab_measure::launch::live::stop_all_now();
+            let servers = stop_everything();
             eprintln!(
                 "\nwasmlab: stopped at once ({servers} server(s) killed): what was measured is in the results \
                  directory named above (samples.jsonl, run.json); `wasmlab report DIR` writes its report"

@@ -355,6 +355,90 @@ fn shut_down(mut daemon: Daemon) -> Result<(), String> {
     }
 }
 
+/// What labs killed before they could stop their containerd (SIGKILL, a panic, a power cut) left
+/// in the temporary directory: each such lab's directory (`wasmlab-containerd-PID…`, its
+/// process gone), the processes started from it (its daemon, the shims, with the directory in
+/// their command line), the mounts under it. Removes it all; a line per directory says what went,
+/// or what could not. A directory of a lab still running is left alone.
+pub fn clean_leftovers() -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return Vec::new();
+    };
+    let mut said = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix("wasmlab-containerd-")
+            .and_then(|rest| rest.split('-').next()?.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        if lab_alive(pid) {
+            continue;
+        }
+        let dir = entry.path();
+        let processes = started_from(&dir);
+        for p in &processes {
+            // SAFETY: SIGKILL to a process whose command line names the dead lab's directory.
+            unsafe {
+                libc::kill(*p, libc::SIGKILL);
+            }
+        }
+        let mut left = Vec::new();
+        let mounts = mounts_under(&dir);
+        for mount in &mounts {
+            let c = std::ffi::CString::new(mount.as_os_str().as_encoded_bytes()).expect("no NUL");
+            // SAFETY: unmounting a path under the dead lab's own directory, lazily if busy.
+            if unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) } != 0 {
+                left.push(format!(
+                    "mount {}: {}",
+                    mount.display(),
+                    std::io::Error::last_os_error()
+                ));
+            }
+        }
+        if let Err(e) = std::fs::remove_dir_all(&dir) {
+            left.push(format!("{}: {e}", dir.display()));
+        }
+        said.push(format!(
+            "wasmlab: removed what a killed wasmlab (process {pid}) left of its containerd: {} process(es), {} mount(s), {}{}",
+            processes.len(),
+            mounts.len(),
+            dir.display(),
+            match left.is_empty() {
+                true => String::new(),
+                false => format!("; could not remove: {}", left.join("; ")),
+            }
+        ));
+    }
+    said
+}
+
+/// Whether process `pid` is a wasmlab still running (a pid taken since by another program is
+/// not: its lab is gone).
+fn lab_alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.starts_with("wasmlab"))
+}
+
+/// Processes, other than this one, with an argument in `dir`.
+fn started_from(dir: &Path) -> Vec<i32> {
+    use std::os::unix::ffi::OsStrExt;
+    let me = std::process::id() as i32;
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| pid != me)
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            cmdline
+                .split(|&b| b == 0)
+                .any(|arg| Path::new(std::ffi::OsStr::from_bytes(arg)).starts_with(dir))
+        })
+        .collect()
+}
+
 /// Processes of the lab's containerd still running: shims started with its `socket` as their
 /// `-address`, and processes in a cgroup of one of its containers (`/wasmlab/wasmlab-…`, the
 /// namespace and the lab's instance names).

@@ -1,0 +1,66 @@
+//! What a wasmlab killed before it could clean up leaves (its containerd's directory, processes
+//! started from it) is found and removed by the next `wasmlab run` or `wasmlab clean`; a lab still
+//! running keeps its own.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::support::WASMLAB;
+
+#[test]
+fn clean_removes_what_a_killed_lab_left_and_nothing_of_a_live_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A lab that is gone: its process ended, its directory and a process started from it left.
+    let mut gone = Command::new("true").spawn().unwrap();
+    let dead = gone.id();
+    gone.wait().unwrap();
+    let dir = tmp.path().join(format!("wasmlab-containerd-{dead}"));
+    std::fs::create_dir_all(dir.join("state")).unwrap();
+    std::fs::write(dir.join("containerd.log"), "").unwrap();
+    let mut shim = Command::new("sh")
+        .args(["-c", "while :; do sleep 0.1; done"])
+        .arg(dir.join("shim"))
+        .spawn()
+        .unwrap();
+    // A lab still running: its directory stays.
+    let mut live = Command::new(WASMLAB)
+        .args(["upstream", "--port", "0"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let kept = tmp
+        .path()
+        .join(format!("wasmlab-containerd-{}-1", live.id()));
+    std::fs::create_dir_all(&kept).unwrap();
+    let clean = || {
+        let out = Command::new(WASMLAB)
+            .arg("clean")
+            .env("TMPDIR", tmp.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let said = clean();
+    let _ = live.kill();
+    live.wait().unwrap();
+    assert!(
+        said.contains(&format!(
+            "removed what a killed wasmlab (process {dead}) left of its containerd: 1 process(es), 0 mount(s), {}",
+            dir.display()
+        )),
+        "{said}"
+    );
+    assert!(!dir.exists());
+    assert!(kept.exists(), "a live lab's directory removed: {said}");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while shim.try_wait().unwrap().is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "the process started from it still runs"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::fs::remove_dir_all(&kept).unwrap();
+    assert!(clean().contains("nothing left behind by an earlier run"));
+}
