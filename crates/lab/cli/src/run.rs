@@ -8,10 +8,12 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use wasmlab_load::parse_duration;
+use wasmlab_measure::{Resume, Resumed};
 use wasmlab_model::idle::IdlePolicy;
 use wasmlab_model::run::{Ending, Resumption, Run, RunState};
 use wasmlab_model::suite::Suite;
 use wasmlab_plan::{RatesFrom, RunRequest};
+use wasmlab_record::RunInfo;
 
 /// The exit status of a run or load that crossed a threshold (k6's).
 pub const THRESHOLD_EXIT: u8 = 99;
@@ -96,9 +98,9 @@ pub struct RunArgs {
     /// others are in the CSVs, summary.md and report.html).
     #[arg(long)]
     pub wide: bool,
-    /// Measure on an interrupted run of an HTTP suite (its directory): its command line, suite,
-    /// seed, shuffled orders and equal-load rates as it recorded them; the cells it recorded
-    /// kept, the rest measured; its report then covers the whole. Refused where the suite, the
+    /// Measure on an interrupted run (its directory): its command line, suite, seed, shuffled
+    /// orders and equal-load rates as it recorded them; the cells (a program suite's runs) it
+    /// recorded kept, the rest measured; its report then covers the whole. Refused where the suite, the
     /// machine, the commit or the tools differ from the run's start (--force).
     #[arg(
         long,
@@ -174,7 +176,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
 fn measure(
     mut plan: wasmlab_plan::Plan,
     args: &RunArgs,
-    resume: Option<wasmlab_measure::Resume>,
+    resume: Option<Resumed>,
 ) -> anyhow::Result<()> {
     let built = wasmlab_measure::build(&plan, !args.no_build)?;
     plan.require_built(if args.no_build {
@@ -213,20 +215,31 @@ fn measure(
 /// `wasmlab run --resume DIR`: the interrupted run's own command line planned again, checked to
 /// plan the same suite on the same machine, commit and tools, then measured on.
 fn resume(dir: &Path, given: &RunArgs) -> anyhow::Result<()> {
-    let mut info = wasmlab_record::read_server_info(dir)?;
+    let info = wasmlab_record::read_info(dir)?;
+    let (header, recorded_suite) = match &info {
+        RunInfo::Servers(i) => {
+            // The suite as the run planned it, before it added repetitions.
+            let mut suite = i.suite.clone();
+            if let Some(a) = &i.added_repetitions {
+                suite.repetitions = a.after;
+            }
+            (&i.header, serde_json::to_value(&suite)?)
+        }
+        RunInfo::Programs(i) => (&i.header, serde_json::to_value(&i.suite)?),
+    };
     anyhow::ensure!(
-        info.header.state != RunState::Complete,
+        header.state != RunState::Complete,
         "{} is a complete run: nothing to resume",
         dir.display()
     );
-    let command = info.header.command.join(" ");
-    let mut args = crate::recorded_run_args(&info.header.command).map_err(|e| {
+    let command = header.command.join(" ");
+    let mut args = crate::recorded_run_args(&header.command).map_err(|e| {
         anyhow::anyhow!(
             "{}: its command line ({command}) cannot be read again: {e}",
             dir.display()
         )
     })?;
-    args.seed = Some(info.header.seed);
+    args.seed = Some(header.seed);
     args.results = dir
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -236,18 +249,11 @@ fn resume(dir: &Path, given: &RunArgs) -> anyhow::Result<()> {
     args.no_setup |= given.no_setup;
     args.wide |= given.wide;
     let plan = wasmlab_plan::plan(&args.request())?;
-    let Suite::Servers(planned) = &plan.suite else {
-        anyhow::bail!("a program suite's run cannot be resumed yet: run it again");
+    let planned = match &plan.suite {
+        Suite::Servers(s) => serde_json::to_value(s)?,
+        Suite::Programs(s) => serde_json::to_value(s)?,
     };
-    // The suite as the run planned it, before it added repetitions.
-    let mut recorded = info.suite.clone();
-    if let Some(a) = &info.added_repetitions {
-        recorded.repetitions = a.after;
-    }
-    let changed = differing_keys(
-        &serde_json::to_value(planned)?,
-        &serde_json::to_value(&recorded)?,
-    );
+    let changed = differing_keys(&planned, &recorded_suite);
     anyhow::ensure!(
         changed.is_empty(),
         "{} cannot be resumed: its command line ({command}) now plans another suite ({} differ); \
@@ -257,16 +263,16 @@ fn resume(dir: &Path, given: &RunArgs) -> anyhow::Result<()> {
     );
     let git_sha = wasmlab_plan::machine::git_sha(plan.workspace.as_deref());
     let mut differences = differing_keys(
-        &serde_json::to_value(&info.header.machine)?,
+        &serde_json::to_value(&header.machine)?,
         &serde_json::to_value(&plan.machine)?,
     )
     .into_iter()
     .map(|k| format!("machine.{k}"))
     .collect::<Vec<_>>();
-    if git_sha != info.header.git_sha {
+    if git_sha != header.git_sha {
         differences.push(format!(
             "commit ({} then, {} now)",
-            info.header.git_sha.as_deref().unwrap_or("none"),
+            header.git_sha.as_deref().unwrap_or("none"),
             git_sha.as_deref().unwrap_or("none")
         ));
     }
@@ -280,26 +286,41 @@ fn resume(dir: &Path, given: &RunArgs) -> anyhow::Result<()> {
     if let Some(d) = &discarded {
         eprintln!("wasmlab: {}: {d}", dir.display());
     }
-    let samples = wasmlab_record::read_samples(&results.file("samples.jsonl"))?;
     if !differences.is_empty() {
         eprintln!(
             "wasmlab: measuring on with --force where {}",
             differences.join(", ")
         );
     }
-    info.resumed.push(Resumption {
+    let samples = results.file("samples.jsonl");
+    let resumption = |before: usize| Resumption {
         utc: wasmlab_record::utc_stamp(),
-        samples_before: samples.len(),
-        git_sha,
-        differences,
-        discarded,
-    });
-    let resume = wasmlab_measure::Resume {
-        dir: results,
-        info,
-        samples,
+        samples_before: before,
+        git_sha: git_sha.clone(),
+        differences: differences.clone(),
+        discarded: discarded.clone(),
     };
-    measure(plan, &args, Some(resume))
+    let resumed = match info {
+        RunInfo::Servers(mut info) => {
+            let samples = wasmlab_record::read_samples(&samples)?;
+            info.resumed.push(resumption(samples.len()));
+            Resumed::Servers(Box::new(Resume {
+                dir: results,
+                info: *info,
+                samples,
+            }))
+        }
+        RunInfo::Programs(mut info) => {
+            let samples = wasmlab_record::read_samples(&samples)?;
+            info.resumed.push(resumption(samples.len()));
+            Resumed::Programs(Box::new(Resume {
+                dir: results,
+                info: *info,
+                samples,
+            }))
+        }
+    };
+    measure(plan, &args, Some(resumed))
 }
 
 /// The keys, dotted, where two JSON values differ (the top-level ones of two objects and of the

@@ -66,12 +66,18 @@ pub fn build(plan: &Plan, own_binaries: bool) -> anyhow::Result<Built> {
     }
 }
 
-/// An interrupted server run to measure on (`wasmlab run --resume`): its directory, opened with
+/// An interrupted run to measure on (`wasmlab run --resume`): its directory, opened with
 /// [`ResultsDir::resume`], its run.json (the resumption already added) and its samples.
-pub struct Resume {
+pub struct Resume<I, S> {
     pub dir: ResultsDir,
-    pub info: wasmlab_model::run::ServerRunInfo,
-    pub samples: Vec<wasmlab_model::sample::Sample>,
+    pub info: I,
+    pub samples: Vec<S>,
+}
+
+/// An interrupted run of either kind of suite.
+pub enum Resumed {
+    Servers(Box<Resume<wasmlab_model::run::ServerRunInfo, wasmlab_model::sample::Sample>>),
+    Programs(Box<Resume<wasmlab_model::run::ProgramRunInfo, wasmlab_model::sample::ProgramSample>>),
 }
 
 /// What the caller says of a server run's figures while more repetitions are to come: given the
@@ -87,19 +93,22 @@ pub fn measure(
     plan: &Plan,
     built: &Built,
     results: &Path,
-    resume: Option<Resume>,
+    resume: Option<Resumed>,
     cancel: Arc<AtomicBool>,
     so_far: AnswerSoFar,
 ) -> anyhow::Result<(ResultsDir, Run)> {
-    match (&plan.suite, built) {
-        (Suite::Servers(suite), Built::Servers) => {
-            servers::run(plan, suite, results, resume, cancel, so_far)
+    match (&plan.suite, built, resume) {
+        (Suite::Servers(suite), Built::Servers, None) => {
+            servers::run(plan, suite, results, None, cancel, so_far)
         }
-        (Suite::Programs(_), _) if resume.is_some() => {
-            anyhow::bail!("a program suite's run cannot be resumed yet: run it again")
+        (Suite::Servers(suite), Built::Servers, Some(Resumed::Servers(r))) => {
+            servers::run(plan, suite, results, Some(*r), cancel, so_far)
         }
-        (Suite::Programs(suite), Built::Programs { set, programs }) => {
-            programs::run(plan, suite, set, programs, results, cancel)
+        (Suite::Programs(suite), Built::Programs { set, programs }, None) => {
+            programs::run(plan, suite, set, programs, results, None, cancel)
+        }
+        (Suite::Programs(suite), Built::Programs { set, programs }, Some(Resumed::Programs(r))) => {
+            programs::run(plan, suite, set, programs, results, Some(*r), cancel)
         }
         _ => anyhow::bail!("the build does not match the suite's kind"),
     }

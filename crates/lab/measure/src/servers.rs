@@ -39,7 +39,7 @@ pub(crate) fn run(
     plan: &Plan,
     suite: &ServerSuite,
     results: &Path,
-    resume: Option<crate::Resume>,
+    resume: Option<crate::Resume<ServerRunInfo, Sample>>,
     cancel: Arc<AtomicBool>,
     so_far: AnswerSoFar,
 ) -> anyhow::Result<(ResultsDir, Run)> {
@@ -229,7 +229,7 @@ fn resume_recording(
     plan: &Plan,
     suite: &ServerSuite,
     idle: &IdleRecord,
-    resume: crate::Resume,
+    resume: crate::Resume<ServerRunInfo, Sample>,
     cancel: Arc<AtomicBool>,
 ) -> anyhow::Result<Recorder<Servers>> {
     let crate::Resume {

@@ -354,6 +354,9 @@ pub struct ProgramRunInfo {
     pub program_set: serde_json::Value,
     pub programs: Vec<String>,
     pub engines: Vec<EngineOutcome>,
+    /// Each time the run was resumed (`wasmlab run --resume`), as a server run records it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resumed: Vec<Resumption>,
 }
 
 /// The `kind` of a program suite's run.json.
@@ -530,6 +533,7 @@ mod tests {
                         },
                     })
                     .collect(),
+                resumed: Vec::new(),
             }),
             samples: Vec::new(),
         }

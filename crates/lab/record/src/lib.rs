@@ -9,7 +9,7 @@ mod read;
 mod recorder;
 
 pub use dir::{ResultsDir, utc_stamp, write_atomic};
-pub use read::{read_run, read_samples, read_server_info};
+pub use read::{RunInfo, read_info, read_run, read_samples, read_server_info};
 pub use recorder::{Programs, Recorder, RunKind, Servers};
 
 use wasmlab_model::run::Run;

@@ -41,6 +41,27 @@ pub fn read_server_info(dir: &Path) -> anyhow::Result<ServerRunInfo> {
     }
 }
 
+/// run.json alone of the results directory `dir`, whichever kind of suite wrote it.
+pub fn read_info(dir: &Path) -> anyhow::Result<RunInfo> {
+    let (path, value) = run_json(dir)?;
+    let bad = |e: serde_json::Error| anyhow::anyhow!("{}: {e}", path.display());
+    match value.get("kind").and_then(|k| k.as_str()) {
+        None => Ok(RunInfo::Servers(Box::new(
+            serde_json::from_value(value).map_err(bad)?,
+        ))),
+        Some(PROGRAMS_KIND) => Ok(RunInfo::Programs(Box::new(
+            serde_json::from_value(value).map_err(bad)?,
+        ))),
+        Some(other) => unknown_kind(&path, other),
+    }
+}
+
+/// A run.json, by the kind of suite that wrote it.
+pub enum RunInfo {
+    Servers(Box<ServerRunInfo>),
+    Programs(Box<ProgramRunInfo>),
+}
+
 /// The path of `dir`'s run.json and its contents, checked to be the schema this wasmlab reads.
 fn run_json(dir: &Path) -> anyhow::Result<(PathBuf, serde_json::Value)> {
     anyhow::ensure!(dir.is_dir(), "{} is not a directory", dir.display());

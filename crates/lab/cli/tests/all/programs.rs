@@ -336,3 +336,85 @@ fn self_checking_programs_fail_their_check_with_the_diff_of_what_they_wrote() {
     let samples = std::fs::read_to_string(dir.join("samples.jsonl")).unwrap();
     assert_eq!(samples.lines().count(), 1, "only the good program is timed");
 }
+
+/// A program suite's run interrupted after some of its runs (its samples cut there, its state
+/// not complete, as a kill leaves it) and resumed: the runs it kept stay as they were, the others
+/// are run, each once, and the run ends complete with its resumption recorded.
+#[test]
+fn an_interrupted_program_suite_run_is_resumed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let set = tmp.path().join("set");
+    program_set(&set);
+    let suite = tmp.path().join("suite.toml");
+    std::fs::write(
+        &suite,
+        format!(
+            "kind = \"programs\"\nname = \"tiny\"\nprogram_set = \"{}\"\nprograms = [\"hello\"]\n\
+             variants = [\"native-portable\"]\nbaseline = \"native-portable\"\nrepetitions = 5\n\
+             seed = 1\ntimeout_secs = 30\n",
+            set.display()
+        ),
+    )
+    .unwrap();
+    let results = tmp.path().join("results");
+    let out = Command::new(WASMLAB)
+        .args(["run", "--no-setup", "--suite"])
+        .arg(&suite)
+        .arg("--results")
+        .arg(&results)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dir = std::fs::read_dir(&results)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let samples = dir.join("samples.jsonl");
+    let whole = std::fs::read_to_string(&samples).unwrap();
+    assert_eq!(whole.lines().count(), 5);
+    // Interrupted after two runs, with a third cut mid-write.
+    let kept: String = whole.lines().take(2).map(|l| format!("{l}\n")).collect();
+    let third = whole.lines().nth(2).unwrap();
+    std::fs::write(&samples, format!("{kept}{}", &third[..third.len() / 2])).unwrap();
+    let run_json = dir.join("run.json");
+    let mut run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&run_json).unwrap()).unwrap();
+    run["state"] = "running".into();
+    std::fs::write(&run_json, run.to_string()).unwrap();
+    let out = Command::new(WASMLAB)
+        .args(["run", "--resume"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("resuming") && stderr.contains("(2 runs kept)"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("a record cut short, discarded"), "{stderr}");
+    let after = std::fs::read_to_string(&samples).unwrap();
+    assert!(after.starts_with(&kept), "the kept runs changed");
+    let reps: Vec<u64> = after
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["repetition"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    let mut sorted = reps.clone();
+    sorted.sort();
+    assert_eq!(sorted, [0, 1, 2, 3, 4], "{reps:?}");
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&run_json).unwrap()).unwrap();
+    assert_eq!(run["state"], "complete");
+    assert_eq!(run["resumed"][0]["samples_before"], 2, "{run}");
+    assert!(dir.join("programs.csv").is_file());
+}

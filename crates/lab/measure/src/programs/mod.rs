@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use wasmlab_model::run::{EngineOutcome, PROGRAMS_KIND, ProgramRunInfo, Run, Status};
+use wasmlab_model::sample::ProgramSample;
 use wasmlab_model::suite::ProgramSuite;
 use wasmlab_plan::Plan;
 use wasmlab_plan::tools::State;
@@ -23,29 +24,52 @@ use engine::Engine;
 use set::ProgramSet;
 
 /// Measures a program suite's run of `programs` of `set`, recorded into a new directory under
-/// `results`.
+/// `results`, or on into `resume`'s (the runs it recorded kept; each engine's outputs checked
+/// again, its warm-up run again).
 pub(crate) fn run(
     plan: &Plan,
     suite: &ProgramSuite,
     set: &ProgramSet,
     programs: &[String],
     results: &Path,
+    resume: Option<crate::Resume<ProgramRunInfo, ProgramSample>>,
     cancel: Arc<AtomicBool>,
 ) -> anyhow::Result<(ResultsDir, Run)> {
-    let dir = ResultsDir::create(results)?;
+    let (dir, recorded) = match resume {
+        None => (ResultsDir::create(results)?, None),
+        Some(r) => (r.dir, Some((r.info, r.samples))),
+    };
     eprintln!(
-        "wasmlab: suite {} ({} programs of {}, {} engines, {} repetitions); results in {}; {}",
+        "wasmlab: suite {} ({} programs of {}, {} engines, {} repetitions); {} {}{}; {}",
         suite.name,
         programs.len(),
         set.describe(),
         suite.variants.len(),
         suite.repetitions,
+        if recorded.is_some() {
+            "resuming"
+        } else {
+            "results in"
+        },
         dir.path.display(),
+        recorded
+            .as_ref()
+            .map_or(String::new(), |(_, s)| format!(" ({} runs kept)", s.len())),
         plan.cpus.describe()
     );
-    let (info, engines) = engines(plan, suite, set, programs, &dir)?;
+    let (mut info, engines) = engines(plan, suite, set, programs, &dir)?;
     let total = programs.len() * engines.len() * (suite.repetitions + suite.warmup) as usize;
-    let mut rec = Recorder::start(dir, info, cancel, crate::progress_bar(total as u64, "runs"))?;
+    let progress = crate::progress_bar(total as u64, "runs");
+    let mut rec = match recorded {
+        None => Recorder::start(dir, info, cancel, progress)?,
+        // The engines' outcomes as this start finds them (their outputs are checked again);
+        // the rest as the run recorded it.
+        Some((was, samples)) => {
+            info.header = was.header;
+            info.resumed = was.resumed;
+            Recorder::resume(dir, info, samples, cancel, progress)?
+        }
+    };
     // Absolute: each run's working directory is inside it, and the runner gets paths in it.
     let scratch = std::path::absolute(rec.dir.file("scratch"))?;
     let mut run = ProgramRun {
@@ -81,6 +105,7 @@ fn engines(
         program_set: set.build_info.clone(),
         programs: programs.to_vec(),
         engines: Vec::new(),
+        resumed: Vec::new(),
     };
     let mut engines = Vec::new();
     let host_triple = wasmlab_plan::machine::host_triple();
@@ -218,6 +243,16 @@ impl ProgramRun<'_> {
             },
             |run, (i, program), r| {
                 let e = &run.engines[*i];
+                // A resumed run's runs already recorded.
+                if run
+                    .rec
+                    .samples
+                    .iter()
+                    .any(|s| s.repetition == r && s.engine == e.name() && s.program == *program)
+                {
+                    run.rec.progress.inc(1);
+                    return Ok(());
+                }
                 run.rec
                     .progress
                     .set_message(format!("{} {program}", e.name()));
