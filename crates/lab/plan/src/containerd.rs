@@ -334,17 +334,7 @@ fn shut_down(mut daemon: Daemon) -> Result<(), String> {
             libc::kill(pid, libc::SIGKILL);
         }
     }
-    for mount in mounts_under(&daemon.dir) {
-        // SAFETY: unmounting a path of our own directory; a lazy detach if it is busy.
-        let c = std::ffi::CString::new(mount.as_os_str().as_encoded_bytes()).expect("no NUL");
-        if unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) } != 0 {
-            left.push(format!(
-                "mount {}: {}",
-                mount.display(),
-                std::io::Error::last_os_error()
-            ));
-        }
-    }
+    left.extend(unmount_under(&daemon.dir).1);
     if let Err(e) = std::fs::remove_dir_all(&daemon.dir) {
         left.push(format!("{}: {e}", daemon.dir.display()));
     }
@@ -384,26 +374,14 @@ pub fn clean_leftovers() -> Vec<String> {
                 libc::kill(*p, libc::SIGKILL);
             }
         }
-        let mut left = Vec::new();
-        let mounts = mounts_under(&dir);
-        for mount in &mounts {
-            let c = std::ffi::CString::new(mount.as_os_str().as_encoded_bytes()).expect("no NUL");
-            // SAFETY: unmounting a path under the dead lab's own directory, lazily if busy.
-            if unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) } != 0 {
-                left.push(format!(
-                    "mount {}: {}",
-                    mount.display(),
-                    std::io::Error::last_os_error()
-                ));
-            }
-        }
+        let (mounts, mut left) = unmount_under(&dir);
         if let Err(e) = std::fs::remove_dir_all(&dir) {
             left.push(format!("{}: {e}", dir.display()));
         }
         said.push(format!(
             "wasmlab: removed what a killed wasmlab (process {pid}) left of its containerd: {} process(es), {} mount(s), {}{}",
             processes.len(),
-            mounts.len(),
+            mounts,
             dir.display(),
             match left.is_empty() {
                 true => String::new(),
@@ -423,20 +401,42 @@ fn lab_alive(pid: i32) -> bool {
 /// Processes, other than this one, with an argument in `dir`.
 fn started_from(dir: &Path) -> Vec<i32> {
     use std::os::unix::ffi::OsStrExt;
+    other_processes(|pid| {
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        cmdline
+            .split(|&b| b == 0)
+            .any(|arg| Path::new(std::ffi::OsStr::from_bytes(arg)).starts_with(dir))
+    })
+}
+
+/// The processes other than this one that `matching` accepts.
+fn other_processes(matching: impl Fn(i32) -> bool) -> Vec<i32> {
     let me = std::process::id() as i32;
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
     entries
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|&pid| pid != me)
-        .filter(|pid| {
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            cmdline
-                .split(|&b| b == 0)
-                .any(|arg| Path::new(std::ffi::OsStr::from_bytes(arg)).starts_with(dir))
-        })
+        .filter(|&pid| pid != me && matching(pid))
         .collect()
+}
+
+/// Unmounts every mount under `dir` (lazily where busy); what could not be, said.
+fn unmount_under(dir: &Path) -> (usize, Vec<String>) {
+    let mounts = mounts_under(dir);
+    let mut left = Vec::new();
+    for mount in &mounts {
+        let c = std::ffi::CString::new(mount.as_os_str().as_encoded_bytes()).expect("no NUL");
+        // SAFETY: unmounting a path under a directory of the lab's own, lazily if busy.
+        if unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) } != 0 {
+            left.push(format!(
+                "mount {}: {}",
+                mount.display(),
+                std::io::Error::last_os_error()
+            ));
+        }
+    }
+    (mounts.len(), left)
 }
 
 /// Processes of the lab's containerd still running: shims started with its `socket` as their
@@ -445,21 +445,13 @@ fn started_from(dir: &Path) -> Vec<i32> {
 pub fn leftover_processes(socket: &Path) -> Vec<i32> {
     let socket = socket.as_os_str().as_encoded_bytes();
     let cgroup = format!(":/{NAMESPACE}/wasmlab-");
-    let me = std::process::id() as i32;
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|&pid| pid != me)
-        .filter(|pid| {
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            let shim = cmdline.split(|&b| b == 0).any(|arg| arg == socket);
-            let contained = std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
-                .is_ok_and(|c| c.contains(&cgroup));
-            shim || contained
-        })
-        .collect()
+    other_processes(|pid| {
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let shim = cmdline.split(|&b| b == 0).any(|arg| arg == socket);
+        let contained = std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
+            .is_ok_and(|c| c.contains(&cgroup));
+        shim || contained
+    })
 }
 
 /// The ids `ctr … -q` prints, one per line.
