@@ -98,7 +98,8 @@ enum Command {
     /// oci-archive:`; a Wasm program in the layout runwasi's containerd shims read.
     Image(image::ImageArgs),
     /// Remove what an earlier wasmlab killed before it could clean up (SIGKILL, a crash, a power
-    /// cut) left running or mounted: its containerd, the shims, their mounts and its directory.
+    /// cut) left running or mounted: its containerd, the shims, their mounts and its directory;
+    /// its podman or docker containers, and the lab's images when no other run is under way.
     /// `wasmlab run` does it first too.
     Clean,
 }
@@ -127,7 +128,8 @@ fn main() -> ExitCode {
         Command::ShowSuite { name } => wasmlab_model::suite::show(&name).map(stdout::show),
         Command::Image(args) => image::image(args),
         Command::Clean => {
-            let said = wasmlab_plan::containerd::clean_leftovers();
+            let mut said = wasmlab_plan::containerd::clean_leftovers();
+            said.extend(wasmlab_plan::containers::clean_leftovers());
             if said.is_empty() {
                 eprintln!("wasmlab: nothing left behind by an earlier run");
             }

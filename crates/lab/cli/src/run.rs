@@ -162,7 +162,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     // From here a signal stops the run: at once until it measures (with what it started),
     // gracefully from then on.
     crate::signals::before_measuring();
-    for line in wasmlab_plan::containerd::clean_leftovers() {
+    for line in wasmlab_plan::containerd::clean_leftovers()
+        .into_iter()
+        .chain(wasmlab_plan::containers::clean_leftovers())
+    {
         eprintln!("{line}");
     }
     if let Some(dir) = &args.resume {

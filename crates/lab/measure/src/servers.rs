@@ -74,40 +74,45 @@ pub(crate) fn run(
     let upstream_url = format!("http://{}", upstream.addr);
     let in_rounds = |name: &str| suite.variants.iter().any(|v| v == name);
     let variants = run.prepare_all(&upstream_url, &in_rounds)?;
-    let probed = run.verify_all(&variants.iter().collect::<Vec<_>>())?;
-    // A resumed run offers the rates it chose before it was interrupted.
-    if resumed && !run.rec.info.equal_load.is_empty() {
-        for e in &run.rec.info.equal_load {
-            run.rec.say(format!(
-                "equal load: {} at {}; as this run chose before it was interrupted",
-                e.workload,
-                e.describe()
-            ));
-        }
-    } else {
-        run.choose_equal_load_rates(&probed)?;
-    }
-    run.upstream = upstream.pid();
     // After the first repetition's answer: those measured only for their cold start, then the
     // cold starts. A run stopped before then has no cold starts; the answer came first.
     let mut cold_only = Vec::new();
-    run.repetitions(&named(&suite.variants, &[&variants]), &mut |run| {
-        let Some(c) = &suite.cold_start else {
-            return Ok(());
-        };
-        cold_only = run.prepare_all(&upstream_url, &|n| !in_rounds(n))?;
-        run.verify_all(&cold_only.iter().collect::<Vec<_>>())?;
-        let cold = named(&suite.cold_start_variants(), &[&variants, &cold_only]);
-        run.cold_starts(&cold, c.runs)
-    })?;
+    let mut measure = || -> anyhow::Result<()> {
+        let probed = run.verify_all(&variants.iter().collect::<Vec<_>>())?;
+        // A resumed run offers the rates it chose before it was interrupted.
+        if resumed && !run.rec.info.equal_load.is_empty() {
+            for e in &run.rec.info.equal_load {
+                run.rec.say(format!(
+                    "equal load: {} at {}; as this run chose before it was interrupted",
+                    e.workload,
+                    e.describe()
+                ));
+            }
+        } else {
+            run.choose_equal_load_rates(&probed)?;
+        }
+        run.upstream = upstream.pid();
+        run.repetitions(&named(&suite.variants, &[&variants]), &mut |run| {
+            let Some(c) = &suite.cold_start else {
+                return Ok(());
+            };
+            cold_only = run.prepare_all(&upstream_url, &|n| !in_rounds(n))?;
+            run.verify_all(&cold_only.iter().collect::<Vec<_>>())?;
+            let cold = named(&suite.cold_start_variants(), &[&variants, &cold_only]);
+            run.cold_starts(&cold, c.runs)
+        })
+    };
+    let measured = measure();
     run.rec.progress.finish_and_clear();
-    run.rec.info.idle = Some(idle.finish());
     upstream.stop();
+    // However the measuring ended: what the variants made for the run (a container image) goes.
     for v in variants.iter().chain(&cold_only) {
         prepare::finish(v, &run.rec.dir.file(&format!("{}.log", v.name())), &|m| {
             run.rec.say(m)
         });
     }
+    measured?;
+    run.rec.info.idle = Some(idle.finish());
     run.rec.finish()
 }
 

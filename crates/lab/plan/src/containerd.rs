@@ -394,8 +394,18 @@ pub fn clean_leftovers() -> Vec<String> {
 
 /// Whether process `pid` is a wasmlab still running (a pid taken since by another program is
 /// not: its lab is gone).
-fn lab_alive(pid: i32) -> bool {
+pub(crate) fn lab_alive(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.starts_with("wasmlab"))
+}
+
+/// Whether a `wasmlab run` other than this process is under way.
+pub(crate) fn another_lab_runs() -> bool {
+    !other_processes(|pid| {
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let mut args = cmdline.split(|&b| b == 0);
+        lab_alive(pid) && args.nth(1) == Some(b"run")
+    })
+    .is_empty()
 }
 
 /// Processes, other than this one, with an argument in `dir`.

@@ -24,6 +24,69 @@ const PODMAN_FLAGS: &[&[&str]] = &[
     &["--runtime=runc", "--cgroup-manager=cgroupfs"],
 ];
 
+/// What labs killed before they could clean up (SIGKILL, a panic) left in podman or docker:
+/// containers named for a lab process that is gone (`wasmlab-PID-…`, which conmon or the daemon
+/// keeps running), removed; and the lab's images (`localhost/wasmlab-…:RUN`), removed when no
+/// other wasmlab run is under way. A line for each removal, or what could not be removed.
+pub fn clean_leftovers() -> Vec<String> {
+    let mut said = Vec::new();
+    let quick = Duration::from_secs(30);
+    for engine in ["podman", "docker"] {
+        if on_path(engine).is_none() {
+            continue;
+        }
+        let names = run_with_timeout(
+            Command::new(engine).args(["ps", "--all", "--format", "{{.Names}}"]),
+            quick,
+        )
+        .unwrap_or_default();
+        for name in names.lines().map(str::trim) {
+            let Some(pid) = name
+                .strip_prefix("wasmlab-")
+                .and_then(|rest| rest.split('-').next()?.parse::<i32>().ok())
+            else {
+                continue;
+            };
+            if crate::containerd::lab_alive(pid) {
+                continue;
+            }
+            said.push(
+                match run_with_timeout(Command::new(engine).args(["rm", "--force", name]), quick)
+                {
+                    Ok(_) => format!(
+                        "wasmlab: removed container {name}, left running by a killed wasmlab (process {pid})"
+                    ),
+                    Err(e) => format!("wasmlab: could not remove container {name}: {e}"),
+                },
+            );
+        }
+        if crate::containerd::another_lab_runs() {
+            continue;
+        }
+        let images = run_with_timeout(
+            Command::new(engine).args([
+                "images",
+                "--format",
+                "{{.Repository}}:{{.Tag}}",
+                "--filter",
+                "reference=localhost/wasmlab-*",
+            ]),
+            quick,
+        )
+        .unwrap_or_default();
+        for image in images.lines().map(str::trim).filter(|i| !i.is_empty()) {
+            said.push(
+                // Not forced: an image a container still uses (a live lab's) stays.
+                match run_with_timeout(Command::new(engine).args(["rmi", image]), quick) {
+                    Ok(_) => format!("wasmlab: removed image {image}, left by an earlier run"),
+                    Err(e) => format!("wasmlab: could not remove image {image}: {e}"),
+                },
+            );
+        }
+    }
+    said
+}
+
 /// The engine that works here, or why there is none. Probed on first use.
 pub fn detect() -> Result<&'static Engine, String> {
     static FOUND: OnceLock<Result<Engine, String>> = OnceLock::new();

@@ -192,8 +192,11 @@ impl Launchable {
             Address::Port => free_port()?,
         };
         let n = LAUNCHES.fetch_add(1, Ordering::Relaxed);
+        // The lab's process id first: what a killed lab left (a container conmon keeps running)
+        // is told from what a live one runs (`wasmlab clean`).
         let instance = format!(
-            "wasmlab-{}-{}-{n}",
+            "wasmlab-{}-{}-{}-{n}",
+            std::process::id(),
             self.vars
                 .get("run_id")
                 .unwrap_or("run")
