@@ -66,6 +66,8 @@ pub struct ProgramAnalysis {
     /// The study's runtimes beside our engines.
     pub beside_study: Vec<crate::study::ProgramComparison>,
     pub state: RunState,
+    /// The run's resumptions after interruptions (`wasmlab run --resume`).
+    pub resumed: Vec<wasmlab_model::run::Resumption>,
 }
 
 fn median(v: &[f64]) -> Option<f64> {
@@ -183,6 +185,7 @@ pub fn analyse(
         study,
         beside_study: Vec::new(),
         state: info.header.state,
+        resumed: info.resumed.clone(),
     };
     a.beside_study = crate::study::beside_programs(&a);
     a

@@ -417,4 +417,11 @@ fn an_interrupted_program_suite_run_is_resumed() {
     assert_eq!(run["state"], "complete");
     assert_eq!(run["resumed"][0]["samples_before"], 2, "{run}");
     assert!(dir.join("programs.csv").is_file());
+    for page in ["summary.md", "report.html"] {
+        let text = std::fs::read_to_string(dir.join(page)).unwrap();
+        assert!(
+            text.contains("This run was interrupted and resumed (at "),
+            "{page}"
+        );
+    }
 }

@@ -271,6 +271,7 @@ fn program_analysis(iterations: u32) -> ProgramAnalysis {
         study: Some(Study::load("libsodium").unwrap()),
         beside_study: Vec::new(),
         state: RunState::Complete,
+        resumed: Vec::new(),
     }
 }
 

@@ -33,6 +33,8 @@ pub(super) struct Report {
     program_set: serde_json::Value,
     /// This run's and the study's iterations per benchmark run, when they differ.
     iterations: Option<(u64, u64)>,
+    /// Whether, when and how the run was resumed after an interruption.
+    resumed: Option<String>,
     chart: Option<Value>,
     body_chart: Option<Value>,
     min_body_us: f64,
@@ -84,6 +86,7 @@ impl Report {
             baseline: a.baseline.clone(),
             program_set: a.program_set.clone(),
             iterations: iteration_counts(a).filter(|(here, study)| here != study),
+            resumed: crate::notes::resumed_note(&a.resumed),
             chart: chart(a, |e| e.median, true).map(Value::from_safe_string),
             body_chart: chart(a, |e| e.body_median, false).map(Value::from_safe_string),
             min_body_us: MIN_BODY_US,
