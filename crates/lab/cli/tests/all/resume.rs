@@ -95,12 +95,63 @@ fn kill_at(args: &[String], results: &Path, samples: Option<usize>, resumed: usi
                 }),
         };
         if reached || Instant::now() > deadline {
+            let started = descendants(child.id());
+            // Once it measured, at least its watchdog (and the upstream, a server) run.
+            assert!(
+                samples.is_none_or(|n| n == 0) || !started.is_empty(),
+                "nothing seen running under the lab"
+            );
             child.kill().unwrap();
             child.wait().unwrap();
+            // Its servers, upstream and watchdog: gone soon after it, with nothing bound.
+            let gone = Instant::now() + Duration::from_secs(10);
+            while let Some(pid) = started.iter().find(|p| running(**p)) {
+                assert!(
+                    Instant::now() < gone,
+                    "process {pid} outlived the killed lab"
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
             return false;
         }
         std::thread::sleep(Duration::from_millis(10));
     }
+}
+
+/// Every process descended from `root`, as /proc has them now.
+fn descendants(root: u32) -> Vec<u32> {
+    let parents: Vec<(u32, u32)> = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let ppid = stat
+                .rsplit_once(')')?
+                .1
+                .split_whitespace()
+                .nth(1)?
+                .parse()
+                .ok()?;
+            Some((pid, ppid))
+        })
+        .collect();
+    let mut found = vec![root];
+    let mut i = 0;
+    while i < found.len() {
+        let p = found[i];
+        found.extend(parents.iter().filter(|(_, pp)| *pp == p).map(|(c, _)| *c));
+        i += 1;
+    }
+    found.remove(0);
+    found
+}
+
+/// Whether `pid` runs (a zombie does not).
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| Some(s.rsplit_once(')')?.1.split_whitespace().next()? != "Z"))
+        .unwrap_or(false)
 }
 
 fn resume_args(dir: &Path) -> Vec<String> {
@@ -109,8 +160,8 @@ fn resume_args(dir: &Path) -> Vec<String> {
 
 /// Killed with SIGKILL before its directory exists, before its first sample, between cells,
 /// in cold starts and after its last sample (while it writes its report), and resumed each
-/// time: the run ends complete with every planned cell once, its orders and rates as first
-/// chosen, every resumption recorded, and its report.
+/// time: nothing it started outlives it, and the run ends complete with every planned cell
+/// once, its orders and rates as first chosen, every resumption recorded, and its report.
 #[test]
 fn a_run_killed_anywhere_is_resumed_to_its_whole_plan() {
     let tmp = tempfile::tempdir().unwrap();
