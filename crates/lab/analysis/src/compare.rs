@@ -409,9 +409,134 @@ fn figure(cost: Option<&Cost>, footing: Footing) -> HeadlineFigure {
     }
 }
 
+/// A regression gate on the headline (`wasmlab compare A B --fail-if 'VARIANT.WORKLOAD.FOOTING >
+/// +N%'`): crossed by a figure of B worse than A's (a higher cost × native) by more than N%, with
+/// the two runs' 95% intervals apart. Any part of the name may be `*`, and `any` stands for
+/// `*.*.*`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Gate {
+    /// As the user wrote it.
+    pub text: String,
+    variant: Option<String>,
+    workload: Option<String>,
+    footing: Option<Footing>,
+    /// The share B may be worse by: 0.10 for +10%.
+    worse_by: f64,
+}
+
+impl Gate {
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let form = "a gate reads VARIANT.WORKLOAD.FOOTING > +N% (FOOTING: equal_load or \
+                    saturated; `*` for any part, `any` for every figure), e.g. \
+                    'component-pooled.hello.equal_load > +10%'";
+        let (name, bound) = text
+            .split_once('>')
+            .ok_or_else(|| format!("{text:?}: no `>`: {form}"))?;
+        let bound = bound.trim();
+        let worse_by = bound
+            .strip_prefix('+')
+            .and_then(|b| b.strip_suffix('%'))
+            .and_then(|n| n.trim().parse::<f64>().ok())
+            .filter(|n| n.is_finite() && *n >= 0.0)
+            .ok_or_else(|| format!("{text:?}: {bound:?} is not +N%: {form}"))?
+            / 100.0;
+        let name = name.trim();
+        let parts: Vec<&str> = match name {
+            "any" => vec!["*", "*", "*"],
+            _ => name.split('.').collect(),
+        };
+        let [variant, workload, footing] = parts[..] else {
+            return Err(format!(
+                "{text:?}: {name:?} is not VARIANT.WORKLOAD.FOOTING: {form}"
+            ));
+        };
+        let any = |p: &str| (p != "*").then(|| p.to_owned());
+        let footing = match footing {
+            "*" => None,
+            "equal_load" => Some(Footing::EqualLoad),
+            "saturated" => Some(Footing::Saturated),
+            other => return Err(format!("{text:?}: no footing {other:?}: {form}")),
+        };
+        if variant.is_empty() || workload.is_empty() {
+            return Err(format!("{text:?}: an empty part: {form}"));
+        }
+        Ok(Self {
+            text: text.to_owned(),
+            variant: any(variant),
+            workload: any(workload),
+            footing,
+            worse_by,
+        })
+    }
+
+    /// Whether the gate names this figure.
+    pub fn names(&self, c: &HeadlineChange) -> bool {
+        self.variant.as_ref().is_none_or(|v| *v == c.variant)
+            && self.workload.as_ref().is_none_or(|w| *w == c.workload)
+            && self.footing.is_none_or(|f| f == c.footing)
+    }
+
+    /// Whether it names one figure only, which the runs must then have.
+    pub fn names_one(&self) -> bool {
+        self.variant.is_some() && self.workload.is_some() && self.footing.is_some()
+    }
+
+    /// Whether `c` crosses it: worse in B beyond the bound, the intervals apart.
+    pub fn crossed_by(&self, c: &HeadlineChange) -> bool {
+        self.names(c)
+            && c.change().is_some_and(|r| r - 1.0 > self.worse_by)
+            && c.overlap() == Some(false)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gates_parse_and_are_crossed_only_beyond_the_bound_with_the_intervals_apart() {
+        let g = Gate::parse("component-pooled.hello.equal_load > +10%").unwrap();
+        assert!(g.names_one());
+        assert!(!Gate::parse("any > +5%").unwrap().names_one());
+        assert!(!Gate::parse("*.hello.* > +5%").unwrap().names_one());
+        for bad in [
+            "component-pooled.hello.equal_load",
+            "component-pooled.hello > +10%",
+            "component-pooled.hello.fast > +10%",
+            "component-pooled.hello.equal_load > 10%",
+            "component-pooled.hello.equal_load > +ten%",
+            "component-pooled.hello.equal_load > -10%",
+            ".hello.saturated > +1%",
+        ] {
+            assert!(Gate::parse(bad).is_err(), "{bad}");
+        }
+        let est = |value: f64, lo: f64, hi: f64| Estimate {
+            value,
+            lo,
+            hi,
+            n: 3,
+        };
+        let fig = |e| HeadlineFigure {
+            estimate: Some(e),
+            rate: None,
+            native_busy: None,
+            note: None,
+        };
+        let change = |a, b| HeadlineChange {
+            workload: "hello".into(),
+            variant: "component-pooled".into(),
+            footing: Footing::EqualLoad,
+            a: fig(a),
+            b: fig(b),
+        };
+        // +30%, intervals apart: crossed. +30% overlapping, +5% apart, or better: not.
+        assert!(g.crossed_by(&change(est(2.0, 1.9, 2.1), est(2.6, 2.5, 2.7))));
+        assert!(!g.crossed_by(&change(est(2.0, 1.5, 2.5), est(2.6, 2.2, 3.0))));
+        assert!(!g.crossed_by(&change(est(2.0, 1.99, 2.01), est(2.1, 2.09, 2.11))));
+        assert!(!g.crossed_by(&change(est(2.6, 2.5, 2.7), est(2.0, 1.9, 2.1))));
+        let saturated = Gate::parse("component-pooled.hello.saturated > +10%").unwrap();
+        assert!(!saturated.crossed_by(&change(est(2.0, 1.9, 2.1), est(2.6, 2.5, 2.7))));
+    }
 
     fn compared(a: &[f64], b: &[f64]) -> Compared {
         Compared {

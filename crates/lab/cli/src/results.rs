@@ -63,6 +63,12 @@ pub struct CompareArgs {
     pub a: PathBuf,
     /// The results directory compared with it.
     pub b: PathBuf,
+    /// Exit 99 (after printing everything) when a headline figure of B is worse than A's by more
+    /// than N% with the two runs' 95% intervals apart: `VARIANT.WORKLOAD.FOOTING > +N%`
+    /// (FOOTING: equal_load or saturated; `*` for any part; `any > +N%` for every figure).
+    /// Repeatable.
+    #[arg(long = "fail-if", value_name = "FIGURE > +N%", value_parser = wasmlab_analysis::compare::Gate::parse)]
+    pub fail_if: Vec<wasmlab_analysis::compare::Gate>,
 }
 
 pub fn compare(args: CompareArgs) -> anyhow::Result<()> {
@@ -108,5 +114,75 @@ pub fn compare(args: CompareArgs) -> anyhow::Result<()> {
     let headline = wasmlab_analysis::compare::headline(&aa, &ab);
     show(wasmlab_report::terminal::headline(&headline).trim_end());
     show(wasmlab_report::terminal::spreads(&aa, &ab).trim_end());
-    Ok(())
+    gate(&args.fail_if, &headline)
+}
+
+/// The gates' verdict on the headline, printed: exit 99 when one is crossed; an error when a
+/// gate names one figure that neither run has.
+fn gate(
+    gates: &[wasmlab_analysis::compare::Gate],
+    headline: &[wasmlab_analysis::compare::HeadlineChange],
+) -> anyhow::Result<()> {
+    use wasmlab_analysis::compare::Footing;
+    if gates.is_empty() {
+        return Ok(());
+    }
+    let name = |c: &wasmlab_analysis::compare::HeadlineChange| {
+        let footing = match c.footing {
+            Footing::EqualLoad => "equal_load",
+            Footing::Saturated => "saturated",
+        };
+        format!("{}.{}.{footing}", c.variant, c.workload)
+    };
+    for g in gates {
+        anyhow::ensure!(
+            !g.names_one() || headline.iter().any(|c| g.names(c)),
+            "--fail-if {:?} names no headline figure of these runs (they have: {})",
+            g.text,
+            headline.iter().map(name).collect::<Vec<_>>().join(", ")
+        );
+    }
+    let mut crossed = Vec::new();
+    for c in headline {
+        let by: Vec<&str> = gates
+            .iter()
+            .filter(|g| g.crossed_by(c))
+            .map(|g| g.text.as_str())
+            .collect();
+        if by.is_empty() {
+            continue;
+        }
+        let show = |f: &wasmlab_analysis::compare::HeadlineFigure| {
+            f.estimate
+                .map_or("–".to_owned(), |e| e.show(|x| format!("{x:.3}")))
+        };
+        crossed.push(format!(
+            "  {}: {} in A, {} in B ({:+.1}%, the intervals apart; --fail-if {})",
+            name(c),
+            show(&c.a),
+            show(&c.b),
+            (c.change().unwrap_or(1.0) - 1.0) * 100.0,
+            by.join(", ")
+        ));
+    }
+    let checked: usize = headline
+        .iter()
+        .filter(|c| gates.iter().any(|g| g.names(c)))
+        .count();
+    if crossed.is_empty() {
+        show(format!(
+            "gates: none of {} crossed over {checked} headline figure(s)",
+            gates.len()
+        ));
+        return Ok(());
+    }
+    eprintln!("gates crossed (B worse than A):\n{}", crossed.join("\n"));
+    Err(wasmlab_model::run::Ending {
+        exit_code: crate::run::THRESHOLD_EXIT,
+        message: format!(
+            "{} headline figure(s) worse in B beyond a gate",
+            crossed.len()
+        ),
+    }
+    .into())
 }

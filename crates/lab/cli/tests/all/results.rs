@@ -215,3 +215,89 @@ fn load_command_reports_json() {
         "the scheme must be http:// or https://",
     );
 }
+
+/// `wasmlab compare A B --fail-if`: a regression planted in a copied run (the pooled gateway's
+/// CPU at equal load tripled) is caught, exit 99 with the figure named; a change of a few percent
+/// crosses no gate; a gate naming a figure the runs do not have, or written wrongly, is refused.
+#[test]
+fn a_regression_planted_in_a_copied_run_is_caught_by_the_gate() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Equal-load cells, copies of the 4-connection runs, offered 1,000 req/s, where native takes
+    // 10 µs of CPU a request and the pooled gateway 20 µs times `cpu`, 1% apart from one
+    // repetition to the next: one headline figure at equal load per variant, with a narrow
+    // interval.
+    let with_equal_load = |name: &str, cpu: f64| {
+        let dir = fixture_copy(tmp.path(), name);
+        let samples = std::fs::read_to_string(dir.join("samples.jsonl")).unwrap();
+        let mut edited: Vec<String> = Vec::new();
+        for l in samples.lines() {
+            let s: serde_json::Value = serde_json::from_str(l).unwrap();
+            if s["kind"] == "throughput" && s["connections"] == 4 {
+                let mut equal = s.clone();
+                equal["kind"] = serde_json::json!("equal_load");
+                equal["rate"] = serde_json::json!(1000.0);
+                equal["resources"]["utilization"] = serde_json::json!(0.3);
+                let per_request = match equal["variant"] == "wasmtime-pooled" {
+                    true => 20e-6 * cpu,
+                    false => 10e-6,
+                };
+                let jitter = 1.0 + 0.01 * equal["repetition"].as_f64().unwrap();
+                let responses = equal["load"]["responses"].as_f64().unwrap();
+                equal["resources"]["cpu_secs"] =
+                    serde_json::json!(responses * per_request * jitter);
+                edited.push(equal.to_string());
+            }
+            edited.push(s.to_string());
+        }
+        std::fs::write(dir.join("samples.jsonl"), edited.join("\n") + "\n").unwrap();
+        dir.to_str().unwrap().to_owned()
+    };
+    let a = with_equal_load("a", 1.0);
+    let worse = with_equal_load("b", 3.0);
+    let near = with_equal_load("c", 1.03);
+    let gate = "wasmtime-pooled.hello.equal_load > +10%";
+    let out = wasmlab(&["compare", &a, &worse, "--fail-if", gate]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(99), "{stderr}");
+    assert!(
+        stderr.contains("gates crossed (B worse than A):\n  wasmtime-pooled.hello.equal_load: ")
+            && stderr.contains(
+                "(+200.0%, the intervals apart; --fail-if wasmtime-pooled.hello.equal_load > +10%)"
+            ),
+        "{stderr}"
+    );
+    // Everything else printed first.
+    assert!(String::from_utf8_lossy(&out.stdout).contains("wasmtime-pooled"));
+    let out = wasmlab(&["compare", &a, &near, "--fail-if", "any > +10%"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("gates: none of 1 crossed over"), "{stdout}");
+    assert_fails_with(
+        &[
+            "compare",
+            &a,
+            &worse,
+            "--fail-if",
+            "wasmtime-shared.hello.equal_load > +10%",
+        ],
+        "names no headline figure of these runs (they have: ",
+    );
+    assert_fails_with(
+        &[
+            "compare",
+            &a,
+            &worse,
+            "--fail-if",
+            "wasmtime-pooled.hello > +10%",
+        ],
+        "is not VARIANT.WORKLOAD.FOOTING",
+    );
+    assert_fails_with(
+        &["compare", &a, &worse, "--fail-if", "any > 10%"],
+        "\"10%\" is not +N%",
+    );
+}
