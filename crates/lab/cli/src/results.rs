@@ -119,7 +119,7 @@ pub fn compare(args: CompareArgs) -> anyhow::Result<()> {
 
 /// The gates' verdict on the headline, printed: exit 99 when one is crossed; an error when a
 /// gate names one figure that neither run has.
-fn gate(
+pub(crate) fn gate(
     gates: &[wasmlab_analysis::compare::Gate],
     headline: &[wasmlab_analysis::compare::HeadlineChange],
 ) -> anyhow::Result<()> {

@@ -108,10 +108,24 @@ pub struct RunArgs {
         conflicts_with_all = [
             "suite", "variants", "connections", "duration", "repetitions", "max_repetitions",
             "cpu_idle", "seed", "rates_from", "new_rates", "bin_dir", "wasm", "components",
-            "component_env", "variant_files",
+            "component_env", "variant_files", "baseline", "gates",
         ]
     )]
     pub resume: Option<PathBuf>,
+    /// At the end, compare this run's headline with an earlier run's (its directory, checked
+    /// before anything is measured) and exit 99 when a figure is worse beyond a gate, as
+    /// `wasmlab compare RUN_DIR THIS --fail-if GATE` does; the gates by --gate, else `any > +10%`.
+    #[arg(long, value_name = "RUN_DIR")]
+    pub baseline: Option<PathBuf>,
+    /// With --baseline: a gate (repeatable), `VARIANT.WORKLOAD.FOOTING > +N%` as `wasmlab compare
+    /// --fail-if` reads it.
+    #[arg(
+        long = "gate",
+        value_name = "FIGURE > +N%",
+        requires = "baseline",
+        value_parser = wasmlab_analysis::compare::Gate::parse
+    )]
+    pub gates: Vec<wasmlab_analysis::compare::Gate>,
     /// With --resume: measure on even where the machine, the commit or the tools differ from the
     /// run's start (what differed is recorded in run.json and said in the report's notes).
     #[arg(long, requires = "resume")]
@@ -175,12 +189,39 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     measure(plan, &args, None)
 }
 
+/// The run `--baseline` names, read before anything is measured: a wrong directory is said at
+/// once, not after the run.
+fn baseline(
+    args: &RunArgs,
+) -> anyhow::Result<
+    Option<(
+        wasmlab_model::run::ServerRunInfo,
+        Vec<wasmlab_model::sample::Sample>,
+    )>,
+> {
+    let Some(dir) = &args.baseline else {
+        return Ok(None);
+    };
+    match wasmlab_record::read_run(dir).map_err(|e| anyhow::anyhow!("--baseline: {e:#}"))? {
+        Run::Servers { info, samples } => Ok(Some((*info, samples))),
+        Run::Programs { .. } => anyhow::bail!(
+            "--baseline {} is a program suite's run: the gate compares HTTP suites' headlines",
+            dir.display()
+        ),
+    }
+}
+
 /// Builds, measures (on into `resume`'s directory, if given) and reports a planned run.
 fn measure(
     mut plan: wasmlab_plan::Plan,
     args: &RunArgs,
     resume: Option<Resumed>,
 ) -> anyhow::Result<()> {
+    let baseline = baseline(args)?;
+    anyhow::ensure!(
+        baseline.is_none() || matches!(plan.suite, Suite::Servers(_)),
+        "--baseline compares HTTP suites' headlines; this is a program suite"
+    );
     let built = wasmlab_measure::build(&plan, !args.no_build)?;
     plan.require_built(if args.no_build {
         "--no-build was given: without it `wasmlab run` builds what its variants need"
@@ -207,11 +248,40 @@ fn measure(
     crate::stdout::show(format!("results: {}", dir.path.display()));
     written?;
     let crossed = crossed_thresholds(&run);
-    // A failed or interrupted run says so first: its thresholds judged an incomplete run.
-    match (run.ending(&dir.path), crossed) {
-        (Some(ending), _) => Err(ending.into()),
-        (None, Some(ending)) => Err(ending.into()),
-        (None, None) => Ok(()),
+    let gated = match (&baseline, &run) {
+        (
+            Some((info, samples)),
+            Run::Servers {
+                info: mine,
+                samples: ours,
+            },
+        ) => {
+            let a = wasmlab_analysis::servers::analyse(info, samples);
+            let b = wasmlab_analysis::servers::analyse(mine, ours);
+            let headline = wasmlab_analysis::compare::headline(&a, &b);
+            crate::stdout::show(format!(
+                "against the baseline {} ({}):",
+                args.baseline.as_deref().unwrap_or(Path::new("")).display(),
+                info.header.run_id
+            ));
+            crate::stdout::show(wasmlab_report::terminal::headline(&headline).trim_end());
+            let default = [wasmlab_analysis::compare::Gate::parse("any > +10%")
+                .map_err(|e| anyhow::anyhow!(e))?];
+            let gates = match args.gates.is_empty() {
+                true => &default[..],
+                false => &args.gates[..],
+            };
+            crate::results::gate(gates, &headline).err()
+        }
+        _ => None,
+    };
+    // A failed or interrupted run says so first: its thresholds judged an incomplete run; then
+    // the thresholds, then the baseline's gates.
+    match (run.ending(&dir.path), crossed, gated) {
+        (Some(ending), _, _) => Err(ending.into()),
+        (None, Some(ending), _) => Err(ending.into()),
+        (None, None, Some(e)) => Err(e),
+        (None, None, None) => Ok(()),
     }
 }
 

@@ -142,3 +142,69 @@ fn malformed_suite_thresholds_are_refused_before_anything_starts() {
         assert!(!results.exists());
     }
 }
+
+/// `wasmlab run --baseline DIR`: a wrong baseline is refused before anything is measured; with a
+/// real one the run ends by comparing its headline with it under the gates (here one no figure
+/// can cross), and `--gate` needs `--baseline`.
+#[test]
+fn a_run_is_gated_against_its_baseline_at_the_end() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = r#"name = "gated"
+variants = ["native", "wasmtime-pooled"]
+workloads = ["hello"]
+connections = [2]
+duration_secs = 0.2
+warmup_secs = 0.05
+repetitions = 2
+
+[equal_load]
+rates = [300]
+duration_secs = 0.2
+warmup_secs = 0.05
+connections = 2
+"#;
+    let started = std::time::Instant::now();
+    let missing = tmp.path().join("no-such-run");
+    let (out, _) = run_suite(
+        tmp.path(),
+        suite,
+        &["--baseline", missing.to_str().unwrap()],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--baseline: "), "{stderr}");
+    assert!(
+        !stderr.contains("results in"),
+        "measured before refusing: {stderr}"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    let (out, results) = run_suite(tmp.path(), suite, &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let first = only_run_dir(&results);
+    let (out, _) = run_suite(
+        tmp.path(),
+        suite,
+        &[
+            "--baseline",
+            first.to_str().unwrap(),
+            "--gate",
+            "any > +100000%",
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("against the baseline "), "{stdout}");
+    assert!(
+        stdout.contains("gates: none of 1 crossed over "),
+        "{stdout}"
+    );
+    assert_fails_with(&["run", "--gate", "any > +10%"], "--baseline");
+}
