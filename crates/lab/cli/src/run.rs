@@ -312,6 +312,24 @@ fn resume(dir: &Path, given: &RunArgs) -> anyhow::Result<()> {
             dir.display()
         )
     })?;
+    // Its relative paths, from where it ran.
+    if let Some(cwd) = header.cwd.as_deref().map(Path::new) {
+        let from = |p: &mut PathBuf| {
+            if p.is_relative() {
+                *p = cwd.join(&*p);
+            }
+        };
+        args.wasm.iter_mut().for_each(from);
+        args.components.iter_mut().for_each(from);
+        args.variant_files.iter_mut().for_each(from);
+        args.bin_dir.iter_mut().for_each(from);
+        args.rates_from.iter_mut().for_each(from);
+        if let Some(suite) = &args.suite
+            && cwd.join(suite).is_file()
+        {
+            args.suite = Some(cwd.join(suite).display().to_string());
+        }
+    }
     args.seed = Some(header.seed);
     args.results = dir
         .parent()

@@ -120,6 +120,9 @@ fn header(plan: &Plan, run_id: &str) -> RunHeader {
         schema: SAMPLES_SCHEMA,
         run_id: run_id.to_owned(),
         command: std::env::args().collect(),
+        cwd: std::env::current_dir()
+            .ok()
+            .map(|d| d.display().to_string()),
         started_utc: wasmlab_record::utc_stamp(),
         finished_utc: None,
         state: RunState::Running,

@@ -84,6 +84,10 @@ pub struct RunHeader {
     pub schema: u32,
     pub run_id: String,
     pub command: Vec<String>,
+    /// The directory the command ran in, which its relative paths are relative to (absent in
+    /// runs recorded before it was).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
     pub started_utc: String,
     pub finished_utc: Option<String>,
     pub state: RunState,
@@ -506,6 +510,7 @@ mod tests {
                     schema: SAMPLES_SCHEMA,
                     run_id: "r".into(),
                     command: Vec::new(),
+                    cwd: None,
                     started_utc: String::new(),
                     finished_utc: None,
                     state,

@@ -290,3 +290,54 @@ fn a_resume_of_another_run_is_refused_and_a_record_cut_short_discarded() {
     let e = err(wasmlab(&["run", "--resume", d]));
     assert!(e.contains("is a complete run: nothing to resume"), "{e}");
 }
+
+/// A run started with relative paths (its suite file, its results) resumes from anywhere: the
+/// paths are taken from where it ran.
+#[test]
+fn a_run_with_relative_paths_resumes_from_another_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("suite.toml"), SUITE).unwrap();
+    let mut child = Command::new(WASMLAB)
+        .args([
+            "run",
+            "--suite",
+            "suite.toml",
+            "--no-build",
+            "--results",
+            "results",
+        ])
+        .current_dir(tmp.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let results = tmp.path().join("results");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while std::fs::read_dir(&results)
+        .ok()
+        .and_then(|mut d| d.next())
+        .is_none_or(|d| lines(&d.unwrap().path()).len() < 3)
+    {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "ended before it was killed"
+        );
+        assert!(Instant::now() < deadline);
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let dir = only_run_dir(&results);
+    let out = Command::new(WASMLAB)
+        .args(["run", "--resume"])
+        .arg(&dir)
+        .current_dir("/")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(lines(&dir).len(), PLANNED);
+}

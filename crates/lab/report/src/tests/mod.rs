@@ -67,6 +67,7 @@ pub(crate) fn info(state: RunState) -> ServerRunInfo {
             schema: SAMPLES_SCHEMA,
             run_id: "20250101T000000Z-t".into(),
             command: vec!["wasmlab".into(), "run".into(), "--suite".into(), "t".into()],
+            cwd: None,
             started_utc: "2025-01-01T00:00:00Z".into(),
             finished_utc: Some("2025-01-01T00:05:00Z".into()),
             state,
