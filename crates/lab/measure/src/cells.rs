@@ -165,13 +165,14 @@ pub fn recorded<'s>(samples: &'s [Sample], name: &str, r: u32, p: &Planned) -> O
     })
 }
 
-/// Measures a variant's cells for its repetition, those the run recorded already (a resumed
-/// run's) left as they are. Returns early (Ok) when cancelled.
+/// Measures a variant's `cells` for its repetition (as [`planned`] gives them), those the run
+/// recorded already (a resumed run's) left as they are. Returns early (Ok) when cancelled.
 pub fn measure_variant(
     lab: &mut Recorder<Servers>,
     suite: &ServerSuite,
     workloads: &Workloads,
     sub: &mut Subject<'_>,
+    cells: Vec<Planned>,
 ) -> anyhow::Result<()> {
     let mut best_rps: Vec<(String, f64)> = Vec::new();
     let best = |best_rps: &mut Vec<(String, f64)>, workload: &str, rps: f64| match best_rps
@@ -182,7 +183,7 @@ pub fn measure_variant(
         None => best_rps.push((workload.to_owned(), rps)),
     };
     let mut no_maximum: Vec<String> = Vec::new();
-    for p in planned(suite, lab, sub.name) {
+    for p in cells {
         if let Some(s) = recorded(&lab.samples, sub.name, sub.r, &p) {
             if p.kind == Kind::Throughput
                 && let Some(l) = &s.load

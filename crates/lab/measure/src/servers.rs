@@ -835,14 +835,14 @@ impl<'a> ServerRun<'a> {
         }
         // A resumed run's repetition that has all of the variant's cells needs no launch.
         let suite = self.suite_for(v);
-        let cells = cells::planned(&suite, &self.rec, v.name());
+        let planned = cells::planned(&suite, &self.rec, v.name());
         let samples = &self.rec.samples;
-        if !cells.is_empty()
-            && cells
+        if !planned.is_empty()
+            && planned
                 .iter()
                 .all(|c| cells::recorded(samples, v.name(), r, c).is_some())
         {
-            self.rec.progress.inc(cells.len() as u64);
+            self.rec.progress.inc(planned.len() as u64);
             return Ok(true);
         }
         self.rec
@@ -860,15 +860,20 @@ impl<'a> ServerRun<'a> {
             log: &ctx.log_path,
             upstream: self.upstream,
         };
-        let measured =
-            match cells::measure_variant(&mut self.rec, &suite, self.workloads, &mut subject) {
-                Ok(()) => true,
-                Err(e) if e.is::<cells::VariantDied>() => {
-                    self.rec.fail(v.name(), format!("{e:#}"))?;
-                    false
-                }
-                Err(e) => return Err(e),
-            };
+        let measured = match cells::measure_variant(
+            &mut self.rec,
+            &suite,
+            self.workloads,
+            &mut subject,
+            planned,
+        ) {
+            Ok(()) => true,
+            Err(e) if e.is::<cells::VariantDied>() => {
+                self.rec.fail(v.name(), format!("{e:#}"))?;
+                false
+            }
+            Err(e) => return Err(e),
+        };
         running.stop();
         self.rec.save_info()?;
         Ok(measured)

@@ -73,18 +73,18 @@ impl ResultsDir {
     /// Opens an interrupted run's directory to measure on: a last line of samples.jsonl cut
     /// short (the run killed mid-write) is cut off, and said (the second value).
     pub fn resume(path: &Path) -> anyhow::Result<(Self, Option<String>)> {
-        let file = path.join("samples.jsonl");
-        let bytes =
-            std::fs::read(&file).map_err(|e| anyhow::anyhow!("read {}: {e}", file.display()))?;
-        let whole = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
-        if let Ok(f) = File::open(&file)
-            && let Err(e) = f.try_lock()
-        {
+        // Locked first: nothing is cut from a file another wasmlab is writing.
+        let dir = Self::open(path)?;
+        if let Err(e) = dir.samples.try_lock() {
             anyhow::bail!(
                 "{} is being measured by another wasmlab, which holds it ({e})",
                 path.display()
             );
         }
+        let file = dir.file("samples.jsonl");
+        let bytes =
+            std::fs::read(&file).map_err(|e| anyhow::anyhow!("read {}: {e}", file.display()))?;
+        let whole = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
         let said = (whole < bytes.len()).then(|| {
             format!(
                 "the last {} bytes of samples.jsonl, a record cut short, discarded",
@@ -92,19 +92,9 @@ impl ResultsDir {
             )
         });
         if said.is_some() {
-            let f = OpenOptions::new()
-                .write(true)
-                .open(&file)
-                .map_err(|e| anyhow::anyhow!("open {}: {e}", file.display()))?;
-            f.set_len(whole as u64)?;
-            f.sync_all()?;
-        }
-        let dir = Self::open(path)?;
-        if let Err(e) = dir.samples.try_lock() {
-            anyhow::bail!(
-                "{} is being measured by another wasmlab, which holds it ({e})",
-                path.display()
-            );
+            // The append-only handle may truncate: the next line starts where the cut one did.
+            dir.samples.set_len(whole as u64)?;
+            dir.samples.sync_all()?;
         }
         Ok((dir, said))
     }
