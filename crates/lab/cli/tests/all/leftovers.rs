@@ -17,9 +17,12 @@ fn clean_removes_what_a_killed_lab_left_and_nothing_of_a_live_one() {
     let dir = tmp.path().join(format!("wasmlab-containerd-{dead}"));
     std::fs::create_dir_all(dir.join("state")).unwrap();
     std::fs::write(dir.join("containerd.log"), "").unwrap();
-    let mut shim = Command::new("sh")
-        .args(["-c", "while :; do sleep 0.1; done"])
-        .arg(dir.join("shim"))
+    // `tail -f` never forks: a shell loop's child, between fork and exec, carries the same
+    // arguments and was counted as a second process.
+    let mut shim = Command::new("tail")
+        .arg("-f")
+        .arg(dir.join("containerd.log"))
+        .stdout(Stdio::null())
         .spawn()
         .unwrap();
     // A lab still running: its directory stays.
