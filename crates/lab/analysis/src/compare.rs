@@ -306,6 +306,24 @@ pub enum Footing {
     Saturated,
 }
 
+impl Footing {
+    /// As a gate or `wasmlab history --json` names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Footing::EqualLoad => "equal_load",
+            Footing::Saturated => "saturated",
+        }
+    }
+
+    /// As a reader reads it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Footing::EqualLoad => "equal load",
+            Footing::Saturated => "saturated",
+        }
+    }
+}
+
 /// One side's headline figure: its estimate (and rate, at equal load), or why it has none.
 #[derive(Debug, Clone)]
 pub struct HeadlineFigure {

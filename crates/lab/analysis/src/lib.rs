@@ -2,9 +2,11 @@
 //! place so the terminal, summary.md, report.html and `wasmlab compare` always agree. Means and
 //! ratios carry bootstrap 95% intervals over independent runs ([`stats`]); a server run's cells
 //! and ratios to native ([`servers`]), a program run's engines over programs ([`programs`]), and
-//! the published studies beside them ([`study`]).
+//! the published studies beside them ([`study`]); across runs, two runs' figures side by side
+//! ([`compare`]) and a suite's headline run after run ([`history`]).
 
 pub mod compare;
+pub mod history;
 pub mod programs;
 pub mod servers;
 pub mod stats;

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod history;
 mod image;
 mod load;
 mod merge;
@@ -63,6 +64,11 @@ enum Command {
     /// headlines: each variant's cost × native in both, and whether it held (within 10%, intervals
     /// overlapping).
     Compare(results::CompareArgs),
+    /// Every run of an HTTP suite in a results directory: each headline figure (a variant's cost
+    /// × native, per workload, at equal load and saturated) run after run, per suite and
+    /// machine, where a tool's version changed and where a figure moved beyond its interval;
+    /// written as one offline page, DIR/history.html (or --json).
+    History(history::HistoryArgs),
     /// Load against any http:// or https:// URL over keep-alive HTTP/1.1 (or HTTP/2 with --h2):
     /// closed loop (like wrk, oha) or open loop at a constant rate with --rate (like wrk2), with
     /// thresholds that fail a pipeline (--fail-if).
@@ -120,6 +126,7 @@ fn main() -> ExitCode {
         Command::Run(args) => run::run(args),
         Command::Report(args) => results::report(args),
         Command::Compare(args) => results::compare(args),
+        Command::History(args) => history::history(args),
         Command::Load(args) => load::load(args),
         Command::Merge(args) => merge::merge(args),
         Command::Upstream { host, port } => serve_upstream(host, port),

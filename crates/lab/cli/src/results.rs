@@ -123,16 +123,11 @@ pub(crate) fn gate(
     gates: &[wasmlab_analysis::compare::Gate],
     headline: &[wasmlab_analysis::compare::HeadlineChange],
 ) -> anyhow::Result<()> {
-    use wasmlab_analysis::compare::Footing;
     if gates.is_empty() {
         return Ok(());
     }
     let name = |c: &wasmlab_analysis::compare::HeadlineChange| {
-        let footing = match c.footing {
-            Footing::EqualLoad => "equal_load",
-            Footing::Saturated => "saturated",
-        };
-        format!("{}.{}.{footing}", c.variant, c.workload)
+        format!("{}.{}.{}", c.variant, c.workload, c.footing.name())
     };
     for g in gates {
         anyhow::ensure!(

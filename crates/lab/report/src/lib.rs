@@ -10,6 +10,7 @@
 #![warn(unreachable_pub)]
 
 mod format;
+pub mod history;
 mod isolation;
 mod notes;
 mod plot;

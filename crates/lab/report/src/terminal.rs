@@ -234,11 +234,7 @@ pub fn headline(changes: &[HeadlineChange]) -> String {
         t.add_row([
             c.workload.clone(),
             c.variant.clone(),
-            match c.footing {
-                Footing::EqualLoad => "equal load",
-                Footing::Saturated => "saturated",
-            }
-            .to_owned(),
+            c.footing.label().to_owned(),
             side(&c.a),
             side(&c.b),
             native_busy(c),

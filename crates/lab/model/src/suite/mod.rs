@@ -44,6 +44,10 @@ const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../../../suites/platforms.toml"),
     ),
     (
+        "continuous",
+        include_str!("../../../../../suites/continuous.toml"),
+    ),
+    (
         "containerd",
         include_str!("../../../../../suites/containerd.toml"),
     ),

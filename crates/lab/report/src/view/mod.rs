@@ -9,6 +9,7 @@
 //! that need markup (swatch, bold ratio, flags, code) as structured [`Cell`]s, and the plotters
 //! SVGs, the only markup made in Rust, passed as safe strings.
 
+mod history;
 mod programs;
 mod servers;
 
@@ -27,6 +28,7 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("macros.html.j2", include_str!("macros.html.j2")),
     ("servers.html.j2", include_str!("servers.html.j2")),
     ("programs.html.j2", include_str!("programs.html.j2")),
+    ("history.html.j2", include_str!("history.html.j2")),
     ("macros.md.j2", include_str!("macros.md.j2")),
     ("servers.md.j2", include_str!("servers.md.j2")),
     ("programs.md.j2", include_str!("programs.md.j2")),
@@ -75,6 +77,14 @@ fn environment() -> anyhow::Result<minijinja::Environment<'static>> {
 /// summary.md and report.html of a server suite's run.
 pub(crate) fn servers(a: &ServerAnalysis) -> Pages {
     Pages::render("servers", servers::Report::new(a))
+}
+
+/// history.html of a results directory's runs.
+pub(crate) fn history(h: &wasmlab_analysis::history::History) -> anyhow::Result<String> {
+    let view = Value::from_serialize(history::page(h));
+    Ok(environment()?
+        .get_template("history.html.j2")?
+        .render(&view)?)
 }
 
 /// summary.md and report.html of a program suite's run.
