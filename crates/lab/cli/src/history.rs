@@ -63,11 +63,7 @@ pub fn history(args: HistoryArgs) -> anyhow::Result<()> {
                     continue;
                 }
                 let analysis = wasmlab_analysis::servers::analyse(&info, &samples);
-                runs.push(RunFigures::of(
-                    &dir.display().to_string(),
-                    &info,
-                    &analysis,
-                ));
+                runs.push(RunFigures::of(&dir.display().to_string(), &info, &analysis));
             }
             Ok(Run::Programs { info, .. }) => {
                 if args.suite.as_ref().is_none_or(|s| *s == info.suite.name) {

@@ -115,6 +115,8 @@ pub struct RunArgs {
     /// At the end, compare this run's headline with an earlier run's (its directory, checked
     /// before anything is measured) and exit 99 when a figure is worse beyond a gate, as
     /// `wasmlab compare RUN_DIR THIS --fail-if GATE` does; the gates by --gate, else `any > +10%`.
+    /// `last`: the newest complete run of the suite on this machine in --results (none yet: no
+    /// gate, said), as a CI job that runs the suite on every change wants.
     #[arg(long, value_name = "RUN_DIR")]
     pub baseline: Option<PathBuf>,
     /// With --baseline: a gate (repeatable), `VARIANT.WORKLOAD.FOOTING > +N%` as `wasmlab compare
@@ -190,11 +192,14 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
 }
 
 /// The run `--baseline` names, read before anything is measured: a wrong directory is said at
-/// once, not after the run.
+/// once, not after the run. `last` (where no such directory is) is the newest complete run of the
+/// suite on this machine in --results; with none yet, the run is gated against nothing, said.
 fn baseline(
     args: &RunArgs,
+    plan: &wasmlab_plan::Plan,
 ) -> anyhow::Result<
     Option<(
+        PathBuf,
         wasmlab_model::run::ServerRunInfo,
         Vec<wasmlab_model::sample::Sample>,
     )>,
@@ -202,8 +207,30 @@ fn baseline(
     let Some(dir) = &args.baseline else {
         return Ok(None);
     };
-    match wasmlab_record::read_run(dir).map_err(|e| anyhow::anyhow!("--baseline: {e:#}"))? {
-        Run::Servers { info, samples } => Ok(Some((*info, samples))),
+    let dir = if dir.as_os_str() == "last" && !dir.exists() {
+        let suite = plan.suite.name();
+        match wasmlab_plan::earlier::last_complete_run(&args.results, suite, &plan.machine) {
+            Some((dir, _)) => {
+                eprintln!(
+                    "wasmlab: --baseline last: {}, the last complete {suite} run on this machine",
+                    dir.display()
+                );
+                dir
+            }
+            None => {
+                eprintln!(
+                    "wasmlab: --baseline last: no complete {suite} run on this machine in {} yet: \
+                     this run is gated against none (the next one is gated against it)",
+                    args.results.display()
+                );
+                return Ok(None);
+            }
+        }
+    } else {
+        dir.clone()
+    };
+    match wasmlab_record::read_run(&dir).map_err(|e| anyhow::anyhow!("--baseline: {e:#}"))? {
+        Run::Servers { info, samples } => Ok(Some((dir, *info, samples))),
         Run::Programs { .. } => anyhow::bail!(
             "--baseline {} is a program suite's run: the gate compares HTTP suites' headlines",
             dir.display()
@@ -217,11 +244,11 @@ fn measure(
     args: &RunArgs,
     resume: Option<Resumed>,
 ) -> anyhow::Result<()> {
-    let baseline = baseline(args)?;
     anyhow::ensure!(
-        baseline.is_none() || matches!(plan.suite, Suite::Servers(_)),
+        args.baseline.is_none() || matches!(plan.suite, Suite::Servers(_)),
         "--baseline compares HTTP suites' headlines; this is a program suite"
     );
+    let baseline = baseline(args, &plan)?;
     let built = wasmlab_measure::build(&plan, !args.no_build)?;
     plan.require_built(if args.no_build {
         "--no-build was given: without it `wasmlab run` builds what its variants need"
@@ -250,7 +277,7 @@ fn measure(
     let crossed = crossed_thresholds(&run);
     let gated = match (&baseline, &run) {
         (
-            Some((info, samples)),
+            Some((baseline_dir, info, samples)),
             Run::Servers {
                 info: mine,
                 samples: ours,
@@ -261,7 +288,7 @@ fn measure(
             let headline = wasmlab_analysis::compare::headline(&a, &b);
             crate::stdout::show(format!(
                 "against the baseline {} ({}):",
-                args.baseline.as_deref().unwrap_or(Path::new("")).display(),
+                baseline_dir.display(),
                 info.header.run_id
             ));
             crate::stdout::show(wasmlab_report::terminal::headline(&headline).trim_end());

@@ -127,6 +127,32 @@ fn same_machine(a: &Machine, b: &Machine) -> bool {
 
 /// The newest run under `root` of `suite` on `machine` that set rates from capacities.
 fn last_run(root: &Path, suite: &ServerSuite, machine: &Machine) -> Option<ServerRunInfo> {
+    newest_run(root, &suite.name, machine, |info| {
+        !set_from_capacities(info).is_empty()
+    })
+    .map(|(_, info)| info)
+}
+
+/// The newest run under `root` of suite `suite` on `machine` that finished (`--baseline last`):
+/// its directory and run.json.
+pub fn last_complete_run(
+    root: &Path,
+    suite: &str,
+    machine: &Machine,
+) -> Option<(std::path::PathBuf, ServerRunInfo)> {
+    newest_run(root, suite, machine, |info| {
+        info.header.state == wasmlab_model::run::RunState::Complete
+    })
+}
+
+/// The newest of the last [`SEARCHED`] run directories under `root` of `suite` on `machine` for
+/// which `keep` holds.
+fn newest_run(
+    root: &Path,
+    suite: &str,
+    machine: &Machine,
+    keep: impl Fn(&ServerRunInfo) -> bool,
+) -> Option<(std::path::PathBuf, ServerRunInfo)> {
     let mut dirs: Vec<_> = std::fs::read_dir(root)
         .ok()?
         .filter_map(Result::ok)
@@ -135,11 +161,9 @@ fn last_run(root: &Path, suite: &ServerSuite, machine: &Machine) -> Option<Serve
         .collect();
     // Run ids are UTC start times: the newest sorts last.
     dirs.sort();
-    dirs.iter().rev().take(SEARCHED).find_map(|dir| {
-        let info = wasmlab_record::read_server_info(dir).ok()?;
-        (info.suite.name == suite.name
-            && same_machine(&info.header.machine, machine)
-            && !set_from_capacities(&info).is_empty())
-        .then_some(info)
+    dirs.into_iter().rev().take(SEARCHED).find_map(|dir| {
+        let info = wasmlab_record::read_server_info(&dir).ok()?;
+        (info.suite.name == suite && same_machine(&info.header.machine, machine) && keep(&info))
+            .then_some((dir, info))
     })
 }

@@ -62,7 +62,7 @@ pub(crate) fn mark(m: Moved) -> &'static str {
     }
 }
 
-/// Where a series moved, run by run: `▲ run 3 (+35.2%), ▼ run 5 (−30.1%)`; `–` where never.
+/// Where a series moved, run by run: `▲ run 3 (+35%), ▼ run 5 (-30%)`; `–` where never.
 pub(crate) fn moves(s: &Series) -> String {
     let mut out = Vec::new();
     let mut last: Option<f64> = None;
@@ -70,7 +70,7 @@ pub(crate) fn moves(s: &Series) -> String {
         let Some(p) = p else { continue };
         if let (Some(m), Some(before)) = (p.moved, last) {
             out.push(format!(
-                "{} run {} ({:+.1}%)",
+                "{} run {} ({:+.0}%)",
                 mark(m),
                 i + 1,
                 (p.estimate.value / before - 1.0) * 100.0
@@ -115,10 +115,11 @@ fn terminal(h: &History) -> String {
             "variant",
             "figure",
             "runs",
-            "first × native [95% CI] n",
+            "first",
             "latest × native [95% CI] n",
-            "moved beyond the intervals",
+            "moves",
         ]);
+        let mut moved = Vec::new();
         t.set_content_arrangement(comfy_table::ContentArrangement::Dynamic)
             .set_width(crate::terminal::COLUMNS);
         for s in &g.series {
@@ -128,24 +129,41 @@ fn terminal(h: &History) -> String {
                 .enumerate()
                 .filter_map(|(i, p)| p.as_ref().map(|p| (i, p)))
                 .collect();
-            let at = |(i, p): (usize, &Point)| {
-                format!(
-                    "{} (run {})",
-                    SERVER_RATIO.estimate(Some(&p.estimate)),
-                    i + 1
-                )
-            };
+            let first = |(_, p): (usize, &Point)| SERVER_RATIO.point(p.estimate.value);
+            let latest = |(_, p): (usize, &Point)| SERVER_RATIO.estimate(Some(&p.estimate));
+            let moves = moves(s);
+            let count = s
+                .points
+                .iter()
+                .flatten()
+                .filter(|p| p.moved.is_some())
+                .count();
+            if count > 0 {
+                moved.push(format!(
+                    "  {} {} {}: {moves}",
+                    s.workload,
+                    s.variant,
+                    footing_label(s)
+                ));
+            }
             t.add_row([
                 s.workload.clone(),
                 s.variant.clone(),
                 footing_label(s).to_owned(),
                 format!("{}/{}", had.len(), s.points.len()),
-                had.first().copied().map_or("–".into(), at),
-                had.last().copied().map_or("–".into(), at),
-                moves(s),
+                had.first().copied().map_or("–".into(), first),
+                had.last().copied().map_or("–".into(), latest),
+                if count > 0 {
+                    count.to_string()
+                } else {
+                    "–".into()
+                },
             ]);
         }
         out += &format!("{t}\n");
+        if !moved.is_empty() {
+            out += &format!("moved beyond the intervals:\n{}\n", moved.join("\n"));
+        }
     }
     if !h.groups.is_empty() {
         out += &format!("{}\n", legend());

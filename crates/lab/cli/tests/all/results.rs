@@ -1,5 +1,5 @@
-//! The commands on results: `wasmlab report` from a committed fixture, `wasmlab compare`, and
-//! `wasmlab load` with its JSON report.
+//! The commands on results: `wasmlab report` from a committed fixture, `wasmlab compare`,
+//! `wasmlab history` and `wasmlab load` with its JSON report.
 
 use crate::support;
 
@@ -222,39 +222,11 @@ fn load_command_reports_json() {
 #[test]
 fn a_regression_planted_in_a_copied_run_is_caught_by_the_gate() {
     let tmp = tempfile::tempdir().unwrap();
-    // Equal-load cells, copies of the 4-connection runs, offered 1,000 req/s, where native takes
-    // 10 µs of CPU a request and the pooled gateway 20 µs times `cpu`, 1% apart from one
-    // repetition to the next: one headline figure at equal load per variant, with a narrow
-    // interval.
-    let with_equal_load = |name: &str, cpu: f64| {
-        let dir = fixture_copy(tmp.path(), name);
-        let samples = std::fs::read_to_string(dir.join("samples.jsonl")).unwrap();
-        let mut edited: Vec<String> = Vec::new();
-        for l in samples.lines() {
-            let s: serde_json::Value = serde_json::from_str(l).unwrap();
-            if s["kind"] == "throughput" && s["connections"] == 4 {
-                let mut equal = s.clone();
-                equal["kind"] = serde_json::json!("equal_load");
-                equal["rate"] = serde_json::json!(1000.0);
-                equal["resources"]["utilization"] = serde_json::json!(0.3);
-                let per_request = match equal["variant"] == "wasmtime-pooled" {
-                    true => 20e-6 * cpu,
-                    false => 10e-6,
-                };
-                let jitter = 1.0 + 0.01 * equal["repetition"].as_f64().unwrap();
-                let responses = equal["load"]["responses"].as_f64().unwrap();
-                equal["resources"]["cpu_secs"] =
-                    serde_json::json!(responses * per_request * jitter);
-                edited.push(equal.to_string());
-            }
-            edited.push(s.to_string());
-        }
-        std::fs::write(dir.join("samples.jsonl"), edited.join("\n") + "\n").unwrap();
-        dir.to_str().unwrap().to_owned()
-    };
+    let with_equal_load = |name: &str, cpu: f64| copy_with_equal_load(tmp.path(), name, cpu, 0.01);
     let a = with_equal_load("a", 1.0);
     let worse = with_equal_load("b", 3.0);
     let near = with_equal_load("c", 1.03);
+    let (a, worse, near) = (path(&a), path(&worse), path(&near));
     let gate = "wasmtime-pooled.hello.equal_load > +10%";
     let out = wasmlab(&["compare", &a, &worse, "--fail-if", gate]);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -300,4 +272,181 @@ fn a_regression_planted_in_a_copied_run_is_caught_by_the_gate() {
         &["compare", &a, &worse, "--fail-if", "any > 10%"],
         "\"10%\" is not +N%",
     );
+}
+
+/// `wasmlab history`: a suite's runs in time order (whatever their directories' names), kept
+/// apart from another machine's, a version change said at the run it happened, a regression
+/// planted in the third run marked ▲ and its return ▼ (the unit tests hold the moves within the
+/// intervals), the fixture's older run.json layout
+/// read; a broken run.json and a directory without one passed over with a warning; the page
+/// offline; a directory that cannot be read and a suite with no run refused.
+#[test]
+fn history_follows_a_suite_run_after_run_and_passes_over_what_it_cannot_read() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("results");
+    std::fs::create_dir(&root).unwrap();
+    let edit = |dir: &std::path::Path, f: &dyn Fn(&mut serde_json::Value)| {
+        let file = dir.join("run.json");
+        let mut j: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        f(&mut j);
+        std::fs::write(&file, j.to_string()).unwrap();
+    };
+    for (name, started, cpu, wasmtime) in [
+        ("e", "20261101T000000Z", 1.0, "48.0.8"),
+        ("d", "20261102T000000Z", 1.0, "48.0.8"),
+        ("c", "20261103T000000Z", 3.0, "50.0.0"),
+        ("b", "20261104T000000Z", 1.0, "50.0.0"),
+        ("a", "20261105T000000Z", 1.0, "50.0.0"),
+    ] {
+        let dir = copy_with_equal_load(&root, name, cpu, 0.01);
+        edit(&dir, &|j| {
+            j["run_id"] = started.into();
+            j["started_utc"] = started.into();
+            j["machine"]["tools"]["wasmtime"] = wasmtime.into();
+        });
+    }
+    let other = copy_with_equal_load(&root, "f", 1.0, 0.01);
+    edit(&other, &|j| {
+        j["started_utc"] = "20261103T120000Z".into();
+        j["machine"]["cpu_model"] = "Other CPU".into();
+    });
+    std::fs::create_dir(root.join("g-broken")).unwrap();
+    std::fs::write(root.join("g-broken/run.json"), "{\"run_id\": ").unwrap();
+    std::fs::create_dir(root.join("notes")).unwrap();
+    let root_s = path(&root);
+    let out = wasmlab(&["history", &root_s, "--json"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    for passed in ["g-broken/run.json: EOF while parsing", "notes: no run.json"] {
+        assert!(
+            stderr.contains("wasmlab: passed over ") && stderr.contains(passed),
+            "{stderr}"
+        );
+    }
+    let h: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let groups = h["groups"].as_array().unwrap();
+    assert_eq!(groups.len(), 2, "{h:#}");
+    assert_eq!(groups[0]["machine"], "AMD EPYC, 2 CPUs");
+    assert_eq!(groups[1]["machine"], "Other CPU, 2 CPUs");
+    let runs = groups[0]["runs"].as_array().unwrap();
+    let started: Vec<&str> = runs
+        .iter()
+        .map(|r| r["started_utc"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        started,
+        [
+            "20261101T000000Z",
+            "20261102T000000Z",
+            "20261103T000000Z",
+            "20261104T000000Z",
+            "20261105T000000Z"
+        ]
+    );
+    assert_eq!(runs[1]["changed"], serde_json::json!([]));
+    assert_eq!(
+        runs[2]["changed"],
+        serde_json::json!(["wasmtime (crate) 48.0.8 → 50.0.0"])
+    );
+    let pooled = groups[0]["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| {
+            s["variant"] == "wasmtime-pooled"
+                && s["workload"] == "hello"
+                && s["footing"] == "equal_load"
+        })
+        .unwrap_or_else(|| panic!("{h:#}"));
+    let moved: Vec<&serde_json::Value> = pooled["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| &p["moved"])
+        .collect();
+    assert_eq!(
+        moved,
+        [
+            &serde_json::Value::Null,
+            &serde_json::Value::Null,
+            &"worse".into(),
+            &"better".into(),
+            &serde_json::Value::Null
+        ],
+        "{pooled:#}"
+    );
+    assert_eq!(h["passed_over"].as_array().unwrap().len(), 2);
+    // The tables and the page.
+    let out = wasmlab(&["history", &root_s]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout
+            .contains("fixture on AMD EPYC, 2 CPUs: 5 runs, 20261101T000000Z to 20261105T000000Z")
+            && stdout
+                .contains("run 3 (20261103T000000Z) changed: wasmtime (crate) 48.0.8 → 50.0.0")
+            && stdout.contains(
+                "moved beyond the intervals:\n  hello wasmtime-pooled equal load: ▲ run 3 (+200%), \
+                 ▼ run 4 (-67%)\n"
+            ),
+        "{stdout}"
+    );
+    let html = std::fs::read_to_string(root.join("history.html")).unwrap();
+    assert!(
+        html.contains("<svg") && html.contains("▲ 6.000") && html.contains("g-broken"),
+        "{html}"
+    );
+    assert!(!html.contains("http://") && !html.contains("https://") && !html.contains("<script"));
+    assert_fails_with(
+        &["history", &path(&tmp.path().join("none"))],
+        "cannot be read",
+    );
+    assert_fails_with(
+        &["history", &root_s, "--suite", "nosuch"],
+        "no run of suite nosuch in ",
+    );
+}
+
+/// A copy of the fixture run named `name` under `tmp` with equal-load cells: copies of its
+/// 4-connection runs, offered 1,000 req/s, where native takes 10 µs of CPU a request and the
+/// pooled gateway 20 µs times `cpu`, `jitter` apart from one repetition to the next: one
+/// headline figure at equal load per variant, with an interval as narrow as the jitter.
+fn copy_with_equal_load(
+    tmp: &std::path::Path,
+    name: &str,
+    cpu: f64,
+    jitter: f64,
+) -> std::path::PathBuf {
+    let dir = fixture_copy(tmp, name);
+    let samples = std::fs::read_to_string(dir.join("samples.jsonl")).unwrap();
+    let mut edited: Vec<String> = Vec::new();
+    for l in samples.lines() {
+        let s: serde_json::Value = serde_json::from_str(l).unwrap();
+        if s["kind"] == "throughput" && s["connections"] == 4 {
+            let mut equal = s.clone();
+            equal["kind"] = serde_json::json!("equal_load");
+            equal["rate"] = serde_json::json!(1000.0);
+            equal["resources"]["utilization"] = serde_json::json!(0.3);
+            let per_request = match equal["variant"] == "wasmtime-pooled" {
+                true => 20e-6 * cpu,
+                false => 10e-6,
+            };
+            let jitter = 1.0 + jitter * equal["repetition"].as_f64().unwrap();
+            let responses = equal["load"]["responses"].as_f64().unwrap();
+            equal["resources"]["cpu_secs"] = serde_json::json!(responses * per_request * jitter);
+            edited.push(equal.to_string());
+        }
+        edited.push(s.to_string());
+    }
+    std::fs::write(dir.join("samples.jsonl"), edited.join("\n") + "\n").unwrap();
+    dir
+}
+
+fn path(p: &std::path::Path) -> String {
+    p.to_str().unwrap().to_owned()
 }

@@ -143,9 +143,10 @@ fn malformed_suite_thresholds_are_refused_before_anything_starts() {
     }
 }
 
-/// `wasmlab run --baseline DIR`: a wrong baseline is refused before anything is measured; with a
-/// real one the run ends by comparing its headline with it under the gates (here one no figure
-/// can cross), and `--gate` needs `--baseline`.
+/// `wasmlab run --baseline DIR`: a wrong baseline is refused before anything is measured; `last`
+/// with no run before gates against none and says so, and the next run's `last` is that run: the
+/// run ends by comparing its headline with it under the gates (here one no figure can cross);
+/// `--gate` needs `--baseline`.
 #[test]
 fn a_run_is_gated_against_its_baseline_at_the_end() {
     let tmp = tempfile::tempdir().unwrap();
@@ -178,30 +179,35 @@ connections = 2
         "measured before refusing: {stderr}"
     );
     assert!(started.elapsed() < std::time::Duration::from_secs(5));
-    let (out, results) = run_suite(tmp.path(), suite, &[]);
+    // `last` with no run before: measured, gated against none, said.
+    let (out, results) = run_suite(tmp.path(), suite, &["--baseline", "last"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
     assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        stderr.contains("--baseline last: no complete gated run on this machine in ")
+            && stderr.contains("this run is gated against none"),
+        "{stderr}"
     );
     let first = only_run_dir(&results);
     let (out, _) = run_suite(
         tmp.path(),
         suite,
-        &[
-            "--baseline",
-            first.to_str().unwrap(),
-            "--gate",
-            "any > +100000%",
-        ],
+        &["--baseline", "last", "--gate", "any > +100000%"],
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
     assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        stderr.contains(&format!(
+            "--baseline last: {}, the last complete gated run on this machine",
+            first.display()
+        )),
+        "{stderr}"
     );
-    assert!(stdout.contains("against the baseline "), "{stdout}");
+    assert!(
+        stdout.contains(&format!("against the baseline {}", first.display())),
+        "{stdout}"
+    );
     assert!(
         stdout.contains("gates: none of 1 crossed over "),
         "{stdout}"

@@ -203,7 +203,10 @@ fn table(g: &Group, series: &[&Series], colour: &dyn Fn(&str) -> usize) -> Table
     let rows = series
         .iter()
         .map(|s| {
-            let mut row = vec![Cell::swatch(&s.variant, plot::css_colour(colour(&s.variant)))];
+            let mut row = vec![Cell::swatch(
+                &s.variant,
+                plot::css_colour(colour(&s.variant)),
+            )];
             row.extend(s.points.iter().map(|p| match p {
                 None => Cell::from("–"),
                 Some(p) => {
