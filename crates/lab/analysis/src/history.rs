@@ -62,7 +62,9 @@ pub struct Figure {
     pub variant: String,
     pub workload: String,
     pub footing: Footing,
-    pub estimate: Estimate,
+    /// None where the run measured the variant but has no such figure: `note` says why.
+    pub estimate: Option<Estimate>,
+    pub note: Option<String>,
 }
 
 impl RunFigures {
@@ -97,18 +99,25 @@ impl RunFigures {
         for w in &a.workloads {
             for c in a.costs(w) {
                 let at = [
-                    (Footing::EqualLoad, c.equal_load.map(|(_, e)| e)),
-                    (Footing::Saturated, c.saturated),
+                    (
+                        Footing::EqualLoad,
+                        c.equal_load.map(|(_, e)| e),
+                        &c.equal_load_note,
+                    ),
+                    (Footing::Saturated, c.saturated, &c.saturated_note),
                 ];
-                for (footing, e) in at {
-                    if let Some(estimate) = e.filter(|e| e.value.is_finite() && e.n > 0) {
-                        figures.push(Figure {
-                            variant: c.variant.clone(),
-                            workload: w.clone(),
-                            footing,
-                            estimate,
-                        });
+                for (footing, e, note) in at {
+                    let estimate = e.filter(|e| e.value.is_finite() && e.n > 0);
+                    if estimate.is_none() && note.is_none() {
+                        continue;
                     }
+                    figures.push(Figure {
+                        variant: c.variant.clone(),
+                        workload: w.clone(),
+                        footing,
+                        estimate,
+                        note: estimate.is_none().then(|| note.clone()).flatten(),
+                    });
                 }
             }
         }
@@ -147,13 +156,17 @@ pub struct Series {
     pub workload: String,
     /// `equal_load` or `saturated`, as a gate names it.
     pub footing: &'static str,
-    /// One per run of the group, in its order; None where the run has no such figure.
+    /// One per run of the group, in its order; None where the run did not measure the variant
+    /// on the workload.
     pub points: Vec<Option<Point>>,
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Point {
-    pub estimate: Estimate,
+    /// None where the run has no such figure (a saturated figure where a server did not set the
+    /// pace): `note` says why.
+    pub estimate: Option<Estimate>,
+    pub note: Option<String>,
     /// How it moved from the last earlier run that had the figure: beyond both intervals, or
     /// None (within them, or no interval to tell by).
     pub moved: Option<Moved>,
@@ -237,7 +250,7 @@ fn short<'a>(name: &str, v: &'a str) -> std::borrow::Cow<'a, str> {
 
 fn series(figs: &[Vec<Figure>]) -> Vec<Series> {
     let mut names: Vec<(&str, &str, Footing)> = Vec::new();
-    for f in figs.iter().flatten() {
+    for f in figs.iter().flatten().filter(|f| f.estimate.is_some()) {
         let key = (f.workload.as_str(), f.variant.as_str(), f.footing);
         if !names.contains(&key) {
             names.push(key);
@@ -253,14 +266,20 @@ fn series(figs: &[Vec<Figure>]) -> Vec<Series> {
                     let f = run.iter().find(|f| {
                         f.workload == workload && f.variant == variant && f.footing == footing
                     })?;
-                    let e = f.estimate;
-                    let moved = last.and_then(|l| match l.overlaps(&e) {
-                        Some(false) if e.value > l.value => Some(Moved::Worse),
-                        Some(false) => Some(Moved::Better),
-                        _ => None,
+                    let moved = f.estimate.and_then(|e| {
+                        let moved = last.and_then(|l| match l.overlaps(&e) {
+                            Some(false) if e.value > l.value => Some(Moved::Worse),
+                            Some(false) => Some(Moved::Better),
+                            _ => None,
+                        });
+                        last = Some(e);
+                        moved
                     });
-                    last = Some(e);
-                    Some(Point { estimate: e, moved })
+                    Some(Point {
+                        estimate: f.estimate,
+                        note: f.note.clone(),
+                        moved,
+                    })
                 })
                 .collect();
             Series {
@@ -277,7 +296,13 @@ fn series(figs: &[Vec<Figure>]) -> Vec<Series> {
 mod tests {
     use super::*;
 
-    fn run(id: &str, machine: &str, versions: &[(&str, &str)], figures: &[f64]) -> RunFigures {
+    /// A run with one figure (None: measured, but no figure, and a note why).
+    fn run(
+        id: &str,
+        machine: &str,
+        versions: &[(&str, &str)],
+        figures: &[Option<f64>],
+    ) -> RunFigures {
         RunFigures {
             suite: "quick".into(),
             machine: machine.into(),
@@ -299,12 +324,13 @@ mod tests {
                     variant: "gw".into(),
                     workload: "hello".into(),
                     footing: Footing::EqualLoad,
-                    estimate: Estimate {
+                    estimate: value.map(|value| Estimate {
                         value,
                         lo: value * 0.95,
                         hi: value * 1.05,
                         n: 3,
-                    },
+                    }),
+                    note: value.is_none().then(|| "latency-bound".to_owned()),
                 })
                 .collect(),
         }
@@ -313,17 +339,18 @@ mod tests {
     #[test]
     fn runs_are_grouped_by_machine_ordered_in_time_and_moves_are_beyond_the_intervals() {
         let h = history(vec![
-            run("3", "A", &[("wasmtime", "50")], &[3.0]),
-            run("1", "A", &[("wasmtime", "48")], &[2.0]),
-            run("x", "B", &[], &[9.0]),
-            run("2", "A", &[("wasmtime", "48"), ("node", "v20")], &[]),
-            run("4", "A", &[("wasmtime", "50")], &[3.1]),
-            run("5", "A", &[("wasmtime", "50")], &[2.0]),
+            run("3", "A", &[("wasmtime", "50")], &[Some(3.0)]),
+            run("1", "A", &[("wasmtime", "48")], &[Some(2.0)]),
+            run("x", "B", &[], &[Some(9.0)]),
+            run("2", "A", &[("wasmtime", "48"), ("node", "v20")], &[None]),
+            run("4", "A", &[("wasmtime", "50")], &[Some(3.1)]),
+            run("5", "A", &[("wasmtime", "50")], &[]),
+            run("6", "A", &[("wasmtime", "50")], &[Some(2.0)]),
         ]);
         assert_eq!(h.len(), 2);
         let a = &h[0];
         let ids: Vec<&str> = a.runs.iter().map(|r| r.run_id.as_str()).collect();
-        assert_eq!(ids, ["1", "2", "3", "4", "5"]);
+        assert_eq!(ids, ["1", "2", "3", "4", "5", "6"]);
         assert!(a.runs[0].changed.is_empty());
         assert_eq!(a.runs[1].changed, ["node v20 (new)"]);
         assert_eq!(a.runs[2].changed, ["wasmtime 48 → 50", "node (gone)"]);
@@ -332,17 +359,21 @@ mod tests {
             .iter()
             .map(|p| p.as_ref().map(|p| p.moved))
             .collect();
-        // Run 3 against run 1 (run 2 has no figure); 4 within 3's interval; 5 below 4's.
+        // Run 3 against run 1 (run 2 has no figure, run 5 not the variant); 4 within 3's
+        // interval; 6 below 4's.
         assert_eq!(
             moved,
             [
                 Some(None),
-                None,
+                Some(None),
                 Some(Some(Moved::Worse)),
                 Some(None),
+                None,
                 Some(Some(Moved::Better))
             ]
         );
+        let second = a.series[0].points[1].as_ref().unwrap();
+        assert!(second.estimate.is_none() && second.note.as_deref() == Some("latency-bound"));
         assert_eq!(h[1].machine, "B");
         assert_eq!(h[1].runs.len(), 1);
     }

@@ -1,5 +1,6 @@
-//! The earlier run whose equal-load capacities a run keeps ([`RatesFrom`]): the one named on the
-//! command line, or the newest run of the same suite on this machine in the results directory.
+//! Earlier runs a run reads: the one whose equal-load capacities it keeps ([`RatesFrom`]: the one
+//! named on the command line, or the newest run of the same suite on this machine in the results
+//! directory), and the newest complete one it is gated against (`--baseline last`).
 
 use std::path::Path;
 

@@ -5,6 +5,7 @@
 
 use wasmlab_analysis::compare::Footing;
 use wasmlab_analysis::history::{Group, History, Moved, Point, Series};
+use wasmlab_analysis::stats::Estimate;
 
 use crate::format::SERVER_RATIO;
 use crate::table;
@@ -67,16 +68,18 @@ pub(crate) fn moves(s: &Series) -> String {
     let mut out = Vec::new();
     let mut last: Option<f64> = None;
     for (i, p) in s.points.iter().enumerate() {
-        let Some(p) = p else { continue };
-        if let (Some(m), Some(before)) = (p.moved, last) {
+        let Some(e) = p.as_ref().and_then(|p| p.estimate) else {
+            continue;
+        };
+        if let (Some(m), Some(before)) = (p.as_ref().and_then(|p| p.moved), last) {
             out.push(format!(
                 "{} run {} ({:+.0}%)",
                 mark(m),
                 i + 1,
-                (p.estimate.value / before - 1.0) * 100.0
+                (e.value / before - 1.0) * 100.0
             ));
         }
-        last = Some(p.estimate.value);
+        last = Some(e.value);
     }
     if out.is_empty() {
         "–".into()
@@ -116,21 +119,25 @@ fn terminal(h: &History) -> String {
             "figure",
             "runs",
             "first",
-            "latest × native [95% CI] n",
+            "last run × native [95% CI] n",
             "moves",
         ]);
         let mut moved = Vec::new();
         t.set_content_arrangement(comfy_table::ContentArrangement::Dynamic)
             .set_width(crate::terminal::COLUMNS);
         for s in &g.series {
-            let had: Vec<(usize, &Point)> = s
+            let had: Vec<Estimate> = s
                 .points
                 .iter()
-                .enumerate()
-                .filter_map(|(i, p)| p.as_ref().map(|p| (i, p)))
+                .filter_map(|p| p.as_ref().and_then(|p| p.estimate))
                 .collect();
-            let first = |(_, p): (usize, &Point)| SERVER_RATIO.point(p.estimate.value);
-            let latest = |(_, p): (usize, &Point)| SERVER_RATIO.estimate(Some(&p.estimate));
+            let last = match s.points.last() {
+                Some(Some(Point {
+                    estimate: Some(e), ..
+                })) => SERVER_RATIO.estimate(Some(e)),
+                Some(Some(_)) => "none (the page says why)".into(),
+                _ => "not measured".into(),
+            };
             let moves = moves(s);
             let count = s
                 .points
@@ -151,8 +158,9 @@ fn terminal(h: &History) -> String {
                 s.variant.clone(),
                 footing_label(s).to_owned(),
                 format!("{}/{}", had.len(), s.points.len()),
-                had.first().copied().map_or("–".into(), first),
-                had.last().copied().map_or("–".into(), latest),
+                had.first()
+                    .map_or("–".into(), |e| SERVER_RATIO.point(e.value)),
+                last,
                 if count > 0 {
                     count.to_string()
                 } else {

@@ -3,7 +3,7 @@
 //! intervals, and the same figures as a table.
 
 use serde::Serialize;
-use wasmlab_analysis::history::{Group, History, Series};
+use wasmlab_analysis::history::{Group, History, Point, Series};
 
 use super::{Cell, Figure, Table};
 use crate::format::SERVER_RATIO;
@@ -94,7 +94,7 @@ fn group(i: usize, g: &Group) -> GroupView {
             let colour = |v: &str| variants.iter().position(|x| *x == v).unwrap_or(0);
             FigureView {
                 figure: Figure::new(
-                    format!("{title}: cost × native, run after run"),
+                    "Cost × native run after run, with 95% intervals".to_owned(),
                     &plot(g, &series, &colour),
                 ),
                 table: table(g, &series, &colour),
@@ -102,22 +102,25 @@ fn group(i: usize, g: &Group) -> GroupView {
             }
         })
         .collect();
+    let mut runs = Table::new(
+        &[
+            "#",
+            "run",
+            "started (UTC)",
+            "state",
+            "repetitions",
+            "changed from the run before",
+        ],
+        2,
+        runs,
+    );
+    // What changed is text, read from the left.
+    runs.left[5] = true;
     GroupView {
         id: format!("g{}", i + 1),
         title: group_title(g),
         span: group_span(g),
-        runs: Table::new(
-            &[
-                "#",
-                "run",
-                "started (UTC)",
-                "state",
-                "repetitions",
-                "changed from the run before",
-            ],
-            2,
-            runs,
-        ),
+        runs,
         figures,
     }
 }
@@ -142,8 +145,10 @@ fn plot(g: &Group, series: &[&Series], colour: &dyn Fn(&str) -> usize) -> Plot {
         let c = Some(colour(&s.variant));
         let mut points = Vec::new();
         for (i, pt) in s.points.iter().enumerate() {
-            let Some(pt) = pt else { continue };
-            let (x, e) = ((i + 1) as f64, pt.estimate);
+            let Some((pt, e)) = pt.as_ref().and_then(|p| Some((p, p.estimate?))) else {
+                continue;
+            };
+            let x = (i + 1) as f64;
             points.push((x, e.value));
             lo = lo.min(e.value);
             hi = hi.max(e.value);
@@ -209,15 +214,31 @@ fn table(g: &Group, series: &[&Series], colour: &dyn Fn(&str) -> usize) -> Table
             )];
             row.extend(s.points.iter().map(|p| match p {
                 None => Cell::from("–"),
-                Some(p) => {
-                    let value = SERVER_RATIO.point(p.estimate.value);
+                Some(Point {
+                    estimate: None,
+                    note,
+                    ..
+                }) => Cell {
+                    text: match note {
+                        Some(n) => format!("none: {n}"),
+                        None => "none".into(),
+                    },
+                    wrap: true,
+                    ..Cell::default()
+                },
+                Some(
+                    p @ Point {
+                        estimate: Some(e), ..
+                    },
+                ) => {
+                    let value = SERVER_RATIO.point(e.value);
                     Cell {
                         text: match p.moved {
                             Some(m) => format!("{} {value}", mark(m)),
                             None => value,
                         },
                         span: p.moved.map(|_| "sig"),
-                        note: SERVER_RATIO.interval(&p.estimate),
+                        note: SERVER_RATIO.interval(e),
                         ..Cell::default()
                     }
                 }
