@@ -1,5 +1,6 @@
 //! `wasmlab run --resume`: a run killed at any point measures on from what it recorded, to the
-//! same cells an uninterrupted run plans, each once; a resume that would not measure the same
+//! same cells an uninterrupted run plans, each once; killed beside a podman container or a host of
+//! many processes, nothing is left once it is resumed; a resume that would not measure the same
 //! run (another suite, a complete run, no run) is refused with the results untouched.
 
 use std::collections::BTreeSet;
@@ -7,7 +8,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::{WASMLAB, only_run_dir, read_json, run_args, wasmlab};
+use crate::support::{
+    WASMLAB, listening_processes_naming, only_run_dir, outcome, processes_naming, read_json,
+    run_args, was_skipped, wasmlab,
+};
 
 /// Two variants, three repetitions of every kind of cell, and cold starts: 28 samples.
 const SUITE: &str = r#"name = "resumed"
@@ -340,4 +344,146 @@ fn a_run_with_relative_paths_resumes_from_another_directory() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(lines(&dir).len(), PLANNED);
+}
+
+/// Killed with SIGKILL while `variant` serves, then resumed: whatever the killed lab started is
+/// gone within seconds, its processes (by the parent-death signal) and the ports they held; a
+/// podman container is gone once the run is resumed (the lab's watchdog removes it, or the resume
+/// does, saying so); the resumed run ends complete with the variant measured and leaves no
+/// process, container or image of its own. SKIPPED where the variant is not set up.
+fn killed_while_serving_then_resumed_leaves_nothing(variant: &str) {
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut args, results) = run_args(
+        tmp.path(),
+        &format!(
+            r#"name = "killed"
+variants = ["{variant}"]
+workloads = ["hello"]
+connections = [2]
+duration_secs = 1.5
+warmup_secs = 0.1
+repetitions = 2
+start_timeout_secs = 120.0
+"#
+        ),
+    );
+    args.push("--no-setup".into());
+    let mut child = Command::new(WASMLAB)
+        .args(&args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let killed = child.id();
+    let containers = || lab_containers(&format!("wasmlab-{killed}-"));
+    let deadline = Instant::now() + Duration::from_secs(180);
+    let ports: Vec<u16> = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let run = read_json(&only_run_dir(&results).join("run.json"));
+            if was_skipped(&run, variant) {
+                return;
+            }
+            panic!("the run ended ({status}) before {variant} served: {run}");
+        }
+        let listening = listening_processes_naming(tmp.path());
+        // The upstream listens first; the variant's own processes, or its container, after.
+        let serving =
+            listening.iter().any(|(pid, _)| !is_wasmlab(*pid)) || !containers().is_empty();
+        if serving {
+            break listening.into_iter().flat_map(|(_, p)| p).collect();
+        }
+        assert!(Instant::now() < deadline, "{variant} never served");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // Processes that no longer name the directory (nginx's workers) may hold a port a moment
+    // longer than those that do.
+    let gone = Instant::now() + Duration::from_secs(15);
+    loop {
+        let left = processes_naming(tmp.path());
+        let bound: Vec<u16> = ports
+            .iter()
+            .copied()
+            .filter(|p| std::net::TcpListener::bind(("127.0.0.1", *p)).is_err())
+            .collect();
+        if left.is_empty() && bound.is_empty() {
+            break;
+        }
+        assert!(
+            Instant::now() < gone,
+            "{variant}'s {left:?} outlived the killed lab, ports {bound:?} still bound: {}",
+            String::from_utf8_lossy(&Command::new("ss").arg("-ltnp").output().unwrap().stdout)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let dir = only_run_dir(&results);
+    let out = wasmlab(&["run", "--resume", dir.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(containers().is_empty(), "{:?} still there", containers());
+    for line in stderr.lines().filter(|l| l.contains("removed container")) {
+        assert!(
+            line.contains(&format!("wasmlab-{killed}-")),
+            "removed another's: {line}"
+        );
+    }
+    let run = read_json(&dir.join("run.json"));
+    assert_eq!(run["state"], "complete", "{run}");
+    assert_eq!(outcome(&run, variant)["status"], "measured", "{run}");
+    let left = processes_naming(tmp.path());
+    assert!(left.is_empty(), "{left:?} outlived the resumed run");
+    // Container names are lower case; image tags keep the run id as it is.
+    let run_id = run["run_id"].as_str().unwrap();
+    let theirs: Vec<String> = lab_containers("wasmlab-")
+        .into_iter()
+        .filter(|n| n.contains(&run_id.to_lowercase()))
+        .collect();
+    assert!(theirs.is_empty(), "the resumed run left {theirs:?}");
+    let images = Command::new("podman")
+        .args(["images", "--format", "{{.Repository}}:{{.Tag}}"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    assert!(
+        !images.lines().any(|i| i.ends_with(run_id)),
+        "the run's image is still there: {images}"
+    );
+}
+
+/// The names of podman's containers (running or not) that start with `prefix`; none without
+/// podman.
+fn lab_containers(prefix: &str) -> Vec<String> {
+    Command::new("podman")
+        .args(["ps", "--all", "--format", "{{.Names}}"])
+        .output()
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .filter(|n| n.starts_with(prefix))
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Whether process `pid` runs wasmlab itself (the lab's upstream, or a fork not yet exec'd).
+fn is_wasmlab(pid: u32) -> bool {
+    std::fs::read_link(format!("/proc/{pid}/exe"))
+        .is_ok_and(|exe| exe.file_name().is_some_and(|n| n == "wasmlab"))
+}
+
+#[test]
+fn killed_beside_podman_resumed_leaves_nothing() {
+    killed_while_serving_then_resumed_leaves_nothing("native-container");
+}
+
+#[test]
+fn killed_beside_two_wasmcloud_hosts_resumed_leaves_nothing() {
+    killed_while_serving_then_resumed_leaves_nothing("wasmcloud-host-2");
+}
+
+#[test]
+fn killed_beside_workerd_resumed_leaves_nothing() {
+    killed_while_serving_then_resumed_leaves_nothing("workerd-wasm");
 }
