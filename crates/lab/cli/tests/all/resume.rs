@@ -348,9 +348,11 @@ fn a_run_with_relative_paths_resumes_from_another_directory() {
 
 /// Killed with SIGKILL while `variant` serves, then resumed: whatever the killed lab started is
 /// gone within seconds, its processes (by the parent-death signal) and the ports they held; a
-/// podman container is gone once the run is resumed (the lab's watchdog removes it, or the resume
-/// does, saying so); the resumed run ends complete with the variant measured and leaves no
-/// process, container or image of its own. SKIPPED where the variant is not set up.
+/// podman container, and the lab's containerd with its shims and directory, are gone once the
+/// run is resumed (the lab's watchdog removes them, or the resume does, saying so: any lab's
+/// start cleans what a killed one left, so another test's may have); the resumed run ends
+/// complete with the variant measured and leaves no process, container or image of its own.
+/// SKIPPED where the variant is not set up.
 fn killed_while_serving_then_resumed_leaves_nothing(variant: &str) {
     let tmp = tempfile::tempdir().unwrap();
     let (mut args, results) = run_args(
@@ -376,6 +378,15 @@ start_timeout_secs = 120.0
         .unwrap();
     let killed = child.id();
     let containers = || lab_containers(&format!("wasmlab-{killed}-"));
+    let containerd = std::env::temp_dir().join(format!("wasmlab-containerd-{killed}"));
+    let shim_runs = || {
+        processes_naming(&containerd).into_iter().any(|pid| {
+            std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|e| {
+                e.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("containerd-shim"))
+            })
+        })
+    };
     let deadline = Instant::now() + Duration::from_secs(180);
     let ports: Vec<u16> = loop {
         if let Some(status) = child.try_wait().unwrap() {
@@ -386,9 +397,14 @@ start_timeout_secs = 120.0
             panic!("the run ended ({status}) before {variant} served: {run}");
         }
         let listening = listening_processes_naming(tmp.path());
-        // The upstream listens first; the variant's own processes, or its container, after.
-        let serving =
-            listening.iter().any(|(pid, _)| !is_wasmlab(*pid)) || !containers().is_empty();
+        // The upstream listens first; the variant's own processes, or its container (podman's,
+        // or a shim of the lab's containerd), after.
+        // The run's directory made (a resume needs it): containerd's shims run in planning too.
+        let started = std::fs::read_dir(&results).is_ok_and(|mut d| d.next().is_some());
+        let serving = started
+            && (listening.iter().any(|(pid, _)| !is_wasmlab(*pid))
+                || !containers().is_empty()
+                || shim_runs());
         if serving {
             break listening.into_iter().flat_map(|(_, p)| p).collect();
         }
@@ -422,6 +438,9 @@ start_timeout_secs = 120.0
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(containers().is_empty(), "{:?} still there", containers());
+    assert!(!containerd.exists(), "{} still there", containerd.display());
+    let shims = processes_naming(&containerd);
+    assert!(shims.is_empty(), "{shims:?} of the killed lab's containerd");
     for line in stderr.lines().filter(|l| l.contains("removed container")) {
         assert!(
             line.contains(&format!("wasmlab-{killed}-")),
@@ -437,7 +456,8 @@ start_timeout_secs = 120.0
     let run_id = run["run_id"].as_str().unwrap();
     let theirs: Vec<String> = lab_containers("wasmlab-")
         .into_iter()
-        .filter(|n| n.contains(&run_id.to_lowercase()))
+        // Another test's run may have the same id (started in the same second): not its variant.
+        .filter(|n| n.contains(&run_id.to_lowercase()) && n.contains(&format!("-{variant}-")))
         .collect();
     assert!(theirs.is_empty(), "the resumed run left {theirs:?}");
     let images = Command::new("podman")
@@ -445,8 +465,9 @@ start_timeout_secs = 120.0
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
         .unwrap_or_default();
+    // Only the podman variant's image is podman's.
     assert!(
-        !images.lines().any(|i| i.ends_with(run_id)),
+        variant != "native-container" || !images.lines().any(|i| i.ends_with(run_id)),
         "the run's image is still there: {images}"
     );
 }
@@ -476,6 +497,11 @@ fn is_wasmlab(pid: u32) -> bool {
 #[test]
 fn killed_beside_podman_resumed_leaves_nothing() {
     killed_while_serving_then_resumed_leaves_nothing("native-container");
+}
+
+#[test]
+fn killed_beside_containerd_resumed_leaves_nothing() {
+    killed_while_serving_then_resumed_leaves_nothing("containerd-native");
 }
 
 #[test]
