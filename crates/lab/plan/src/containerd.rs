@@ -288,10 +288,18 @@ pub fn confine(plan: &wasmlab_model::cpus::CpuPlan) -> Result<(), String> {
 /// Returns what could not be cleaned, if anything.
 pub fn stop() -> Result<(), String> {
     let daemons = std::mem::take(&mut *DAEMONS.lock().map_err(|e| e.to_string())?);
-    let left: Vec<String> = daemons
+    let mut left: Vec<String> = daemons
         .into_iter()
         .filter_map(|d| shut_down(d).err())
         .collect();
+    // A daemon still starting when a signal stops the lab (in planning) is not registered yet:
+    // its directory, and the daemon if it was spawned, go too.
+    left.extend(
+        lab_dirs()
+            .into_iter()
+            .filter(|(pid, _)| *pid == std::process::id() as i32)
+            .flat_map(|(_, dir)| remove_lab_dir(&dir).2),
+    );
     if left.is_empty() {
         Ok(())
     } else {
@@ -328,7 +336,7 @@ fn shut_down(mut daemon: Daemon) -> Result<(), String> {
     // What outlived it: a shim containerd did not get to shut down (one whose task was deleted
     // while its `ctr run` was deleting it too), or a container whose shim was killed.
     let socket = daemon.dir.join("containerd.sock");
-    for pid in leftover_processes(&socket) {
+    for pid in leftover_processes(&socket, std::process::id()) {
         // SAFETY: SIGKILL to a process of the lab's own containerd.
         unsafe {
             libc::kill(pid, libc::SIGKILL);
@@ -351,37 +359,14 @@ fn shut_down(mut daemon: Daemon) -> Result<(), String> {
 /// their command line), the mounts under it. Removes it all; a line per directory says what went,
 /// or what could not. A directory of a lab still running is left alone.
 pub fn clean_leftovers() -> Vec<String> {
-    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
-        return Vec::new();
-    };
     let mut said = Vec::new();
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let Some(pid) = name
-            .strip_prefix("wasmlab-containerd-")
-            .and_then(|rest| rest.split('-').next()?.parse::<i32>().ok())
-        else {
-            continue;
-        };
+    for (pid, dir) in lab_dirs() {
         if lab_alive(pid) {
             continue;
         }
-        let dir = entry.path();
-        let processes = started_from(&dir);
-        for p in &processes {
-            // SAFETY: SIGKILL to a process whose command line names the dead lab's directory.
-            unsafe {
-                libc::kill(*p, libc::SIGKILL);
-            }
-        }
-        let (mounts, mut left) = unmount_under(&dir);
-        if let Err(e) = std::fs::remove_dir_all(&dir) {
-            left.push(format!("{}: {e}", dir.display()));
-        }
+        let (processes, mounts, left) = remove_lab_dir(&dir);
         said.push(format!(
-            "wasmlab: removed what a killed wasmlab (process {pid}) left of its containerd: {} process(es), {} mount(s), {}{}",
-            processes.len(),
-            mounts,
+            "wasmlab: removed what a killed wasmlab (process {pid}) left of its containerd: {processes} process(es), {mounts} mount(s), {}{}",
             dir.display(),
             match left.is_empty() {
                 true => String::new(),
@@ -390,6 +375,41 @@ pub fn clean_leftovers() -> Vec<String> {
         ));
     }
     said
+}
+
+/// Every lab containerd's directory in the temporary directory (`wasmlab-containerd-PID…`),
+/// with the pid of the lab that made it.
+fn lab_dirs() -> Vec<(i32, PathBuf)> {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let pid = name
+                .strip_prefix("wasmlab-containerd-")
+                .and_then(|rest| rest.split('-').next()?.parse::<i32>().ok())?;
+            Some((pid, entry.path()))
+        })
+        .collect()
+}
+
+/// Removes a lab containerd's directory and what runs from it: the processes started from it
+/// (killed), the mounts under it. How many processes and mounts, and what could not go.
+fn remove_lab_dir(dir: &Path) -> (usize, usize, Vec<String>) {
+    let processes = started_from(dir);
+    for p in &processes {
+        // SAFETY: SIGKILL to a process whose command line names the lab's directory.
+        unsafe {
+            libc::kill(*p, libc::SIGKILL);
+        }
+    }
+    let (mounts, mut left) = unmount_under(dir);
+    if let Err(e) = std::fs::remove_dir_all(dir) {
+        left.push(format!("{}: {e}", dir.display()));
+    }
+    (processes.len(), mounts, left)
 }
 
 /// Whether process `pid` is a wasmlab still running (a pid taken since by another program is
@@ -449,12 +469,13 @@ fn unmount_under(dir: &Path) -> (usize, Vec<String>) {
     (mounts.len(), left)
 }
 
-/// Processes of the lab's containerd still running: shims started with its `socket` as their
-/// `-address`, and processes in a cgroup of one of its containers (`/wasmlab/wasmlab-…`, the
-/// namespace and the lab's instance names).
-pub fn leftover_processes(socket: &Path) -> Vec<i32> {
+/// Processes of a lab's containerd still running: shims started with its `socket` as their
+/// `-address`, and processes in a cgroup of one of its containers (`/wasmlab/wasmlab-LAB-…`, the
+/// namespace and the instance names of the lab whose process id is `lab`: another lab's
+/// containers run in the same namespace and are not these).
+pub fn leftover_processes(socket: &Path, lab: u32) -> Vec<i32> {
     let socket = socket.as_os_str().as_encoded_bytes();
-    let cgroup = format!(":/{NAMESPACE}/wasmlab-");
+    let cgroup = format!(":/{NAMESPACE}/wasmlab-{lab}-");
     other_processes(|pid| {
         let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
         let shim = cmdline.split(|&b| b == 0).any(|arg| arg == socket);

@@ -33,7 +33,7 @@ fn assert_nothing_left(pid: u32) {
         assert!(!dir.exists(), "{} left behind", dir.display());
         let mounts = wasmlab_plan::containerd::mounts_under(&dir);
         assert!(mounts.is_empty(), "mounts left: {mounts:?}");
-        let left = wasmlab_plan::containerd::leftover_processes(&dir.join("containerd.sock"));
+        let left = wasmlab_plan::containerd::leftover_processes(&dir.join("containerd.sock"), pid);
         assert!(left.is_empty(), "processes left: {left:?}");
     }
 }
@@ -167,7 +167,7 @@ seed = 1
                 });
             if measured {
                 std::thread::sleep(Duration::from_millis(500));
-                let shims: Vec<i32> = wasmlab_plan::containerd::leftover_processes(&socket)
+                let shims: Vec<i32> = wasmlab_plan::containerd::leftover_processes(&socket, pid)
                     .into_iter()
                     .filter(|p| {
                         std::fs::read_to_string(format!("/proc/{p}/cmdline"))
