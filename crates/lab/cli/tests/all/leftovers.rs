@@ -1,6 +1,7 @@
 //! What a wasmlab killed before it could clean up leaves (its containerd's directory, processes
 //! started from it, its podman containers) is found and removed by the next `wasmlab run` or
-//! `wasmlab clean`; a lab still running keeps its own.
+//! `wasmlab clean`; a lab still running keeps its own; a lab stopped by Ctrl-C while its
+//! containerd starts leaves nothing of it.
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -133,4 +134,67 @@ fn a_killed_lab_s_container_is_removed(tmp: &std::path::Path) {
         names.lines().any(|n| n == kept),
         "a live lab's container removed: {said}"
     );
+}
+
+/// Ctrl-C while the lab's containerd is starting (in planning, before the daemon is registered)
+/// or while the images are prepared: the run stops (exit 130) and no directory of its containerd
+/// is left, nor a process started from one. SKIPPED where containerd-native is not ready.
+#[test]
+fn a_lab_stopped_while_its_containerd_starts_leaves_no_directory() {
+    let out = crate::support::wasmlab(&["variants"]);
+    let listed = String::from_utf8_lossy(&out.stdout).into_owned();
+    let Some(state) = listed
+        .lines()
+        .find(|l| l.starts_with("containerd-native: "))
+    else {
+        panic!("containerd-native not listed: {listed}");
+    };
+    if !state.starts_with("containerd-native: ready") {
+        crate::support::skipped(state);
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut args, _) = crate::support::run_args(
+        tmp.path(),
+        r#"name = "stopped"
+variants = ["containerd-native"]
+workloads = ["hello"]
+connections = [2]
+duration_secs = 0.5
+"#,
+    );
+    args.push("--no-setup".into());
+    for delay_ms in [100, 200, 300, 500, 800, 1200] {
+        let mut lab = Command::new(WASMLAB)
+            .args(&args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(lab.id() as i32, libc::SIGINT) };
+        let status = lab.wait().unwrap();
+        assert!(
+            matches!(status.code(), Some(130) | Some(0)),
+            "stopped at {delay_ms} ms: {status}"
+        );
+        let dirs: Vec<_> = std::fs::read_dir(std::env::temp_dir())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| {
+                n == &format!("wasmlab-containerd-{}", lab.id())
+                    || n.starts_with(&format!("wasmlab-containerd-{}-", lab.id()))
+            })
+            .collect();
+        assert!(dirs.is_empty(), "stopped at {delay_ms} ms, left {dirs:?}");
+        let started = crate::support::processes_naming(
+            &std::env::temp_dir().join(format!("wasmlab-containerd-{}", lab.id())),
+        );
+        assert!(
+            started.is_empty(),
+            "stopped at {delay_ms} ms, left {started:?}"
+        );
+    }
 }
