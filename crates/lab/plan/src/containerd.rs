@@ -37,6 +37,8 @@ type Binaries = Option<(PathBuf, PathBuf)>;
 /// What each start found, by binaries: asked once per process.
 static FOUND: Mutex<Vec<(Binaries, Result<Containerd, String>)>> = Mutex::new(Vec::new());
 static DAEMONS: Mutex<Vec<Daemon>> = Mutex::new(Vec::new());
+/// Set by [`stop`]: no daemon starts after it.
+static STOPPED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// The lab's containerd of the machine's binaries, started on first use, or why it cannot run.
 pub fn detect() -> Result<Containerd, String> {
@@ -52,6 +54,9 @@ fn detect_binaries(binaries: Binaries) -> Result<Containerd, String> {
     let mut found = FOUND.lock().map_err(|e| e.to_string())?;
     if let Some((_, known)) = found.iter().find(|(b, _)| *b == binaries) {
         return known.clone();
+    }
+    if STOPPED.load(std::sync::atomic::Ordering::SeqCst) {
+        return Err("the lab is stopping".into());
     }
     // The first daemon's directory is wasmlab-containerd-PID, the next ones' -PID-N.
     let dir = match found.len() {
@@ -287,13 +292,18 @@ pub fn confine(plan: &wasmlab_model::cpus::CpuPlan) -> Result<(), String> {
 /// what is still mounted under its directory and removes it. Does nothing when no daemon runs.
 /// Returns what could not be cleaned, if anything.
 pub fn stop() -> Result<(), String> {
+    // A daemon being started (planning holds FOUND while it starts one, up to its test container)
+    // is waited for, so that it is registered and shut down like the others; none starts after.
+    let starting = FOUND.lock().unwrap_or_else(|e| e.into_inner());
+    STOPPED.store(true, std::sync::atomic::Ordering::SeqCst);
+    drop(starting);
     let daemons = std::mem::take(&mut *DAEMONS.lock().map_err(|e| e.to_string())?);
     let mut left: Vec<String> = daemons
         .into_iter()
         .filter_map(|d| shut_down(d).err())
         .collect();
-    // A daemon still starting when a signal stops the lab (in planning) is not registered yet:
-    // its directory, and the daemon if it was spawned, go too.
+    // A daemon whose start failed part-way may have left its directory, or a process started
+    // from it.
     left.extend(
         lab_dirs()
             .into_iter()
