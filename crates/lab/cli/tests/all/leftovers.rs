@@ -6,7 +6,7 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::WASMLAB;
+use crate::support::{KillOnDrop, WASMLAB};
 
 #[test]
 fn clean_removes_what_a_killed_lab_left_and_nothing_of_a_live_one() {
@@ -20,18 +20,22 @@ fn clean_removes_what_a_killed_lab_left_and_nothing_of_a_live_one() {
     std::fs::write(dir.join("containerd.log"), "").unwrap();
     // `tail -f` never forks: a shell loop's child, between fork and exec, carries the same
     // arguments and was counted as a second process.
-    let mut shim = Command::new("tail")
-        .arg("-f")
-        .arg(dir.join("containerd.log"))
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut shim = KillOnDrop(
+        Command::new("tail")
+            .arg("-f")
+            .arg(dir.join("containerd.log"))
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     // A lab still running: its directory stays.
-    let mut live = Command::new(WASMLAB)
-        .args(["upstream", "--port", "0"])
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut live = KillOnDrop(
+        Command::new(WASMLAB)
+            .args(["upstream", "--port", "0"])
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     let kept = tmp
         .path()
         .join(format!("wasmlab-containerd-{}-1", live.id()));
@@ -87,7 +91,9 @@ fn a_killed_lab_s_container_is_removed(tmp: &std::path::Path) {
         .status()
         .unwrap();
     assert!(made.success());
-    let image = format!("localhost/wasmlab-leftovers-test:{}", std::process::id());
+    // Not named as the lab names its images (`localhost/wasmlab-*`), which a `wasmlab run` of
+    // another test starting meanwhile removes when it sees no other lab running.
+    let image = format!("localhost/leftovers-test:{}", std::process::id());
     let out = podman(&["import", "-q", tar.to_str().unwrap(), &image]).unwrap();
     assert!(
         out.status.success(),
@@ -97,11 +103,13 @@ fn a_killed_lab_s_container_is_removed(tmp: &std::path::Path) {
     let mut gone = Command::new("true").spawn().unwrap();
     let dead = gone.id();
     gone.wait().unwrap();
-    let mut live = Command::new(WASMLAB)
-        .args(["upstream", "--port", "0"])
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut live = KillOnDrop(
+        Command::new(WASMLAB)
+            .args(["upstream", "--port", "0"])
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     let left = format!("wasmlab-{dead}-leftovers-0");
     let kept = format!("wasmlab-{}-leftovers-0", live.id());
     for name in [&left, &kept] {

@@ -97,6 +97,30 @@ pub fn leftover_tmp_files(dir: &Path) -> usize {
         .count()
 }
 
+/// A process a test started, killed and reaped when dropped: it goes with the test even when an
+/// assertion fails first.
+pub struct KillOnDrop(pub std::process::Child);
+
+impl std::ops::Deref for KillOnDrop {
+    type Target = std::process::Child;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for KillOnDrop {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.0
+    }
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// A server the test starts that prints `listening on http://ADDR` on stdout (wasmlab's
 /// upstream, a gateway); killed when dropped.
 pub struct Listening {
