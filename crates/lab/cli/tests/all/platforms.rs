@@ -5,8 +5,6 @@
 //! why, until `wasmlab setup wasmcloud-dev wasmcloud-host workerd-wasm` has installed them: a test
 //! sets nothing up (`--no-setup`).
 
-use std::process::{Command, Stdio};
-
 use crate::support;
 
 use support::*;
@@ -40,65 +38,34 @@ fn workerd_wasm_interrupted_leaves_nothing_running() {
 /// checks that none of its processes outlived the run and that the ports they listened on are free.
 pub fn interrupted_leaves_nothing_running(variant: &str) {
     let tmp = tempfile::tempdir().unwrap();
-    let (mut args, results) = run_args(
-        tmp.path(),
-        &format!(
-            r#"name = "interrupted"
+    let suite = format!(
+        r#"name = "interrupted"
 variants = ["{variant}"]
 workloads = ["hello"]
 connections = [2]
 duration_secs = 3.0
 "#
-        ),
     );
-    args.push("--no-setup".into());
-    let mut child = Command::new(WASMLAB)
-        .args(&args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // The variant serving: its processes name the run's directory (its {prepared} one).
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    let (pids, ports) = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            let run = read_json(&only_run_dir(&results).join("run.json"));
-            if was_skipped(&run, variant) {
-                return;
-            }
-            panic!("the run ended ({status}) before {variant} served: {run}");
-        }
-        let listening = listening_processes_naming(tmp.path());
-        if !listening.is_empty() {
-            break (
-                processes_naming(tmp.path()),
-                listening
-                    .into_iter()
-                    .flat_map(|(_, ports)| ports)
-                    .collect::<Vec<u16>>(),
-            );
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "{variant} never listened"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
+    let Some((mut child, _, ports)) = run_until_serving(
+        tmp.path(),
+        &suite,
+        variant,
+        std::time::Duration::from_secs(120),
+        |_| false,
+    ) else {
+        return;
     };
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130));
-    let left = processes_naming(tmp.path());
-    assert!(
-        left.is_empty(),
-        "{variant}'s {left:?} outlived the run (it ran {pids:?})"
+    // The lab waits for what it started; nginx's workers may hold a port a moment longer.
+    assert_nothing_left(
+        tmp.path(),
+        variant,
+        &ports,
+        std::time::Duration::from_secs(5),
     );
-    for port in ports {
-        assert!(
-            std::net::TcpListener::bind(("127.0.0.1", port)).is_ok(),
-            "{variant}'s port {port} is still bound"
-        );
-    }
 }
 
 /// Skipped until `wasmlab setup wasmcloud-host` has installed nats-server, the registry and

@@ -9,8 +9,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::support::{
-    WASMLAB, listening_processes_naming, only_run_dir, outcome, processes_naming, read_json,
-    run_args, was_skipped, wasmlab,
+    WASMLAB, assert_nothing_left, only_run_dir, outcome, processes_naming, read_json, run_args,
+    run_until_serving, wasmlab,
 };
 
 /// Two variants, three repetitions of every kind of cell, and cold starts: 28 samples.
@@ -355,10 +355,8 @@ fn a_run_with_relative_paths_resumes_from_another_directory() {
 /// SKIPPED where the variant is not set up.
 fn killed_while_serving_then_resumed_leaves_nothing(variant: &str) {
     let tmp = tempfile::tempdir().unwrap();
-    let (mut args, results) = run_args(
-        tmp.path(),
-        &format!(
-            r#"name = "killed"
+    let suite = format!(
+        r#"name = "killed"
 variants = ["{variant}"]
 workloads = ["hello"]
 connections = [2]
@@ -367,73 +365,37 @@ warmup_secs = 0.1
 repetitions = 2
 start_timeout_secs = 120.0
 "#
-        ),
     );
-    args.push("--no-setup".into());
-    let mut child = Command::new(WASMLAB)
-        .args(&args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let killed = child.id();
-    let containers = || lab_containers(&format!("wasmlab-{killed}-"));
-    let containerd = std::env::temp_dir().join(format!("wasmlab-containerd-{killed}"));
-    let shim_runs = || {
-        processes_naming(&containerd).into_iter().any(|pid| {
+    // The lab's pid names its containers and its containerd's directory.
+    let containers = |lab: u32| lab_containers(&format!("wasmlab-{lab}-"));
+    let containerd = |lab: u32| std::env::temp_dir().join(format!("wasmlab-containerd-{lab}"));
+    let shim_runs = |lab: u32| {
+        processes_naming(&containerd(lab)).into_iter().any(|pid| {
             std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|e| {
                 e.file_name()
                     .is_some_and(|n| n.to_string_lossy().starts_with("containerd-shim"))
             })
         })
     };
-    // The first test to need it builds the static gateway (91 s alone on 2 cores).
-    let deadline = Instant::now() + Duration::from_secs(600);
-    let ports: Vec<u16> = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            let run = read_json(&only_run_dir(&results).join("run.json"));
-            if was_skipped(&run, variant) {
-                return;
-            }
-            panic!("the run ended ({status}) before {variant} served: {run}");
-        }
-        let listening = listening_processes_naming(tmp.path());
-        // The upstream listens first; the variant's own processes, or its container (podman's,
-        // or a shim of the lab's containerd), after.
-        // The run's directory made (a resume needs it): containerd's shims run in planning too.
-        let started = std::fs::read_dir(&results).is_ok_and(|mut d| d.next().is_some());
-        let serving = started
-            && (listening.iter().any(|(pid, _)| !is_wasmlab(*pid))
-                || !containers().is_empty()
-                || shim_runs());
-        if serving {
-            break listening.into_iter().flat_map(|(_, p)| p).collect();
-        }
-        assert!(Instant::now() < deadline, "{variant} never served");
-        std::thread::sleep(Duration::from_millis(20));
+    // Serving: the variant's own processes listen (the upstream, the lab's, listens first), or
+    // its container runs (podman's, or a shim of the lab's containerd: these run in planning
+    // too, so the run's directory, which a resume needs, is waited for as well). The first test
+    // to need it builds the static gateway (91 s alone on 2 cores).
+    let Some((mut child, results, ports)) = run_until_serving(
+        tmp.path(),
+        &suite,
+        variant,
+        Duration::from_secs(600),
+        |lab| !containers(lab).is_empty() || shim_runs(lab),
+    ) else {
+        return;
     };
+    let killed = child.id();
     child.kill().unwrap();
     child.wait().unwrap();
-    // Processes that no longer name the directory (nginx's workers) may hold a port a moment
-    // longer than those that do.
-    let gone = Instant::now() + Duration::from_secs(15);
-    loop {
-        let left = processes_naming(tmp.path());
-        let bound: Vec<u16> = ports
-            .iter()
-            .copied()
-            .filter(|p| std::net::TcpListener::bind(("127.0.0.1", *p)).is_err())
-            .collect();
-        if left.is_empty() && bound.is_empty() {
-            break;
-        }
-        assert!(
-            Instant::now() < gone,
-            "{variant}'s {left:?} outlived the killed lab, ports {bound:?} still bound: {}",
-            String::from_utf8_lossy(&Command::new("ss").arg("-ltnp").output().unwrap().stdout)
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    assert_nothing_left(tmp.path(), variant, &ports, Duration::from_secs(15));
+    let containerd = containerd(killed);
+    let containers = || containers(killed);
     let dir = only_run_dir(&results);
     let out = wasmlab(&["run", "--resume", dir.to_str().unwrap()]);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -487,12 +449,6 @@ fn lab_containers(prefix: &str) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
-}
-
-/// Whether process `pid` runs wasmlab itself (the lab's upstream, or a fork not yet exec'd).
-fn is_wasmlab(pid: u32) -> bool {
-    std::fs::read_link(format!("/proc/{pid}/exe"))
-        .is_ok_and(|exe| exe.file_name().is_some_and(|n| n == "wasmlab"))
 }
 
 #[test]

@@ -360,6 +360,82 @@ pub fn assert_served(throughput: &str, variant: &str, workload: &str, connection
     assert_eq!(cols[10], "0", "errors in {row}");
 }
 
+/// A `wasmlab run --no-setup` of `suite` (naming `variant` alone) in `tmp`, left running until
+/// the variant serves: the run's directory made, and a process of the variant's own (not the
+/// lab's upstream) listening, or `serving_otherwise(the lab's pid)` true (a container, a shim);
+/// `within`, which
+/// counts builds the first test to need them makes. The child, its results directory and the
+/// ports listened on then; None when the run ended first having skipped the variant.
+pub fn run_until_serving(
+    tmp: &Path,
+    suite: &str,
+    variant: &str,
+    within: std::time::Duration,
+    serving_otherwise: impl Fn(u32) -> bool,
+) -> Option<(std::process::Child, std::path::PathBuf, Vec<u16>)> {
+    let (mut args, results) = run_args(tmp, suite);
+    args.push("--no-setup".into());
+    let mut child = Command::new(WASMLAB)
+        .args(&args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + within;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let run = read_json(&only_run_dir(&results).join("run.json"));
+            if was_skipped(&run, variant) {
+                return None;
+            }
+            panic!("the run ended ({status}) before {variant} served: {run}");
+        }
+        let listening = listening_processes_naming(tmp);
+        let started = std::fs::read_dir(&results).is_ok_and(|mut d| d.next().is_some());
+        let serving = started
+            && (listening.iter().any(|(pid, _)| !is_wasmlab(*pid))
+                || serving_otherwise(child.id()));
+        if serving {
+            let ports = listening.into_iter().flat_map(|(_, p)| p).collect();
+            return Some((child, results, ports));
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{variant} never served"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// Whether process `pid` runs wasmlab itself (the lab's upstream, or a fork not yet exec'd).
+pub fn is_wasmlab(pid: u32) -> bool {
+    std::fs::read_link(format!("/proc/{pid}/exe"))
+        .is_ok_and(|exe| exe.file_name().is_some_and(|n| n == "wasmlab"))
+}
+
+/// That, within `grace`, no process names `tmp` and none of `ports` is bound: processes that no
+/// longer name it (nginx's workers) may hold a port a moment longer than those that do.
+pub fn assert_nothing_left(tmp: &Path, variant: &str, ports: &[u16], grace: std::time::Duration) {
+    let gone = std::time::Instant::now() + grace;
+    loop {
+        let left = processes_naming(tmp);
+        let bound: Vec<u16> = ports
+            .iter()
+            .copied()
+            .filter(|p| std::net::TcpListener::bind(("127.0.0.1", *p)).is_err())
+            .collect();
+        if left.is_empty() && bound.is_empty() {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < gone,
+            "{variant}'s {left:?} outlived the lab, ports {bound:?} still bound: {}",
+            String::from_utf8_lossy(&Command::new("ss").arg("-ltnp").output().unwrap().stdout)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
 /// The pids of live processes whose command line names `path` (a test's temporary directory,
 /// which every command of a variant with a `{prepared}` directory names).
 pub fn processes_naming(path: &Path) -> Vec<u32> {
