@@ -1,13 +1,16 @@
 // wazero-gateway: a Go net/http server that runs wasmlab's core-module guest through wazero, as a
 // Go service embedding Wasm for plugins does: the module compiled once (wazero's compiler), a
-// fresh instance of it per request, the host's imports of docs/guest-abi.md (module `wasmlab`)
-// given by Go, so that its row compares hosts on one guest with wasmtime-pooled.
+// fresh instance of it per request (or, with --reuse, instances kept and reused as they are, as a
+// plugin host that pools them does), the host's imports of docs/guest-abi.md (module `wasmlab`)
+// given by Go, so that its row compares hosts on one guest with wasmtime-pooled (wasmtime-shared).
 //
-//	wazero-gateway --port 0 --upstream http://127.0.0.1:9000 --wasm GUEST.wasm
+//	wazero-gateway --port 0 --upstream http://127.0.0.1:9000 --wasm GUEST.wasm [--reuse]
 //
 // prints `listening on http://ADDR` once bound. The limits are the Rust gateway's where wazero has
-// them: 1 MiB of request body (413 past it), 10 s a request (504), 16 MiB of guest memory, and a
-// response the host cannot check answers 500 with the reason in the log.
+// them: 1 MiB of request body (413 past it), 10 s a request (504, --deadline-ms), 16 MiB of guest memory, at
+// most --max-instances instances at once (128) with up to --max-queue requests (10,000) waiting
+// up to 10 s for one (503 past either), and a response the host cannot check answers 500 with the
+// reason in the log.
 package main
 
 import (
@@ -35,7 +38,7 @@ import (
 const (
 	wazeroPath   = "github.com/tetratelabs/wazero"
 	maxBody      = 1 << 20
-	deadline     = 10 * time.Second
+	queueTimeout = 10 * time.Second
 	memoryPages  = 256 // 16 MiB
 	descriptorSz = 20
 )
@@ -50,12 +53,20 @@ type request struct {
 type requestKey struct{}
 
 type gateway struct {
+	deadline time.Duration
 	runtime  wazero.Runtime
 	module   wazero.CompiledModule
 	counter  atomic.Int64
 	upstream string
 	client   *http.Client
 	failures atomic.Uint64
+	// One token per instance that may live at once; requests waiting for one, at most maxQueue.
+	slots    chan struct{}
+	waiting  atomic.Int64
+	maxQueue int64
+	// With --reuse, the instances between requests (none without): a request takes one or
+	// instantiates, and gives it back unless its call failed.
+	idle chan api.Module
 }
 
 func reqOf(ctx context.Context) *request { return ctx.Value(requestKey{}).(*request) }
@@ -211,8 +222,13 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 		}
 		return
 	}
+	if !g.acquire(hr.Context()) {
+		plain(w, http.StatusServiceUnavailable, "no instance free")
+		return
+	}
+	defer func() { <-g.slots }()
 	r := &request{method: hr.Method, target: hr.URL.RequestURI(), body: body}
-	ctx, cancel := context.WithTimeout(context.WithValue(hr.Context(), requestKey{}, r), deadline)
+	ctx, cancel := context.WithTimeout(context.WithValue(hr.Context(), requestKey{}, r), g.deadline)
 	defer cancel()
 	resp, err := g.handle(ctx)
 	if err != nil {
@@ -235,14 +251,60 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 	w.Write(resp.body)
 }
 
-// handle runs the request in a fresh instance of the compiled module, closed after it.
-func (g *gateway) handle(ctx context.Context) (*response, error) {
-	// An unnamed instance: any number may live at once, one per request in flight.
-	mod, err := g.runtime.InstantiateModule(ctx, g.module, wazero.NewModuleConfig().WithName(""))
-	if err != nil {
-		return nil, err
+// acquire takes an instance's slot: at once if one is free, else waiting up to queueTimeout
+// among at most maxQueue others; false when neither.
+func (g *gateway) acquire(ctx context.Context) bool {
+	select {
+	case g.slots <- struct{}{}:
+		return true
+	default:
 	}
-	defer mod.Close(context.Background())
+	if g.waiting.Add(1) > g.maxQueue {
+		g.waiting.Add(-1)
+		return false
+	}
+	defer g.waiting.Add(-1)
+	timer := time.NewTimer(queueTimeout)
+	defer timer.Stop()
+	select {
+	case g.slots <- struct{}{}:
+		return true
+	case <-timer.C:
+		return false
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// handle runs the request in an instance of the compiled module: a fresh one, closed after it;
+// with --reuse, a kept one if any, given back after a call that returned (one that trapped, ran
+// out of time or answered what the host could not read is closed).
+func (g *gateway) handle(ctx context.Context) (*response, error) {
+	var mod api.Module
+	select {
+	case mod = <-g.idle:
+	default:
+		// An unnamed instance: any number may live at once, one per request in flight.
+		var err error
+		mod, err = g.runtime.InstantiateModule(ctx, g.module, wazero.NewModuleConfig().WithName(""))
+		if err != nil {
+			return nil, err
+		}
+	}
+	resp, err := call(ctx, mod)
+	if err != nil || g.idle == nil {
+		mod.Close(context.Background())
+		return resp, err
+	}
+	select {
+	case g.idle <- mod:
+	default:
+		mod.Close(context.Background())
+	}
+	return resp, nil
+}
+
+func call(ctx context.Context, mod api.Module) (*response, error) {
 	handle := mod.ExportedFunction("wasmlab_handle")
 	if handle == nil {
 		return nil, errors.New("the module exports no wasmlab_handle")
@@ -271,6 +333,10 @@ func main() {
 	upstream := flag.String("upstream", "", "base URL the guest's proxy_get reaches")
 	wasm := flag.String("wasm", "", "the core-module guest (docs/guest-abi.md)")
 	version := flag.Bool("version", false, "print wazero's version and exit")
+	reuse := flag.Bool("reuse", false, "keep instances and reuse them as they are (no isolation between requests)")
+	maxInstances := flag.Int("max-instances", 128, "instances alive at once")
+	maxQueue := flag.Int64("max-queue", 10_000, "requests that may wait for an instance; more are answered 503")
+	deadlineMs := flag.Int64("deadline-ms", 10_000, "longest a request may run in the guest before 504")
 	flag.Parse()
 	if *version {
 		fmt.Println("wazero-gateway, wazero", wazeroVersion())
@@ -279,6 +345,9 @@ func main() {
 	fail := func(format string, args ...any) {
 		fmt.Fprintf(os.Stderr, "wazero-gateway: "+format+"\n", args...)
 		os.Exit(2)
+	}
+	if *maxInstances < 1 || *maxQueue < 0 || *deadlineMs < 1 {
+		fail("--max-instances and --deadline-ms must be 1 or more, --max-queue 0 or more (given %d, %d, %d)", *maxInstances, *deadlineMs, *maxQueue)
 	}
 	code, err := os.ReadFile(*wasm)
 	if err != nil {
@@ -291,9 +360,15 @@ func main() {
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.MaxIdleConnsPerHost = 1024
 	g := &gateway{
+		deadline: time.Duration(*deadlineMs) * time.Millisecond,
 		runtime:  wazero.NewRuntimeWithConfig(ctx, config),
 		upstream: strings.TrimSuffix(*upstream, "/"),
 		client:   &http.Client{Transport: transport},
+		slots:    make(chan struct{}, *maxInstances),
+		maxQueue: *maxQueue,
+	}
+	if *reuse {
+		g.idle = make(chan api.Module, *maxInstances)
 	}
 	if err := g.imports(ctx); err != nil {
 		fail("the host module: %v", err)

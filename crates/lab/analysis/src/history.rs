@@ -89,6 +89,12 @@ impl RunFigures {
         for t in &info.variant_tools {
             versions.insert(t.name.clone(), t.version.clone());
         }
+        // What a variant built embeds (wazero in the Go host), where the build says it.
+        for x in &info.artifacts {
+            if let Some(v) = &x.version {
+                versions.insert(x.name.clone(), v.clone());
+            }
+        }
         if let Some(c) = &info.container_engine {
             versions.insert(c.command[0].clone(), c.version.clone());
         }

@@ -342,6 +342,9 @@ pub struct Artifact {
     pub name: String,
     pub path: String,
     pub bytes: u64,
+    /// What its `version_command` printed (its first line).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
 }
 
 /// run.json of a program suite's run (it says `kind = "programs"`).

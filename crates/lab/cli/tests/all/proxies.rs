@@ -25,6 +25,113 @@ fn wazero_gateway_interrupted_leaves_nothing_running() {
     interrupted_leaves_nothing_running("wazero-gateway");
 }
 
+/// The Go host with its instances kept and reused as they are (`--reuse`): every route.
+#[test]
+fn wazero_gateway_shared() {
+    verified_and_measured_with("wazero-gateway-shared", &["--no-setup"]);
+}
+
+/// The Go host itself, built here with the machine's Go and run on the hostile guest: at most
+/// --max-instances instances at once (a request past them and the queue is answered 503 at
+/// once), a guest past --deadline-ms answered 504; with --reuse, what a request left in a kept
+/// instance is there for the next, and an instance whose call trapped is closed (the next request
+/// gets a fresh one); without it, every request's instance is fresh.
+#[test]
+fn the_go_host_bounds_its_instances_and_keeps_them_only_when_asked() {
+    use wasmlab_test_support::request;
+    let Some(go) = std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join("go"))
+            .find(|g| g.is_file())
+    }) else {
+        return skipped("no `go` on PATH: the Go host is built with the machine's Go");
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let bin = tmp.path().join("wazero-gateway");
+    let built = std::process::Command::new(go)
+        .args(["build", "-trimpath", "-o"])
+        .arg(&bin)
+        .arg(".")
+        .current_dir(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../../platforms/wazero-gateway"
+        ))
+        .output()
+        .unwrap();
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let upstream = Listening::upstream();
+    let start = |extra: &[&str]| {
+        let mut args = vec![
+            "--port",
+            "0",
+            "--upstream",
+            &upstream.url,
+            "--wasm",
+            wasmlab_guest_artifacts::HOSTILE_CORE_PATH,
+        ];
+        args.extend(extra);
+        let g = Listening::spawn(&bin, &args);
+        let addr: std::net::SocketAddr = g.url.trim_start_matches("http://").parse().unwrap();
+        (g, addr)
+    };
+    let body = |addr, target: &str| {
+        let r = request(addr, "GET", target, b"");
+        (r.status, String::from_utf8_lossy(&r.body).into_owned())
+    };
+
+    // One instance, no queue: while /loop holds it, another request is refused at once.
+    let (_g, addr) = start(&[
+        "--max-instances",
+        "1",
+        "--max-queue",
+        "0",
+        "--deadline-ms",
+        "1500",
+    ]);
+    let looping = std::thread::spawn(move || request(addr, "GET", "/loop", b"").status);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let refused = std::time::Instant::now();
+    assert_eq!(body(addr, "/anything"), (503, "no instance free".into()));
+    assert!(refused.elapsed() < std::time::Duration::from_millis(500));
+    assert_eq!(looping.join().unwrap(), 504);
+    assert_eq!(body(addr, "/anything"), (200, "ok".into()));
+
+    // Kept instances: the secret crosses requests until a trap closes the instance holding it.
+    let (_g, addr) = start(&["--reuse", "--max-instances", "1"]);
+    assert_eq!(
+        body(addr, "/secret/write?s=hunter2"),
+        (200, "stored".into())
+    );
+    assert_eq!(body(addr, "/secret/read"), (200, "hunter2".into()));
+    assert_eq!(body(addr, "/trap").0, 500);
+    assert_eq!(body(addr, "/secret/read"), (200, String::new()));
+
+    // Fresh instances: never.
+    let (_g, addr) = start(&[]);
+    assert_eq!(
+        body(addr, "/secret/write?s=hunter2"),
+        (200, "stored".into())
+    );
+    assert_eq!(body(addr, "/secret/read"), (200, String::new()));
+
+    // Bad limits: refused, saying which.
+    let out = std::process::Command::new(&bin)
+        .args([
+            "--max-instances",
+            "0",
+            "--wasm",
+            wasmlab_guest_artifacts::HOSTILE_CORE_PATH,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--max-instances"));
+}
+
 /// Fastly Compute's local runtime on the handlers built with the fastly crate: every route.
 /// Skipped until `wasmlab setup fastly-viceroy` has built Viceroy (about 9 minutes).
 #[test]

@@ -159,11 +159,17 @@ pub fn artifacts(v: &Launchable) -> Vec<Artifact> {
         } else {
             continue;
         };
+        let version = a.version_command.as_ref().and_then(|c| {
+            let mut cmd = v.vars.command(c).ok()?;
+            let printed = run_with_timeout(&mut cmd, std::time::Duration::from_secs(30)).ok()?;
+            Some(printed.lines().next()?.trim().to_owned()).filter(|l| !l.is_empty())
+        });
         if let Some(bytes) = bytes {
             out.push(Artifact {
                 name: a.name.clone(),
                 path,
                 bytes,
+                version,
             });
         }
     }
@@ -183,6 +189,7 @@ pub fn own_artifacts(
                 name,
                 path: path.display().to_string(),
                 bytes: m.len(),
+                version: None,
             });
         }
     };

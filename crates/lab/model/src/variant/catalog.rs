@@ -152,6 +152,10 @@ const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../../../variants/wazero-gateway.toml"),
     ),
     (
+        "wazero-gateway-shared",
+        include_str!("../../../../../variants/wazero-gateway-shared.toml"),
+    ),
+    (
         "fastly-viceroy",
         include_str!("../../../../../variants/fastly-viceroy.toml"),
     ),

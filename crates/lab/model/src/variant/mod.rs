@@ -407,6 +407,10 @@ pub struct ArtifactSpec {
     /// Or a command that prints a size in bytes (e.g. an image's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub size_command: Option<Vec<String>>,
+    /// A command that prints what the artifact was built from (the versions of what it embeds
+    /// that no tool of the variant's reports: wazero's in the Go host), its first line recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version_command: Option<Vec<String>>,
 }
 
 /// How an engine variant runs one program of a program set (docs/engines.md).
@@ -565,6 +569,14 @@ impl VariantSpec {
                     "artifact {:?} needs either `path` or `size_command`",
                     a.name
                 ),
+            }
+            if let Some(c) = &a.version_command {
+                anyhow::ensure!(
+                    !c.is_empty(),
+                    "artifact {:?}: `version_command` is empty",
+                    a.name
+                );
+                templates.check(&what, c)?;
             }
         }
         Ok(())

@@ -88,6 +88,7 @@ pub(crate) fn info(state: RunState) -> ServerRunInfo {
             name: "guest.wasm".into(),
             path: "target/guests/guest.wasm".into(),
             bytes: 3 * 1024 * 1024 + 17,
+            version: None,
         }],
         variants: vec![
             outcome("native", Status::Measured, None),

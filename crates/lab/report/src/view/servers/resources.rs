@@ -121,8 +121,12 @@ pub(super) fn resources(a: &ServerAnalysis) -> Resources {
         .artifacts
         .iter()
         .map(|x| {
+            let name = match &x.version {
+                Some(v) => format!("{} ({v})", x.name),
+                None => x.name.clone(),
+            };
             vec![
-                x.name.as_str().into(),
+                name.into(),
                 Cell::code(&x.path),
                 fmt_bytes(x.bytes).into(),
                 thousands(x.bytes as f64).into(),
