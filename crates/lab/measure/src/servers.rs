@@ -415,14 +415,21 @@ impl<'a> ServerRun<'a> {
         Ok(variants)
     }
 
-    /// (variant, its floor) of each variant that runs a user's component in a host.
+    /// (variant, another) whose equal-load rates are shared, so that the two are read at the same
+    /// loads: a user's component and its host's floor, a variant and the path it adds Wasm to
+    /// (`adds_to`), a variant and each it is set beside (`compare_with`).
     fn floors(&self) -> Vec<(String, String)> {
         self.plan
             .variants
             .iter()
-            .filter_map(|p| {
-                let floor = p.spec.floor.as_ref().or(p.spec.adds_to.as_ref())?;
-                Some((p.spec.name.clone(), floor.clone()))
+            .flat_map(|p| {
+                let name = &p.spec.name;
+                p.spec
+                    .floor
+                    .iter()
+                    .chain(&p.spec.adds_to)
+                    .chain(&p.spec.compare_with)
+                    .map(move |other| (name.clone(), other.clone()))
             })
             .collect()
     }

@@ -26,6 +26,10 @@ const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../../../studies/wasmcloud.toml"),
     ),
     (
+        "envoy-wasm",
+        include_str!("../../../../studies/envoy-wasm.toml"),
+    ),
+    (
         "libsodium",
         include_str!("../../../../studies/libsodium-study.toml"),
     ),

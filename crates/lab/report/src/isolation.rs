@@ -91,7 +91,49 @@ pub(crate) fn answer(a: &ServerAnalysis) -> Option<(String, Vec<String>)> {
         })
         .collect();
     sentences.extend(additions(a, w));
+    sentences.extend(beside_others(a, w));
     Some((lead, sentences))
+}
+
+/// Each variant set beside others (its `compare_with`) on `w`, at the highest equal-load rate
+/// it and at least one of them were measured at: `fastly-viceroy: 5.21× [4.90–5.53] native's
+/// CPU at 8,000 req/s, against wasmtime-pooled 1.74× [1.66–1.83] and component-pooled 3.10×
+/// [2.95–3.24] at the same rate.`
+fn beside_others(a: &ServerAnalysis, w: &str) -> Vec<String> {
+    let ratio = |v: &str, rate: f64| {
+        a.equal_load_at(w, rate)
+            .into_iter()
+            .find(|p| p.variant == v)
+            .and_then(|p| p.cost_ratio)
+    };
+    let rates = a.equal_load_rates(w);
+    a.variants
+        .iter()
+        .filter_map(|v| a.info.variant_specs.iter().find(|s| &s.name == v))
+        .filter(|s| !s.compare_with.is_empty())
+        .filter_map(|s| {
+            let (rate, mine, others) = rates.iter().rev().find_map(|&rate| {
+                let mine = ratio(&s.name, rate)?;
+                let others: Vec<String> = s
+                    .compare_with
+                    .iter()
+                    .filter_map(|o| Some(format!("{o} {}", times(&ratio(o, rate)?))))
+                    .collect();
+                (!others.is_empty()).then_some((rate, mine, others))
+            })?;
+            let others = match others.split_last() {
+                Some((last, [])) => last.clone(),
+                Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+                None => unreachable!("not empty"),
+            };
+            Some(format!(
+                "{}: {} {BASELINE}'s CPU at {} req/s, against {others} at the same rate.",
+                s.name,
+                times(&mine),
+                fmt_rps(rate)
+            ))
+        })
+        .collect()
 }
 
 /// What each variant that adds Wasm to another's path costs over it on `w`, at the highest rate
@@ -226,6 +268,86 @@ mod tests {
             .retain(|p| !(p.variant == fast && p.rate == low));
         let (_, said) = answer(&a).unwrap();
         assert!(said[0].contains(&format!("({fast}): ")), "{said:?}");
+    }
+
+    /// A variant set beside others (`compare_with`): a sentence at the highest rate it and one of
+    /// them share, naming those measured there, even when another variant is its model's
+    /// cheapest; none where it shares no rate with any of them.
+    #[test]
+    fn a_variant_set_beside_others_is_said_at_a_rate_they_share() {
+        let mut a = crate::tests::analysis();
+        let (w, costs) = main_workload(&a).unwrap();
+        let w = w.to_owned();
+        let base = costs[0].variant.clone();
+        let rates = a.equal_load_rates(&w);
+        let (low, high) = (rates[0], *rates.last().unwrap());
+        let ratio = |value: f64| Estimate {
+            value,
+            lo: value * 0.9,
+            hi: value * 1.1,
+            n: 2,
+        };
+        // viceroy measured at both rates; the gateway's component only at the lower one.
+        let mut added = Vec::new();
+        for p in &a.equal_load {
+            if p.variant == base && p.workload == w {
+                let mut v = p.clone();
+                v.variant = "viceroy".into();
+                v.cost_ratio = Some(ratio(if p.rate == low { 5.0 } else { 4.0 }));
+                added.push(v);
+                if p.rate == low {
+                    let mut c = p.clone();
+                    c.variant = "component".into();
+                    c.cost_ratio = Some(ratio(3.0));
+                    added.push(c);
+                }
+            }
+        }
+        a.equal_load.extend(added);
+        a.variants.extend(["viceroy".into(), "component".into()]);
+        let mut viceroy = crate::tests::spec("viceroy");
+        viceroy.compare_with = vec![base.clone(), "component".into(), "absent".into()];
+        let mut others = vec![crate::tests::spec(&base), crate::tests::spec("component")];
+        for s in &mut others {
+            s.isolation = Some(Isolation::Fresh);
+        }
+        others.push(viceroy);
+        a.info.variant_specs = others;
+        let (_, said) = answer(&a).unwrap();
+        let line = said
+            .iter()
+            .find(|l| l.starts_with("viceroy: "))
+            .expect("said");
+        // At the higher rate: the base variant alone was measured there beside it.
+        assert!(
+            line.starts_with(&format!(
+                "viceroy: 4.00× [3.60–4.40] native's CPU at {} req/s, against {base} ",
+                crate::format::fmt_rps(high)
+            )) && !line.contains("component")
+                && line.ends_with(" at the same rate."),
+            "{line}"
+        );
+        // Without the base at the higher rate: the lower one, both named.
+        a.equal_load
+            .retain(|p| !(p.variant == base && p.rate == high));
+        let (_, said) = answer(&a).unwrap();
+        let line = said
+            .iter()
+            .find(|l| l.starts_with("viceroy: "))
+            .expect("said");
+        assert!(
+            line.contains(&format!(
+                "5.00× [4.50–5.50] native's CPU at {} req/s",
+                crate::format::fmt_rps(low)
+            )) && line.contains(&format!("against {base} "))
+                && line.contains(" and component 3.00× [2.70–3.30] at the same rate."),
+            "{line}"
+        );
+        // Nothing in common: no sentence.
+        a.equal_load
+            .retain(|p| !(p.variant == "viceroy" && p.rate == low));
+        let (_, said) = answer(&a).unwrap();
+        assert!(!said.iter().any(|l| l.starts_with("viceroy")), "{said:?}");
     }
 
     /// A variant that adds Wasm to another's path: a sentence after the models', what it adds in

@@ -161,7 +161,13 @@ pub struct Http2 {
 }
 
 /// The built-in studies of servers a suite may name.
-pub const SERVER_STUDIES: &[&str] = &["gateway-study", "net-limits", "wasi-test", "wasmcloud"];
+pub const SERVER_STUDIES: &[&str] = &[
+    "gateway-study",
+    "net-limits",
+    "wasi-test",
+    "wasmcloud",
+    "envoy-wasm",
+];
 
 /// Streams per connection over HTTP/2 when a suite does not say.
 pub const DEFAULT_HTTP2_STREAMS: usize = 10;
@@ -1193,7 +1199,7 @@ duration_secs = 1.0
         assert!(err(format!("{base}interval_target = 0.05\n")).contains("set both"));
         assert!(
             err(format!("{base}study = \"libsodium\"\n"))
-                .contains("gateway-study, net-limits, wasi-test, wasmcloud")
+                .contains("gateway-study, net-limits, wasi-test, wasmcloud, envoy-wasm")
         );
         assert!(ServerSuite::parse(&format!("{base}study = \"net-limits\"\n")).is_ok());
         assert!(

@@ -83,6 +83,11 @@ pub struct VariantSpec {
     /// are, and the answer says what this one adds to each request there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub adds_to: Option<String>,
+    /// Variants the answer sets this one beside, at a rate all were measured at (Fastly's
+    /// Viceroy beside the gateway's fresh core and component instances): where the cheapest of
+    /// its isolation model may be another, this one's row is still said.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub compare_with: Vec<String>,
     /// The environment the user gave their component (`wasmlab run --component-env KEY=VALUE`):
     /// the templates of the variant that runs it name each value as `{env:KEY}` (as it is) or
     /// `{env-quoted:KEY}` (a double-quoted string with JSON's escapes).
