@@ -29,6 +29,47 @@ fn go_http() {
     verified_and_measured("go-http");
 }
 
+/// With the results directory given relative (the default `results`), what a prepare step run in
+/// the variant's source directory writes to `{prepared}` is in the run's directory, where its
+/// start finds it: go-http's `go build -o {prepared}/go-http` in peers/go-http.
+#[test]
+fn a_relative_results_directory_holds_what_is_prepared() {
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = write(
+        tmp.path(),
+        "suite.toml",
+        r#"name = "relative"
+variants = ["go-http"]
+workloads = ["hello"]
+connections = [2]
+duration_secs = 0.1
+warmup_secs = 0.05
+repetitions = 1
+"#,
+    );
+    let out = std::process::Command::new(WASMLAB)
+        .args(["run", "--suite", &suite, "--no-build", "--no-setup"])
+        .args(["--results", "results"])
+        .current_dir(tmp.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let run = read_json(&only_run_dir(&tmp.path().join("results")).join("run.json"));
+    if was_skipped(&run, "go-http") {
+        return skipped("go-http is not ready here (Go 1.26 or later on PATH)");
+    }
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(outcome(&run, "go-http")["status"], "measured", "{stderr}");
+    let strays = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../peers/go-http/results"
+    );
+    assert!(
+        !std::path::Path::new(strays).exists(),
+        "written beside the sources: {strays}"
+    );
+}
+
 #[test]
 fn c_at_o0() {
     verified_and_measured("c-O0");

@@ -61,9 +61,13 @@ impl Launchable {
             vars.set("workspace", path(ws));
         }
         vars.set("tools", path(run.tools));
+        // Absolute: a prepare step with a `cwd` (`go build -o {prepared}/x` in the source's
+        // directory) would otherwise write beside its sources, under a results directory given
+        // relative (the default `results`), and the start would not find it.
+        let prepared = run.results.join("prepared").join(&spec.name);
         vars.set(
             "prepared",
-            path(&run.results.join("prepared").join(&spec.name)),
+            path(&std::path::absolute(&prepared).unwrap_or(prepared)),
         );
         vars.set(
             "core_guest",
