@@ -58,7 +58,9 @@ pub(crate) fn cost_lead() -> String {
 /// How wide the lead's intervals were, and, when the machine was noisy, what that means and what
 /// to do; with the repetitions the run added for them (`ServerRunInfo::repetitions_added`: none
 /// when its look added none): a line under the lead in every output.
-pub(crate) fn spread_note(s: &Spread, added: Option<&AddedRepetitions>) -> String {
+/// `stopped`: the run ended before its last repetition (Ctrl-C), so it measured fewer than it
+/// planned.
+pub(crate) fn spread_note(s: &Spread, added: Option<&AddedRepetitions>, stopped: bool) -> String {
     let (widest, half) = &s.widest;
     let median = plus_minus(s.median);
     let widest = format!("widest: {widest} ±{:.0}%", half * 100.0);
@@ -82,8 +84,13 @@ pub(crate) fn spread_note(s: &Spread, added: Option<&AddedRepetitions>) -> Strin
             s.figures
         );
         if let Some(a) = added {
+            let verb = if stopped {
+                "was to measure"
+            } else {
+                "measured"
+            };
             note += &format!(
-                " This run measured {} repetitions, not {}: after those its intervals were \
+                " This run {verb} {} repetitions, not {}: after those its intervals were \
                  {} at the median, so it added {} ({}).",
                 a.total(),
                 a.after,
@@ -91,15 +98,21 @@ pub(crate) fn spread_note(s: &Spread, added: Option<&AddedRepetitions>) -> Strin
                 a.added,
                 rule(a)
             );
+            if stopped {
+                note += " It was stopped before the last: each figure's n says how many it has.";
+            }
         }
         note
     } else if let Some(a) = added {
+        let after = match stopped {
+            true => format!("of the {} planned, up to where it was stopped", a.total()),
+            false => format!("after {} repetitions", a.total()),
+        };
         format!(
             "A noisy machine, measured longer: the lead's 95% intervals are {median} at the \
-             median over {} figures ({widest}) after {} repetitions, where after the first {} they \
+             median over {} figures ({widest}) {after}, where after the first {} they \
              were {} (noisy above ±{noisy_above:.0}%; {} added by {}).",
             s.figures,
-            a.total(),
             a.after,
             first(a),
             a.added,
@@ -198,13 +211,13 @@ mod tests {
             figures: 102,
             widest: ("x hello saturated".into(), 0.17),
         };
-        let quiet = spread_note(&spread(0.034), None);
+        let quiet = spread_note(&spread(0.034), None, false);
         assert_eq!(
             quiet,
             "The lead's 95% intervals are ±3.4% at the median over 102 figures (widest: x hello \
              saturated ±17%): a quiet machine (noisy above ±5%)."
         );
-        let noisy = spread_note(&spread(0.094), None);
+        let noisy = spread_note(&spread(0.094), None, false);
         assert!(
             noisy
                 .starts_with("⚠ a noisy machine: the lead's 95% intervals are ±9.4% at the median")
@@ -222,7 +235,7 @@ mod tests {
             max: 12,
         };
         // Narrow after the repetitions the run added: a noisy machine measured longer.
-        let grown = spread_note(&spread(0.046), Some(&added));
+        let grown = spread_note(&spread(0.046), Some(&added), false);
         assert_eq!(
             grown,
             "A noisy machine, measured longer: the lead's 95% intervals are ±4.6% at the median \
@@ -231,7 +244,7 @@ mod tests {
              most 12; docs/method.md, \"Repetitions added on a noisy machine\")."
         );
         // Still wide after them: the warning, and what was added.
-        let still = spread_note(&spread(0.094), Some(&added));
+        let still = spread_note(&spread(0.094), Some(&added), false);
         assert!(
             still.starts_with(&noisy)
                 && still.ends_with(
@@ -241,11 +254,28 @@ mod tests {
                 ),
             "{still}"
         );
+        // Stopped before the last repetition (Ctrl-C): what it was to measure, not what it did.
+        let cut = spread_note(&spread(0.094), Some(&added), true);
+        assert!(
+            cut.contains(" This run was to measure 11 repetitions, not 4: ")
+                && cut.ends_with(
+                    " It was stopped before the last: each figure's n says how many it has."
+                ),
+            "{cut}"
+        );
+        let cut = spread_note(&spread(0.046), Some(&added), true);
+        assert!(
+            cut.contains(" of the 11 planned, up to where it was stopped, "),
+            "{cut}"
+        );
         // A look that added none: the run's record gives no repetitions added, the quiet line.
         added.added = 0;
         let mut info = crate::tests::info(wasmlab_model::run::RunState::Complete);
         info.added_repetitions = Some(added);
-        assert_eq!(spread_note(&spread(0.034), info.repetitions_added()), quiet);
+        assert_eq!(
+            spread_note(&spread(0.034), info.repetitions_added(), false),
+            quiet
+        );
         // At the threshold itself, still quiet.
         assert!(!spread(NOISY_SPREAD).noisy() && spread(NOISY_SPREAD + 1e-6).noisy());
     }

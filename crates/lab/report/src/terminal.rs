@@ -115,7 +115,8 @@ fn costs(out: &mut String, a: &ServerAnalysis, wide: bool) {
     *out += &format!("{}{}\n{t}\n", models(a), costs_title());
     if let Some(s) = a.spread() {
         let added = a.info.repetitions_added();
-        *out += &format!("{}\n", spread_note(&s, added));
+        let stopped = a.info.header.state == wasmlab_model::run::RunState::Interrupted;
+        *out += &format!("{}\n", spread_note(&s, added, stopped));
     }
     if let Some(note) = crate::notes::resumed_note(&a.info.resumed) {
         *out += &format!("{note}\n");

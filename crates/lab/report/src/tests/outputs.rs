@@ -396,7 +396,7 @@ fn under_the_lead_every_output_says_how_wide_the_intervals_were() {
         let a = run(drift);
         let spread = a.spread().expect("saturated ratios of two runs");
         assert_eq!(spread.noisy(), noisy, "{spread:?}");
-        let note = crate::notes::spread_note(&spread, a.info.repetitions_added());
+        let note = crate::notes::spread_note(&spread, a.info.repetitions_added(), false);
         assert_eq!(
             note.contains("This run measured 2 repetitions, not 1"),
             noisy,

@@ -114,9 +114,10 @@ pub(super) fn answer(a: &ServerAnalysis) -> Answer {
         workloads,
         yours: crate::yours::sentences(a),
         rates: crate::sections::equal_load_rates(a),
-        spread: spread
-            .as_ref()
-            .map(|s| crate::notes::spread_note(s, a.info.repetitions_added())),
+        spread: spread.as_ref().map(|s| {
+            let stopped = a.info.header.state == wasmlab_model::run::RunState::Interrupted;
+            crate::notes::spread_note(s, a.info.repetitions_added(), stopped)
+        }),
         noisy: spread.is_some_and(|s| s.noisy()),
         resumed: crate::notes::resumed_note(&a.info.resumed),
         cold_start: cold_start(a),
