@@ -313,11 +313,11 @@ mod tests {
         }
         others.push(viceroy);
         a.info.variant_specs = others;
-        let (_, said) = answer(&a).unwrap();
-        let line = said
-            .iter()
-            .find(|l| l.starts_with("viceroy: "))
-            .expect("said");
+        let said_of_viceroy = |a: &ServerAnalysis| {
+            let (_, said) = answer(a).unwrap();
+            said.into_iter().find(|l| l.starts_with("viceroy: "))
+        };
+        let line = said_of_viceroy(&a).expect("said");
         // At the higher rate: the base variant alone was measured there beside it.
         assert!(
             line.starts_with(&format!(
@@ -330,11 +330,7 @@ mod tests {
         // Without the base at the higher rate: the lower one, both named.
         a.equal_load
             .retain(|p| !(p.variant == base && p.rate == high));
-        let (_, said) = answer(&a).unwrap();
-        let line = said
-            .iter()
-            .find(|l| l.starts_with("viceroy: "))
-            .expect("said");
+        let line = said_of_viceroy(&a).expect("said");
         assert!(
             line.contains(&format!(
                 "5.00× [4.50–5.50] native's CPU at {} req/s",
@@ -346,8 +342,7 @@ mod tests {
         // Nothing in common: no sentence.
         a.equal_load
             .retain(|p| !(p.variant == "viceroy" && p.rate == low));
-        let (_, said) = answer(&a).unwrap();
-        assert!(!said.iter().any(|l| l.starts_with("viceroy")), "{said:?}");
+        assert_eq!(said_of_viceroy(&a), None);
     }
 
     /// A variant that adds Wasm to another's path: a sentence after the models', what it adds in

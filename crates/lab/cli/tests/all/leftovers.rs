@@ -29,13 +29,7 @@ fn clean_removes_what_a_killed_lab_left_and_nothing_of_a_live_one() {
             .unwrap(),
     );
     // A lab still running: its directory stays.
-    let mut live = KillOnDrop(
-        Command::new(WASMLAB)
-            .args(["upstream", "--port", "0"])
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let mut live = live_lab();
     let kept = tmp
         .path()
         .join(format!("wasmlab-containerd-{}-1", live.id()));
@@ -75,6 +69,17 @@ fn clean_removes_what_a_killed_lab_left_and_nothing_of_a_live_one() {
     a_killed_lab_s_container_is_removed(tmp.path());
 }
 
+/// A process standing for a lab still running (the lab's upstream, a `wasmlab` process).
+fn live_lab() -> KillOnDrop {
+    KillOnDrop(
+        Command::new(WASMLAB)
+            .args(["upstream", "--port", "0"])
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    )
+}
+
 /// A container a killed lab left (named for its process, which is gone) is removed by `wasmlab
 /// clean`; one named for a live lab is not.
 fn a_killed_lab_s_container_is_removed(tmp: &std::path::Path) {
@@ -103,13 +108,7 @@ fn a_killed_lab_s_container_is_removed(tmp: &std::path::Path) {
     let mut gone = Command::new("true").spawn().unwrap();
     let dead = gone.id();
     gone.wait().unwrap();
-    let mut live = KillOnDrop(
-        Command::new(WASMLAB)
-            .args(["upstream", "--port", "0"])
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let mut live = live_lab();
     let left = format!("wasmlab-{dead}-leftovers-0");
     let kept = format!("wasmlab-{}-leftovers-0", live.id());
     for name in [&left, &kept] {
