@@ -150,9 +150,11 @@ fn summary(a: &ServerAnalysis) -> Summary {
             5,
             rows,
         ),
+        // Failed and skipped ones, as the terminal lists them: a variant interrupted with the run
+        // is in the tables with what it measured, and the run's banner says it stopped.
         unmeasured: outcomes
             .into_iter()
-            .filter(|o| o.status != Status::Measured)
+            .filter(|o| o.status.is_out())
             .map(|o| Unmeasured {
                 name: o.name,
                 status: o.status.to_string(),
