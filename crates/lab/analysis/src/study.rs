@@ -182,10 +182,17 @@ pub fn beside_servers(a: &ServerAnalysis, study: &Study) -> Vec<Comparison> {
             .filter_map(|s| s.variant.as_deref())
             .filter(|v| study.value(f, v).is_some())
             .collect();
-        // Ours alone where this run measured them (a failed variant is in no table), unless a
-        // system of the study stands for one already (the wasi-test study's native).
+        // Ours alone where this run measured them (a failed or skipped variant is in no table:
+        // a row of dashes says nothing), unless a system of the study stands for one already
+        // (the wasi-test study's native).
+        let out_of_run = |v: &str| {
+            a.info
+                .variants
+                .iter()
+                .any(|o| o.name == v && o.status.is_out())
+        };
         for v in study.extra_variants() {
-            if a.variants.iter().any(|x| x == v) && !variants.contains(&v) {
+            if a.variants.iter().any(|x| x == v) && !variants.contains(&v) && !out_of_run(v) {
                 variants.push(v);
             }
         }

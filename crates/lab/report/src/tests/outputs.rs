@@ -305,6 +305,31 @@ fn another_iteration_count_than_the_studys_is_said_beside_it() {
     );
 }
 
+/// A variant of ours the study sets beside its figures gets a row where this run has it, and
+/// none where the run skipped it (a row of dashes says nothing).
+#[test]
+fn a_skipped_variant_has_no_row_beside_a_study() {
+    let mut a = crate::tests::analysis();
+    a.study = Study::load("envoy-wasm").unwrap();
+    a.study.beside = vec!["wasmtime-pooled".into(), "absent".into()];
+    a.variants.push("absent".into());
+    let rows = |a: &wasmlab_analysis::ServerAnalysis| -> Vec<String> {
+        wasmlab_analysis::study::beside_servers(a, &a.study)
+            .into_iter()
+            .flat_map(|c| c.rows.into_iter().map(|r| r.variant))
+            .collect()
+    };
+    assert!(rows(&a).iter().any(|v| v == "absent"), "{:?}", rows(&a));
+    a.info.variants.push(crate::tests::outcome(
+        "absent",
+        Status::Skipped,
+        Some("not here"),
+    ));
+    let now = rows(&a);
+    assert!(!now.iter().any(|v| v == "absent"), "{now:?}");
+    assert!(now.iter().any(|v| v == "wasmtime-pooled"), "{now:?}");
+}
+
 #[test]
 fn a_studys_sizing_rule_is_set_beside_every_measured_servers_capacity() {
     let mut a = crate::tests::analysis();
