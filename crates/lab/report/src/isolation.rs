@@ -191,6 +191,16 @@ fn cheaper(a: &ServerAnalysis, w: &str, x: (&str, f64), y: (&str, f64)) -> bool 
 mod tests {
     use super::*;
 
+    /// A cost ratio of `value`, ±10%, from two runs.
+    fn ratio(value: f64) -> Estimate {
+        Estimate {
+            value,
+            lo: value * 0.9,
+            hi: value * 1.1,
+            n: 2,
+        }
+    }
+
     #[test]
     fn a_sentence_per_model_from_its_cheapest_variant() {
         let mut a = crate::tests::analysis();
@@ -233,12 +243,6 @@ mod tests {
         let rates = a.equal_load_rates(&w);
         let (low, high) = (rates[0], *rates.last().unwrap());
         assert!(low < high, "{rates:?}");
-        let ratio = |value: f64| Estimate {
-            value,
-            lo: value * 0.9,
-            hi: value * 1.1,
-            n: 2,
-        };
         // The slow variant: measured only at the lower rate, where it costs more than the fast
         // one, though less than the fast one does at the higher rate.
         let mut slow_points = Vec::new();
@@ -281,12 +285,6 @@ mod tests {
         let base = costs[0].variant.clone();
         let rates = a.equal_load_rates(&w);
         let (low, high) = (rates[0], *rates.last().unwrap());
-        let ratio = |value: f64| Estimate {
-            value,
-            lo: value * 0.9,
-            hi: value * 1.1,
-            n: 2,
-        };
         // viceroy measured at both rates; the gateway's component only at the lower one.
         let mut added = Vec::new();
         for p in &a.equal_load {

@@ -124,7 +124,7 @@ impl Drop for KillOnDrop {
 /// A server the test starts that prints `listening on http://ADDR` on stdout (wasmlab's
 /// upstream, a gateway); killed when dropped.
 pub struct Listening {
-    child: std::process::Child,
+    _child: KillOnDrop,
     /// `http://ADDR`.
     pub url: String,
 }
@@ -143,7 +143,10 @@ impl Listening {
             .map(|l| l.unwrap())
             .find_map(|l| l.strip_prefix("listening on ").map(str::to_owned))
             .expect("the server says where it listens");
-        Self { child, url }
+        Self {
+            _child: KillOnDrop(child),
+            url,
+        }
     }
 
     /// wasmlab's upstream echo server (every path answers 200 with `METHOD TARGET`).
@@ -153,13 +156,6 @@ impl Listening {
 
     pub fn port(&self) -> u16 {
         self.url.rsplit(':').next().unwrap().parse().unwrap()
-    }
-}
-
-impl Drop for Listening {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
