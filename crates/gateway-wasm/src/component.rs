@@ -63,6 +63,7 @@ use wasmtime_wasi_http::{
 use crate::calls::arm_async;
 use crate::limits::{DeadlineExceeded, EpochTicker, GuestCalls, GuestLimits, guest_failure};
 use crate::load::{Load, Source};
+use crate::resettable::{RECYCLED_MIN_MEMORY_MIB, RESET_EXPORT};
 
 /// Redefines `wasi:http/outgoing-handler.handle` as wasmtime-wasi-http's, but deleting the request
 /// options the guest gives up with its request: Wasmtime (48 to 50) reads them and leaves them in the
@@ -121,10 +122,6 @@ pub struct ComponentOptions {
     /// (`component-recycled`), instead of a fresh instance per request.
     pub recycled: bool,
 }
-
-/// The export a component rewritten for `component-recycled` gains (`component_reset`): a
-/// function of no arguments that puts its instance back as a fresh one.
-pub(crate) const RESET_EXPORT: &str = "wasmlab-reset";
 
 /// Whether `component` was rewritten to reset its instances: the index of the export that does it.
 fn reset_export(component: &Component) -> Option<ComponentExportIndex> {
@@ -259,11 +256,6 @@ struct Kept {
     /// Handles its requests left undropped, so far.
     left: usize,
 }
-
-/// The least memory limit `component-recycled` runs under: the rewrite's marks memory (a byte for
-/// each 1 KiB a 32-bit address reaches, then a byte for each 1 KiB of the component's memory) is
-/// held to the same limit as the component's own.
-pub(crate) const RECYCLED_MIN_MEMORY_MIB: u64 = 5;
 
 /// How many undropped handles a recycled instance may accumulate before it is discarded: each is
 /// a few bytes in the instance's handle table.

@@ -35,6 +35,8 @@ mod load;
 mod naive;
 mod pooled;
 pub mod reset;
+#[cfg(feature = "components")]
+mod resettable;
 
 #[cfg(feature = "components")]
 pub use component::{ComponentExecutor, ComponentOptions};

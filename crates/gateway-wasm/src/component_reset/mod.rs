@@ -45,8 +45,8 @@ use wasmparser::{
     Payload, Validator, WasmFeatures,
 };
 
-use crate::component::RESET_EXPORT;
 use crate::reset::at;
+use crate::resettable::RESET_EXPORT;
 use module::{MARKS, Memory, Plan, RESET, Survey};
 
 /// A core instance of the component.

@@ -431,12 +431,12 @@ fn a_return_area_larger_than_what_is_marked_is_refused() {
 /// fits under that limit.
 #[test]
 fn the_marks_fit_the_least_memory_limit() {
-    let limit = crate::component::RECYCLED_MIN_MEMORY_MIB << 20;
+    let limit = crate::resettable::RECYCLED_MIN_MEMORY_MIB << 20;
     let marks =
         (u64::from(module::RUNS_AT) + (limit >> module::BLOCK_SHIFT)).div_ceil(1 << 16) << 16;
     assert!(marks <= limit, "{marks} > {limit}");
     assert!(
-        marks > (crate::component::RECYCLED_MIN_MEMORY_MIB - 1) << 20,
+        marks > (crate::resettable::RECYCLED_MIN_MEMORY_MIB - 1) << 20,
         "a lower limit would do"
     );
 }
