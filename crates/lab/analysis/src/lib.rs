@@ -2,9 +2,12 @@
 //! place so the terminal, summary.md, report.html and `wasmlab compare` always agree. Means and
 //! ratios carry bootstrap 95% intervals over independent runs ([`stats`]); a server run's cells
 //! and ratios to native ([`servers`]), a program run's engines over programs ([`programs`]), and
-//! the published studies beside them ([`study`]); across runs, two runs' figures side by side
-//! ([`compare`]) and a suite's headline run after run ([`history`]).
+//! the published studies beside them ([`study`] computes the rows of [`beside`], which the
+//! analyses hold: [`analyse_servers`] and [`analyse_programs`] put them together); across runs,
+//! two runs' figures side by side ([`compare`]) and a suite's headline run after run
+//! ([`history`]).
 
+pub mod beside;
 pub mod compare;
 pub mod history;
 pub mod programs;
@@ -13,7 +16,8 @@ pub mod stats;
 pub mod study;
 pub mod thresholds;
 
-use wasmlab_model::run::Run;
+use wasmlab_model::run::{ProgramRunInfo, Run, ServerRunInfo};
+use wasmlab_model::sample::{ProgramSample, Sample};
 use wasmlab_model::study::Study;
 
 pub use programs::ProgramAnalysis;
@@ -30,11 +34,31 @@ pub enum Analysis {
 pub fn analyse(run: &Run) -> anyhow::Result<Analysis> {
     Ok(match run {
         Run::Servers { info, samples } => {
-            Analysis::Servers(Box::new(servers::analyse(info, samples)))
+            Analysis::Servers(Box::new(analyse_servers(info, samples)))
         }
         Run::Programs { info, samples } => {
             let study = info.suite.study.as_deref().map(Study::load).transpose()?;
-            Analysis::Programs(Box::new(programs::analyse(info, samples, study)))
+            Analysis::Programs(Box::new(analyse_programs(info, samples, study)))
         }
     })
+}
+
+/// A server suite's run analysed: its own figures, then its study's beside them. Every table
+/// and plot shows this, so they always agree.
+pub fn analyse_servers(info: &ServerRunInfo, samples: &[Sample]) -> ServerAnalysis {
+    let mut a = servers::own_figures(info, samples);
+    a.beside_study = study::beside_servers(&a, &a.study);
+    a.capacity_planning = study::capacity_planning(&a, &a.study);
+    a
+}
+
+/// A program suite's run analysed: its engines over programs, then `study`'s runtimes beside them.
+pub fn analyse_programs(
+    info: &ProgramRunInfo,
+    samples: &[ProgramSample],
+    study: Option<Study>,
+) -> ProgramAnalysis {
+    let mut a = programs::own_figures(info, samples, study);
+    a.beside_study = study::beside_programs(&a);
+    a
 }

@@ -64,7 +64,7 @@ pub struct ProgramAnalysis {
     pub cells: Vec<Cell>,
     pub study: Option<Study>,
     /// The study's runtimes beside our engines.
-    pub beside_study: Vec<crate::study::ProgramComparison>,
+    pub beside_study: Vec<crate::beside::ProgramComparison>,
     pub state: RunState,
     /// The run's resumptions after interruptions (`wasmlab run --resume`).
     pub resumed: Vec<wasmlab_model::run::Resumption>,
@@ -128,8 +128,9 @@ fn body_ratio(
     })
 }
 
-/// Analyses a program suite's run; `study` is the published study its suite names.
-pub fn analyse(
+/// A program suite's run's own figures; `study` is the published study its suite names, whose
+/// runtimes [`crate::analyse_programs`] sets beside them.
+pub fn own_figures(
     info: &ProgramRunInfo,
     samples: &[ProgramSample],
     study: Option<Study>,
@@ -167,7 +168,7 @@ pub fn analyse(
         });
         cells.extend(mine);
     }
-    let mut a = ProgramAnalysis {
+    ProgramAnalysis {
         run_id: info.header.run_id.clone(),
         suite: info.suite.name.clone(),
         description: info.suite.description.clone(),
@@ -183,12 +184,11 @@ pub fn analyse(
         engines,
         cells,
         study,
+        // Filled above the analyses (`crate::analyse_programs`).
         beside_study: Vec::new(),
         state: info.header.state,
         resumed: info.resumed.clone(),
-    };
-    a.beside_study = crate::study::beside_programs(&a);
-    a
+    }
 }
 
 /// One engine on one program, or None when it never ran it.

@@ -62,7 +62,7 @@ pub fn history(args: HistoryArgs) -> anyhow::Result<()> {
                 if args.suite.as_ref().is_some_and(|s| *s != info.suite.name) {
                     continue;
                 }
-                let analysis = wasmlab_analysis::servers::analyse(&info, &samples);
+                let analysis = wasmlab_analysis::analyse_servers(&info, &samples);
                 runs.push(RunFigures::of(&dir.display().to_string(), &info, &analysis));
             }
             Ok(Run::Programs { info, .. }) => {

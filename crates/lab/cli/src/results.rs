@@ -108,8 +108,8 @@ pub fn compare(args: CompareArgs) -> anyhow::Result<()> {
     );
     show(wasmlab_report::terminal::compare(&changes).trim_end());
     let (aa, ab) = (
-        wasmlab_analysis::servers::analyse(&ia, &sa),
-        wasmlab_analysis::servers::analyse(&ib, &sb),
+        wasmlab_analysis::analyse_servers(&ia, &sa),
+        wasmlab_analysis::analyse_servers(&ib, &sb),
     );
     let headline = wasmlab_analysis::compare::headline(&aa, &ab);
     show(wasmlab_report::terminal::headline(&headline).trim_end());

@@ -283,8 +283,8 @@ fn measure(
                 samples: ours,
             },
         ) => {
-            let a = wasmlab_analysis::servers::analyse(info, samples);
-            let b = wasmlab_analysis::servers::analyse(mine, ours);
+            let a = wasmlab_analysis::analyse_servers(info, samples);
+            let b = wasmlab_analysis::analyse_servers(mine, ours);
             let headline = wasmlab_analysis::compare::headline(&a, &b);
             crate::stdout::show(format!(
                 "against the baseline {} ({}):",

@@ -14,7 +14,8 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use wasmlab_analysis::servers::{NOISY_SPREAD, analyse, plus_minus};
+use wasmlab_analysis::analyse_servers as analyse;
+use wasmlab_analysis::servers::{NOISY_SPREAD, plus_minus};
 use wasmlab_analysis::stats::stein_total;
 use wasmlab_model::idle::IdleRecord;
 use wasmlab_model::run::{AddedRepetitions, EqualLoadRates, Run, RunState, ServerRunInfo};

@@ -226,9 +226,9 @@ pub struct ServerAnalysis {
     /// The study set beside the run: the suite's `study`, the gateway study by default.
     pub study: Study,
     /// Its figures beside this run's.
-    pub beside_study: Vec<crate::study::Comparison>,
+    pub beside_study: Vec<crate::beside::Comparison>,
     /// Its sizing rule beside this run's capacity, when it gave one.
-    pub capacity_planning: Option<crate::study::CapacityPlanning>,
+    pub capacity_planning: Option<crate::beside::CapacityPlanning>,
     /// What the user's components (`--component`) cost in each host over the host's floor.
     pub yours: Vec<HandlerCost>,
     /// What each variant that adds Wasm to another's path (`adds_to`: Envoy's filters to Envoy
@@ -429,8 +429,8 @@ pub(super) fn merged(samples: &[&Sample], uncorrected: bool) -> Histogram<u64> {
     h
 }
 
-/// Analyses a server suite's run: every table and plot shows this, so they always agree.
-pub fn analyse(info: &ServerRunInfo, samples: &[Sample]) -> ServerAnalysis {
+/// A server suite's run's own figures; [`crate::analyse_servers`] adds the study's beside them.
+pub fn own_figures(info: &ServerRunInfo, samples: &[Sample]) -> ServerAnalysis {
     let samples = info.tabled(samples);
     let (variants, workloads) = order(info, &samples);
     let cpus = info.cpus.server_count();
@@ -458,7 +458,7 @@ pub fn analyse(info: &ServerRunInfo, samples: &[Sample]) -> ServerAnalysis {
         |s| s.adds_to.as_ref(),
         "",
     );
-    let mut a = ServerAnalysis {
+    ServerAnalysis {
         info: info.clone(),
         variants,
         workloads,
@@ -475,14 +475,12 @@ pub fn analyse(info: &ServerRunInfo, samples: &[Sample]) -> ServerAnalysis {
             .study()
             .or_else(|_| Study::load("gateway-study"))
             .expect("the built-in gateway study loads (tested)"),
+        // Filled above the analyses (`crate::analyse_servers`).
         beside_study: Vec::new(),
         capacity_planning: None,
         yours,
         additions,
-    };
-    a.beside_study = crate::study::beside_servers(&a, &a.study);
-    a.capacity_planning = crate::study::capacity_planning(&a, &a.study);
-    a
+    }
 }
 
 /// The variants and workloads in the order tables and legends use: the suite's lists first
@@ -845,7 +843,7 @@ mod tests {
             samples.push(cell("native", r, 30_000.0, 0.42, 0.3, Some(30_000.0)));
             samples.push(cell("x", r, 30_000.0, 0.63, 0.3, Some(30_000.0)));
         }
-        let a = analyse(&info, &samples);
+        let a = own_figures(&info, &samples);
         let x = a.throughput_cell("x", "hello", 50).unwrap();
         let ratio = x.capacity_ratio.unwrap();
         assert_eq!(ratio.n, 2, "the runs both were saturated in");
@@ -873,7 +871,7 @@ mod tests {
         {
             s.resources.as_mut().unwrap().utilization = Some(0.6);
         }
-        let a = analyse(&info, &samples);
+        let a = own_figures(&info, &samples);
         let c = &a.costs("hello")[0];
         assert!(c.saturated.is_none(), "{c:?}");
         assert_eq!(
@@ -898,12 +896,12 @@ mod tests {
             }
             samples
         };
-        let quiet = analyse(&info, &steady([0.6; 4])).spread().unwrap();
+        let quiet = own_figures(&info, &steady([0.6; 4])).spread().unwrap();
         assert_eq!(quiet.figures, 2);
         assert!(quiet.median.abs() < 1e-9 && !quiet.noisy(), "{quiet:?}");
         // At equal load x's CPU moves by ±20% from one repetition to the next: that interval is
         // wide, the median of the two (one at zero) is half its width, and the run was noisy.
-        let run = analyse(&info, &steady([0.48, 0.72, 0.5, 0.7]));
+        let run = own_figures(&info, &steady([0.48, 0.72, 0.5, 0.7]));
         let noisy = run.spread().unwrap();
         assert_eq!(noisy.widest.0, "x hello at equal load");
         let e = run.costs("hello")[0].equal_load.unwrap().1;
@@ -915,6 +913,6 @@ mod tests {
             .into_iter()
             .filter(|s| s.repetition == 0)
             .collect();
-        assert!(analyse(&info, &one).spread().is_none());
+        assert!(own_figures(&info, &one).spread().is_none());
     }
 }

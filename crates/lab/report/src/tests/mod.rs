@@ -4,7 +4,8 @@
 mod html;
 mod outputs;
 
-use wasmlab_analysis::servers::{BASELINE, Spectrum, analyse};
+use wasmlab_analysis::analyse_servers as analyse;
+use wasmlab_analysis::servers::{BASELINE, Spectrum};
 use wasmlab_analysis::stats::Estimate;
 use wasmlab_analysis::{ProgramAnalysis, ServerAnalysis};
 use wasmlab_load::{ErrorCounts, LatencyMs, LoadReport, OpenLoop};
