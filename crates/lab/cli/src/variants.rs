@@ -54,7 +54,7 @@ pub struct VariantsArgs {
 
 pub fn list(args: VariantsArgs) -> anyhow::Result<()> {
     let catalog = Catalog::with_files(&args.variant_files)?;
-    let tools = tools::tools_dir();
+    let tools = wasmlab_plan::exec::tools_dir();
     if catalog
         .all()
         .any(|s| s.requires.iter().any(|r| r.container_engine))

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use wasmlab_model::tools::Containerd;
 
-use crate::tools::{on_path, run_with_timeout};
+use crate::exec::{on_path, run_with_timeout};
 
 /// The namespace the lab's containers, images and tasks live in.
 pub const NAMESPACE: &str = "wasmlab";
@@ -168,7 +168,7 @@ fn launch(
     );
     std::fs::write(&config, text).map_err(|e| format!("write {}: {e}", config.display()))?;
     let log = std::fs::File::create(dir.join("containerd.log")).map_err(|e| e.to_string())?;
-    let path = std::iter::once(crate::tools::tools_dir().join("bin"))
+    let path = std::iter::once(crate::exec::tools_dir().join("bin"))
         .chain(std::env::split_paths(
             &std::env::var_os("PATH").unwrap_or_default(),
         ))

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use wasmlab_model::tools::ContainerEngine as Engine;
 
-use crate::tools::{on_path, run_with_timeout};
+use crate::exec::{on_path, run_with_timeout};
 
 /// Podman's global flags, tried in order, each with and without the containers.conf that clears
 /// the default ulimits. (No storage flags: a store keeps the driver it was created with, and
@@ -165,7 +165,7 @@ fn runs_a_container(engine: &Engine) -> Result<(), String> {
 
 /// A containers.conf that sets no default ulimits (some VMs refuse podman's default nofile).
 fn containers_conf() -> std::io::Result<PathBuf> {
-    let path = crate::tools::tools_dir().join("containers.conf");
+    let path = crate::exec::tools_dir().join("containers.conf");
     std::fs::create_dir_all(path.parent().expect("a file in the tools directory"))?;
     std::fs::write(&path, "[containers]\ndefault_ulimits = []\n")?;
     Ok(path)

@@ -13,6 +13,7 @@ pub mod containers;
 pub mod cpus;
 pub mod earlier;
 pub mod environment;
+pub mod exec;
 pub mod idle;
 pub mod machine;
 pub mod setup;
@@ -188,7 +189,7 @@ pub fn shuffled<T: Clone>(items: &[T], seed: u64) -> Vec<T> {
 /// Plans the run `req` asks for.
 pub fn plan(req: &RunRequest) -> anyhow::Result<Plan> {
     let workspace = workspace_dir();
-    let tools = tools::tools_dir();
+    let tools = exec::tools_dir();
     // Each component read first: a wrong file is refused before anything else is looked at.
     let mut components = req
         .components

@@ -41,7 +41,7 @@ pub fn setup(req: &SetupRequest) -> anyhow::Result<()> {
             .map(|v| catalog.find(v))
             .collect::<anyhow::Result<_>>()?
     };
-    let tools = tools::tools_dir();
+    let tools = crate::exec::tools_dir();
     println!("tools directory: {}", tools.display());
     if req.within.is_some() {
         // The most variants ready in the time given: the quickest setups first.

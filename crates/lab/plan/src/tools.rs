@@ -3,26 +3,14 @@
 //! (with the command and a time estimate), or is unavailable here (with the reason).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use wasmlab_model::tools::{ContainerEngine, Containerd, FoundTool};
 use wasmlab_model::variant::{Install, Requirement, VariantSpec};
 
 use crate::containers;
-
-/// The project's tools directory: `WASMLAB_TOOLS` if set, else `tools/` in the source tree
-/// (git-ignored), else `~/.local/share/wasmlab/tools`.
-pub fn tools_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("WASMLAB_TOOLS") {
-        return PathBuf::from(d);
-    }
-    if let Some(ws) = crate::workspace_dir() {
-        return ws.join("tools");
-    }
-    let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("."), PathBuf::from);
-    home.join(".local/share/wasmlab/tools")
-}
+use crate::exec::{on_path, run_with_timeout};
 
 /// Whether a variant can run here.
 #[derive(Debug, Clone)]
@@ -215,49 +203,6 @@ pub fn probe(r: &Requirement, tools: &Path) -> Result<FoundTool, String> {
         path: path.display().to_string(),
         version,
     })
-}
-
-/// `name` on PATH, as a path.
-pub fn on_path(name: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH")
-        .iter()
-        .flat_map(std::env::split_paths)
-        .map(|dir| dir.join(name))
-        .find(|p| p.is_file())
-}
-
-/// Runs a command to completion within `timeout`; its stdout (and stderr, if stdout is empty)
-/// when it succeeds.
-pub fn run_with_timeout(cmd: &mut Command, timeout: Duration) -> Result<String, String> {
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| e.to_string())?;
-    let deadline = std::time::Instant::now() + timeout;
-    loop {
-        match child.try_wait().map_err(|e| e.to_string())? {
-            Some(_) => break,
-            None if std::time::Instant::now() >= deadline => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!("no answer within {timeout:?}"));
-            }
-            None => std::thread::sleep(Duration::from_millis(10)),
-        }
-    }
-    let out = child.wait_with_output().map_err(|e| e.to_string())?;
-    let stdout = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr).trim().to_owned();
-    if !out.status.success() {
-        return Err(format!(
-            "{}: {}",
-            out.status,
-            if stderr.is_empty() { &stdout } else { &stderr }
-        ));
-    }
-    Ok(if stdout.is_empty() { stderr } else { stdout })
 }
 
 /// Where cargo builds the tools it installs: one directory for all of them, kept with the tools,

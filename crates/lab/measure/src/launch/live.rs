@@ -10,7 +10,7 @@ use std::process::{ChildStdin, Command, Stdio};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use wasmlab_plan::tools::run_with_timeout;
+use wasmlab_plan::exec::run_with_timeout;
 
 /// A stop command, kept as what builds it again (a `Command` cannot be cloned).
 struct StopArgv {

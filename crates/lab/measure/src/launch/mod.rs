@@ -22,7 +22,7 @@ use wasmlab_model::cpus::CpuPlan;
 use wasmlab_model::sample::StartTimes;
 use wasmlab_model::tools::{ContainerEngine, Containerd, FoundTool};
 use wasmlab_model::variant::{Address, Protocol, RemoteTarget, VariantSpec};
-use wasmlab_plan::tools::run_with_timeout;
+use wasmlab_plan::exec::run_with_timeout;
 
 /// A variant ready to launch: its spec and this run's values for its templates.
 #[derive(Debug, Clone)]

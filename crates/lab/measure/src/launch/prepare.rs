@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use wasmlab_model::run::Artifact;
 use wasmlab_model::variant::Step;
-use wasmlab_plan::tools::run_with_timeout;
+use wasmlab_plan::exec::run_with_timeout;
 
 use super::Launchable;
 use super::vars::Vars;
