@@ -94,7 +94,7 @@ pub fn history(args: HistoryArgs) -> anyhow::Result<()> {
         groups: wasmlab_analysis::history::history(runs),
         passed_over,
     };
-    let rendered = wasmlab_report::history::render(&h);
+    let rendered = wasmlab_report::render_history(&h);
     if args.json {
         show(serde_json::to_string_pretty(&h)?);
     } else {

@@ -250,7 +250,7 @@ pub fn judge(report: &LoadReport, fail_if: &[Threshold]) -> anyhow::Result<()> {
         return Ok(());
     }
     Err(Ending {
-        exit_code: crate::run::THRESHOLD_EXIT,
+        exit_code: crate::THRESHOLD_EXIT,
         message: format!("threshold crossed: {}", crossed.join("; ")),
     }
     .into())

@@ -16,6 +16,9 @@ mod signals;
 mod stdout;
 mod variants;
 
+/// The exit status of a run, load or gate that crossed a threshold (k6's).
+const THRESHOLD_EXIT: u8 = 99;
+
 #[derive(Parser)]
 #[command(
     version,

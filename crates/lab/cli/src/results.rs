@@ -173,7 +173,7 @@ pub(crate) fn gate(
     }
     eprintln!("gates crossed (B worse than A):\n{}", crossed.join("\n"));
     Err(wasmlab_model::run::Ending {
-        exit_code: crate::run::THRESHOLD_EXIT,
+        exit_code: crate::THRESHOLD_EXIT,
         message: format!(
             "{} headline figure(s) worse in B beyond a gate",
             crossed.len()

@@ -15,9 +15,6 @@ use wasmlab_model::suite::Suite;
 use wasmlab_plan::{RatesFrom, RunRequest};
 use wasmlab_record::RunInfo;
 
-/// The exit status of a run or load that crossed a threshold (k6's).
-pub const THRESHOLD_EXIT: u8 = 99;
-
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
     /// A built-in suite (quick, gateway-study, isolation, component, libsodium-quick, ...) or a
@@ -487,7 +484,7 @@ fn crossed_thresholds(run: &Run) -> Option<Ending> {
     let lines: Vec<String> = crossed.iter().map(|c| format!("  {c}")).collect();
     eprintln!("thresholds crossed:\n{}", lines.join("\n"));
     Some(Ending {
-        exit_code: THRESHOLD_EXIT,
+        exit_code: crate::THRESHOLD_EXIT,
         message: format!(
             "{} threshold crossing(s), first: {}",
             crossed.len(),

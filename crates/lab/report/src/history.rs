@@ -1,7 +1,7 @@
 //! `wasmlab history`: a suite's headline figures run after run. In the terminal, per suite and
 //! machine, what changed between runs and a line per figure (its first and latest value, and
 //! the runs where it moved beyond its interval); history.html adds a plot and a table of every
-//! run per workload and footing (`view::history`).
+//! run per workload and footing (`view::history`); `crate::render_history` makes both.
 
 use wasmlab_analysis::compare::Footing;
 use wasmlab_analysis::history::{Group, History, Moved, Point, Series};
@@ -9,20 +9,6 @@ use wasmlab_analysis::stats::Estimate;
 
 use crate::format::SERVER_RATIO;
 use crate::table;
-
-/// A history in both forms.
-pub struct RenderedHistory {
-    pub terminal: String,
-    /// history.html, or why it could not be made.
-    pub html: anyhow::Result<String>,
-}
-
-pub fn render(h: &History) -> RenderedHistory {
-    RenderedHistory {
-        terminal: terminal(h),
-        html: crate::view::history(h),
-    }
-}
 
 /// What every form says of the figures and the marks on them.
 pub(crate) fn legend() -> &'static str {
@@ -88,7 +74,7 @@ pub(crate) fn moves(s: &Series) -> String {
     }
 }
 
-fn terminal(h: &History) -> String {
+pub(crate) fn terminal(h: &History) -> String {
     let mut out = String::new();
     if h.groups.is_empty() {
         out += &format!(

@@ -10,7 +10,7 @@
 #![warn(unreachable_pub)]
 
 mod format;
-pub mod history;
+mod history;
 mod isolation;
 mod notes;
 mod plot;
@@ -22,6 +22,7 @@ mod view;
 mod yours;
 
 use wasmlab_analysis::Analysis;
+use wasmlab_analysis::history::History;
 
 /// A run's report in every form.
 pub struct Rendered {
@@ -54,6 +55,21 @@ pub fn render(a: &Analysis, wide: bool) -> Rendered {
     ];
     files.extend(analysis_json.map(|j| ("analysis.json", j)));
     Rendered { terminal, files }
+}
+
+/// `wasmlab history` in both forms.
+pub struct RenderedHistory {
+    pub terminal: String,
+    /// history.html, or why it could not be made.
+    pub html: anyhow::Result<String>,
+}
+
+/// Renders a suite's history: its words from `history`, its page from `view`.
+pub fn render_history(h: &History) -> RenderedHistory {
+    RenderedHistory {
+        terminal: history::terminal(h),
+        html: view::history(h),
+    }
 }
 
 #[cfg(test)]
