@@ -10,6 +10,7 @@ mod distributed;
 mod equal_load;
 mod faults;
 mod http2;
+mod layout;
 mod leftovers;
 mod peers;
 mod platforms;
