@@ -760,7 +760,7 @@ async fn read_response(
 }
 
 /// Each instance's host state.
-pub struct ComponentCtx {
+pub(crate) struct ComponentCtx {
     pub(crate) table: ResourceTable,
     pub(crate) wasi: WasiCtx,
     pub(crate) http: WasiHttpCtx,

@@ -49,7 +49,7 @@ impl LinkedGuest {
     /// Checks `module` against the handler ABI and links it with the host's imports, for calls as
     /// `limits.calls` says (`Auto` taken as `default_calls`). Called inside the runtime that will
     /// serve it: synchronous calls get a lane as wide as its workers.
-    pub fn new(
+    pub(crate) fn new(
         engine: Engine,
         module: Module,
         caps: &Arc<Capabilities>,
@@ -112,13 +112,13 @@ impl LinkedGuest {
     }
 
     /// The limits requests run under, guest calls chosen.
-    pub fn limits(&self) -> &GuestLimits {
+    pub(crate) fn limits(&self) -> &GuestLimits {
         &self.limits
     }
 
     /// Runs a request once admitted (within the live instances allowed, after a bounded wait),
     /// a guest's fault turned into the failure it answers (504, 500).
-    pub async fn admit<F: Future<Output = anyhow::Result<Reply>>>(
+    pub(crate) async fn admit<F: Future<Output = anyhow::Result<Reply>>>(
         &self,
         run: impl FnOnce() -> F,
     ) -> Result<Reply, Failure> {
@@ -128,12 +128,12 @@ impl LinkedGuest {
     }
 
     /// How to call the request for `target` (see [`Linked::call_for`]).
-    pub fn call_for(&self, target: &str) -> Call {
+    pub(crate) fn call_for(&self, target: &str) -> Call {
         self.linked.call_for(target, &self.waiting)
     }
 
     /// After a request: remembers its path if its synchronous call waited in a host call.
-    pub fn note_waiting(&self, store: &Store<HostCtx>) {
+    pub(crate) fn note_waiting(&self, store: &Store<HostCtx>) {
         if let Some(path) = store.data().waited_on_path() {
             self.waiting.remember(path);
         }
@@ -141,7 +141,7 @@ impl LinkedGuest {
 
     /// A store for one or more requests called as `call` says: the memory limiter and the
     /// deadline armed.
-    pub fn store(&self, ctx: HostCtx, call: Call) -> Store<HostCtx> {
+    pub(crate) fn store(&self, ctx: HostCtx, call: Call) -> Store<HostCtx> {
         let mut store = Store::new(&self.engine, ctx);
         store.limiter(|ctx| &mut ctx.limits);
         call.arm(&mut store, HostCtx::sync_view, &self.lane, &self.limits);
@@ -149,7 +149,7 @@ impl LinkedGuest {
     }
 
     /// Instantiates the guest in `store` (made for `call`) and resolves its exports by index.
-    pub async fn instantiate(
+    pub(crate) async fn instantiate(
         &self,
         store: &mut Store<HostCtx>,
         call: Call,
@@ -188,7 +188,7 @@ impl LinkedGuest {
 impl Ready {
     /// Runs the request held by the store's [`HostCtx`]: one call (synchronous or on a fiber, as
     /// the guest was linked), and the response read back and checked.
-    pub async fn call(&self, store: &mut Store<HostCtx>) -> anyhow::Result<Reply> {
+    pub(crate) async fn call(&self, store: &mut Store<HostCtx>) -> anyhow::Result<Reply> {
         let desc = self.call.handle(&self.handle, &mut *store).await?;
         let resp = abi::view_response(self.memory.data(&*store), desc)?;
         let body = Bytes::copy_from_slice(resp.body);

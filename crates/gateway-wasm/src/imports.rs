@@ -170,7 +170,7 @@ fn proxy_outcome<T, E>(
 /// Adds the imports to `linker`, serving `caps`; `ctx` projects the store's data to its [`HostCtx`].
 /// `calls` ([`GuestCalls::Sync`] or [`GuestCalls::Async`]) says how the guest will be called:
 /// `proxy_get` waits for its upstream on a fiber, or blocks its thread off the worker.
-pub fn add_to_linker<T: Send + 'static>(
+pub(crate) fn add_to_linker<T: Send + 'static>(
     linker: &mut Linker<T>,
     ctx: fn(&mut T) -> &mut HostCtx,
     caps: &Arc<Capabilities>,

@@ -43,7 +43,7 @@ pub(crate) async fn return_memory_after_storms(
 }
 
 /// Returns the allocator's free pages to the system.
-pub fn release_free_memory() {
+pub(crate) fn release_free_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only walks the allocator's own free lists; it is thread-safe.
     unsafe {

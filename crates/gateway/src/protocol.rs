@@ -10,17 +10,17 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
 
 /// What an HTTP/2 client sends first, and what no HTTP/1.1 request can start with (`PRI` is
 /// registered as a method only to make that so).
-pub const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+pub(crate) const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Http {
+pub(crate) enum Http {
     One,
     Two,
 }
 
 /// Reads until the bytes either are the HTTP/2 preface or can no longer become it (usually the
 /// first read decides), and returns the stream with those bytes put back in front.
-pub async fn sniff<S: AsyncRead + Unpin>(mut stream: S) -> io::Result<(Http, Replayed<S>)> {
+pub(crate) async fn sniff<S: AsyncRead + Unpin>(mut stream: S) -> io::Result<(Http, Replayed<S>)> {
     let mut read = Vec::with_capacity(PREFACE.len());
     let mut buf = [0u8; PREFACE.len()];
     let http = loop {
@@ -47,7 +47,7 @@ pub async fn sniff<S: AsyncRead + Unpin>(mut stream: S) -> io::Result<(Http, Rep
 
 /// A stream whose first reads give back the bytes `sniff` took from it.
 #[derive(Debug)]
-pub struct Replayed<S> {
+pub(crate) struct Replayed<S> {
     front: Vec<u8>,
     at: usize,
     inner: S,

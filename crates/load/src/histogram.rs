@@ -7,7 +7,7 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 /// Highest latency the histograms hold (longer ones are clamped to it).
-pub const MAX_TRACKED_NS: u64 = 120_000_000_000;
+pub(crate) const MAX_TRACKED_NS: u64 = 120_000_000_000;
 
 /// Latency percentiles in milliseconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]

@@ -167,7 +167,7 @@ pub(crate) struct WorkerStats {
 }
 
 /// The width of a timeline's slot.
-pub const TICK: Duration = Duration::from_millis(100);
+pub(crate) const TICK: Duration = Duration::from_millis(100);
 
 impl Default for WorkerStats {
     fn default() -> Self {

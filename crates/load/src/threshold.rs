@@ -10,7 +10,7 @@ use crate::report::LoadReport;
 
 /// What a threshold measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Metric {
+pub(crate) enum Metric {
     /// Failed requests: a count, or with `%` a share of the requests attempted.
     Errors,
     /// Complete responses per second.
@@ -36,7 +36,7 @@ const METRICS: &[(&str, Metric)] = &[
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Op {
+pub(crate) enum Op {
     Gt,
     Ge,
     Lt,

@@ -67,7 +67,7 @@ enum CoreFunc {
 
 /// Rewrites the component `wasm` so that calling its `wasmlab-reset` export after a request
 /// leaves each instance of it as a fresh one.
-pub fn rewrite(wasm: &[u8]) -> anyhow::Result<Vec<u8>> {
+pub(crate) fn rewrite(wasm: &[u8]) -> anyhow::Result<Vec<u8>> {
     ensure!(
         !Parser::is_core_wasm(wasm),
         "it is a core module: component-recycled runs wasi:http components"

@@ -70,7 +70,7 @@ pub(super) struct Survey {
 }
 
 impl Survey {
-    pub fn of(module: &[u8]) -> anyhow::Result<Self> {
+    pub(super) fn of(module: &[u8]) -> anyhow::Result<Self> {
         let mut s = Survey {
             memory: Memory::None,
             mutable_globals: Vec::new(),
@@ -232,7 +232,7 @@ impl Survey {
     }
 
     /// Whether anything of an instance of it changes after instantiation.
-    pub fn holds_state(&self) -> bool {
+    pub(super) fn holds_state(&self) -> bool {
         self.memory != Memory::None || !self.mutable_globals.is_empty()
     }
 }

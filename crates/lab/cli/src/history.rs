@@ -12,7 +12,7 @@ use wasmlab_record::{read_run, write_atomic};
 use crate::stdout::show;
 
 #[derive(Debug, clap::Args)]
-pub struct HistoryArgs {
+pub(crate) struct HistoryArgs {
     /// The results directory whose runs to show (where `wasmlab run --results` wrote them).
     #[arg(default_value = "results")]
     pub dir: PathBuf,
@@ -28,7 +28,7 @@ pub struct HistoryArgs {
     pub out: Option<PathBuf>,
 }
 
-pub fn history(args: HistoryArgs) -> anyhow::Result<()> {
+pub(crate) fn history(args: HistoryArgs) -> anyhow::Result<()> {
     let root = &args.dir;
     let entries = std::fs::read_dir(root).map_err(|e| {
         anyhow::anyhow!(

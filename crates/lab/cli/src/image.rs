@@ -7,7 +7,7 @@ use wasmlab_image::{Program, WasmLayout};
 
 #[derive(Args)]
 #[command(group(ArgGroup::new("program").required(true).args(["executable", "wasm"])))]
-pub struct ImageArgs {
+pub(crate) struct ImageArgs {
     /// A statically linked executable: the image holds it at /NAME, its entry point, for the
     /// host's platform (FROM scratch).
     #[arg(long, value_name = "FILE")]
@@ -36,7 +36,7 @@ enum Layout {
     File,
 }
 
-pub fn image(args: ImageArgs) -> anyhow::Result<()> {
+pub(crate) fn image(args: ImageArgs) -> anyhow::Result<()> {
     anyhow::ensure!(
         args.layout.is_none() || args.wasm.is_some(),
         "--layout is for a Wasm program (--wasm); an executable is always one file in one layer"

@@ -11,7 +11,7 @@ use wasmlab_model::run::Ending;
 use crate::stdout::show;
 
 #[derive(Debug, clap::Args)]
-pub struct LoadArgs {
+pub(crate) struct LoadArgs {
     /// Target URL, e.g. http://127.0.0.1:8080/ or https://example.test/
     #[arg(required_unless_present = "config", conflicts_with = "config")]
     pub url: Option<String>,
@@ -101,7 +101,7 @@ pub struct LoadArgs {
     pub start_at: Option<SystemTime>,
 }
 
-pub fn load(args: LoadArgs) -> anyhow::Result<()> {
+pub(crate) fn load(args: LoadArgs) -> anyhow::Result<()> {
     anyhow::ensure!(
         !(args.json && args.out.as_deref() == Some(std::path::Path::new("-"))),
         "--json and --out - would both write to stdout: give --out a file, or drop --json"
@@ -229,7 +229,7 @@ fn options_config(args: &LoadArgs, url: &str) -> anyhow::Result<LoadConfig> {
 
 /// A run with no successful answer fails (exit 1), whatever was asked; then each `--fail-if`
 /// that held is named with its measured value (exit 99).
-pub fn judge(report: &LoadReport, fail_if: &[Threshold]) -> anyhow::Result<()> {
+pub(crate) fn judge(report: &LoadReport, fail_if: &[Threshold]) -> anyhow::Result<()> {
     if report.ok == 0 {
         let why = report
             .first_error
@@ -257,7 +257,7 @@ pub fn judge(report: &LoadReport, fail_if: &[Threshold]) -> anyhow::Result<()> {
 }
 
 /// The report as a reader of wrk or oha expects it.
-pub fn report_text(r: &LoadReport) -> String {
+pub(crate) fn report_text(r: &LoadReport) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
     let protocol = match r.http2 {

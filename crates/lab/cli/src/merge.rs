@@ -10,7 +10,7 @@ use crate::load::{judge, report_text};
 use crate::stdout::show;
 
 #[derive(Debug, clap::Args)]
-pub struct MergeArgs {
+pub(crate) struct MergeArgs {
     /// Parts written by `wasmlab load --out FILE` (one or more), e.g. part-*.json.
     #[arg(required = true, value_name = "FILE")]
     pub parts: Vec<PathBuf>,
@@ -28,7 +28,7 @@ pub struct MergeArgs {
     pub fail_if: Vec<Threshold>,
 }
 
-pub fn merge(args: MergeArgs) -> anyhow::Result<()> {
+pub(crate) fn merge(args: MergeArgs) -> anyhow::Result<()> {
     let parts: Vec<(String, Part)> = args
         .parts
         .iter()

@@ -12,7 +12,7 @@ use crate::stdout::show;
 /// Analyses a recorded run, prints the terminal's tables and writes summary.md and report.html
 /// (each atomically) into its directory. A file that cannot be made stops none of the others;
 /// the first such error is returned at the end.
-pub fn report_files(dir: &ResultsDir, run: &Run, wide: bool) -> anyhow::Result<()> {
+pub(crate) fn report_files(dir: &ResultsDir, run: &Run, wide: bool) -> anyhow::Result<()> {
     let analysis = wasmlab_analysis::analyse(run)?;
     let rendered = wasmlab_report::render(&analysis, wide);
     show(&rendered.terminal);
@@ -27,7 +27,7 @@ pub fn report_files(dir: &ResultsDir, run: &Run, wide: bool) -> anyhow::Result<(
 }
 
 #[derive(Debug, clap::Args)]
-pub struct ReportArgs {
+pub(crate) struct ReportArgs {
     /// A results directory (results/<run-id>).
     pub dir: PathBuf,
     /// Print every column of the terminal's tables.
@@ -36,7 +36,7 @@ pub struct ReportArgs {
 }
 
 /// Rebuilds the CSVs, summary.md and report.html of a results directory from its raw samples.
-pub fn report(args: ReportArgs) -> anyhow::Result<()> {
+pub(crate) fn report(args: ReportArgs) -> anyhow::Result<()> {
     let run = read_run(&args.dir)?;
     let dir = ResultsDir::open(&args.dir)?;
     wasmlab_record::write_csvs(&dir, &run)?;
@@ -58,7 +58,7 @@ pub fn report(args: ReportArgs) -> anyhow::Result<()> {
 }
 
 #[derive(Debug, clap::Args)]
-pub struct CompareArgs {
+pub(crate) struct CompareArgs {
     /// The baseline results directory.
     pub a: PathBuf,
     /// The results directory compared with it.
@@ -71,7 +71,7 @@ pub struct CompareArgs {
     pub fail_if: Vec<wasmlab_analysis::compare::Gate>,
 }
 
-pub fn compare(args: CompareArgs) -> anyhow::Result<()> {
+pub(crate) fn compare(args: CompareArgs) -> anyhow::Result<()> {
     let side = |dir: &PathBuf| -> anyhow::Result<_> {
         match read_run(dir)? {
             Run::Servers { info, samples } => Ok((info, samples)),

@@ -16,7 +16,7 @@ use wasmlab_plan::{RatesFrom, RunRequest};
 use wasmlab_record::RunInfo;
 
 #[derive(Debug, clap::Args)]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     /// A built-in suite (quick, gateway-study, isolation, component, libsodium-quick, ...) or a
     /// path to a suite TOML file. Default: quick; with --component, component.
     #[arg(long)]
@@ -171,7 +171,7 @@ fn key_value(s: &str) -> Result<(String, String), String> {
         .ok_or_else(|| format!("{s:?} is not KEY=VALUE"))
 }
 
-pub fn run(args: RunArgs) -> anyhow::Result<()> {
+pub(crate) fn run(args: RunArgs) -> anyhow::Result<()> {
     // From here a signal stops the run: at once until it measures (with what it started),
     // gracefully from then on.
     crate::signals::before_measuring();

@@ -18,14 +18,14 @@ static AT_ONCE: AtomicBool = AtomicBool::new(false);
 
 /// Until [`measuring`], the first signal stops the run at once, with what it started (its
 /// containerd, a server it verified); the handlers are installed.
-pub fn before_measuring() {
+pub(crate) fn before_measuring() {
     AT_ONCE.store(true, Ordering::SeqCst);
     cancel_flag();
 }
 
 /// From now on the first signal stops the run gracefully (the current measurement ends, the
 /// report is written).
-pub fn measuring() {
+pub(crate) fn measuring() {
     AT_ONCE.store(false, Ordering::SeqCst);
 }
 
@@ -58,7 +58,7 @@ extern "C" fn on_signal(_: libc::c_int) {
 }
 
 /// The flag SIGINT/SIGTERM set, with the handlers installed (once).
-pub fn cancel_flag() -> Arc<AtomicBool> {
+pub(crate) fn cancel_flag() -> Arc<AtomicBool> {
     CANCEL
         .get_or_init(|| {
             let flag = Arc::new(AtomicBool::new(false));

@@ -5,7 +5,7 @@
 use std::io::Write;
 
 /// Prints `text` and a newline; a closed pipe is no error.
-pub fn show(text: impl std::fmt::Display) {
+pub(crate) fn show(text: impl std::fmt::Display) {
     let mut out = std::io::stdout().lock();
     if let Err(e) = writeln!(out, "{text}").and_then(|()| out.flush())
         && e.kind() != std::io::ErrorKind::BrokenPipe

@@ -11,7 +11,7 @@ use wasmlab_plan::tools::{self, State};
 use crate::stdout::show;
 
 #[derive(Debug, clap::Args)]
-pub struct SetupArgs {
+pub(crate) struct SetupArgs {
     /// Variants to set up (default: every variant that needs setup).
     pub variants: Vec<String>,
     /// A variant file of your own (repeatable), as for `wasmlab run`.
@@ -34,7 +34,7 @@ fn positive_minutes(s: &str) -> Result<f64, String> {
     }
 }
 
-pub fn setup(args: SetupArgs) -> anyhow::Result<()> {
+pub(crate) fn setup(args: SetupArgs) -> anyhow::Result<()> {
     wasmlab_plan::setup::setup(&SetupRequest {
         variants: args.variants,
         variant_files: args.variant_files,
@@ -46,13 +46,13 @@ pub fn setup(args: SetupArgs) -> anyhow::Result<()> {
 }
 
 #[derive(Debug, clap::Args)]
-pub struct VariantsArgs {
+pub(crate) struct VariantsArgs {
     /// A variant file of your own (repeatable), checked and listed with the built-in ones.
     #[arg(long = "variant-file", value_name = "PATH")]
     pub variant_files: Vec<PathBuf>,
 }
 
-pub fn list(args: VariantsArgs) -> anyhow::Result<()> {
+pub(crate) fn list(args: VariantsArgs) -> anyhow::Result<()> {
     let catalog = Catalog::with_files(&args.variant_files)?;
     let tools = wasmlab_plan::exec::tools_dir();
     if catalog

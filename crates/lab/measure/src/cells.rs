@@ -21,7 +21,7 @@ use crate::resources::{Sampler, Watch};
 
 /// The variant's process died while being measured.
 #[derive(Debug)]
-pub struct VariantDied(pub String);
+pub(crate) struct VariantDied(pub String);
 
 impl std::fmt::Display for VariantDied {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -44,7 +44,7 @@ struct Cell<'a> {
 }
 
 /// What is being measured: a running variant in repetition `r`, its stderr in `log`.
-pub struct Subject<'a> {
+pub(crate) struct Subject<'a> {
     pub name: &'a str,
     pub r: u32,
     pub running: &'a mut Running,
@@ -68,7 +68,7 @@ impl Subject<'_> {
 /// One of a variant's cells in a repetition, as planned: an open-loop cell's rate is its
 /// fraction of the closed-loop maximum the same repetition measures first.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Planned {
+pub(crate) struct Planned {
     pub kind: Kind,
     pub workload: String,
     pub connections: usize,
@@ -83,7 +83,7 @@ pub struct Planned {
 /// A variant's cells in one repetition, in the order they are measured: per workload closed
 /// loop at each level, then its equal-load rates (while the server is warm for it); warm
 /// latency; open loop.
-pub fn planned(suite: &ServerSuite, lab: &Recorder<Servers>, name: &str) -> Vec<Planned> {
+pub(crate) fn planned(suite: &ServerSuite, lab: &Recorder<Servers>, name: &str) -> Vec<Planned> {
     let mut cells = Vec::new();
     let cell = |kind, workload: &str, connections, duration, warmup| Planned {
         kind,
@@ -153,7 +153,12 @@ pub fn planned(suite: &ServerSuite, lab: &Recorder<Servers>, name: &str) -> Vec<
 }
 
 /// The sample of cell `p` of `name` in repetition `r`, if the run recorded it (a resumed run's).
-pub fn recorded<'s>(samples: &'s [Sample], name: &str, r: u32, p: &Planned) -> Option<&'s Sample> {
+pub(crate) fn recorded<'s>(
+    samples: &'s [Sample],
+    name: &str,
+    r: u32,
+    p: &Planned,
+) -> Option<&'s Sample> {
     samples.iter().find(|s| {
         s.kind == p.kind
             && s.repetition == r
@@ -167,7 +172,7 @@ pub fn recorded<'s>(samples: &'s [Sample], name: &str, r: u32, p: &Planned) -> O
 
 /// Measures a variant's `cells` for its repetition (as [`planned`] gives them), those the run
 /// recorded already (a resumed run's) left as they are. Returns early (Ok) when cancelled.
-pub fn measure_variant(
+pub(crate) fn measure_variant(
     lab: &mut Recorder<Servers>,
     suite: &ServerSuite,
     workloads: &Workloads,
@@ -422,7 +427,7 @@ const PROBE_WARMUP: Duration = Duration::from_millis(100);
 /// A running variant's capacity for each workload whose equal-load rates are shares of its (and
 /// native's) capacity: the highest req/s of [`PROBES`] short closed loops at the equal-load
 /// connections. Empty when cancelled.
-pub fn probe(
+pub(crate) fn probe(
     lab: &mut Recorder<Servers>,
     suite: &ServerSuite,
     workloads: &Workloads,

@@ -12,7 +12,7 @@ use wasmlab_load::{LoadConfig, LoadSpec, Merged, Part};
 use wasmlab_model::cpus::CpuPlan;
 
 /// The generators of a cell.
-pub struct Fleet<'a> {
+pub(crate) struct Fleet<'a> {
     /// Local processes.
     pub local: usize,
     /// Commands that run one generator each, elsewhere.
@@ -30,13 +30,13 @@ const LEAD_REMOTE: Duration = Duration::from_secs(3);
 const GRACE: Duration = Duration::from_secs(30);
 
 impl Fleet<'_> {
-    pub fn size(&self) -> usize {
+    pub(crate) fn size(&self) -> usize {
         self.local + self.commands.len()
     }
 
     /// Runs `config` split over the fleet (connections and rate shared evenly) and merges the
     /// parts.
-    pub fn run(&self, config: &LoadConfig) -> anyhow::Result<Merged> {
+    pub(crate) fn run(&self, config: &LoadConfig) -> anyhow::Result<Merged> {
         let n = self.size();
         anyhow::ensure!(
             config.connections >= n,

@@ -128,7 +128,7 @@ impl Workloads {
 
 /// A load against `base` (`http://host:port`, or https) sending `requests` in turn, each answer
 /// counted a success when its status is the one its check expects.
-pub fn load_config(base: &str, requests: &[SentRequest]) -> anyhow::Result<LoadConfig> {
+pub(crate) fn load_config(base: &str, requests: &[SentRequest]) -> anyhow::Result<LoadConfig> {
     let (first, rest) = requests
         .split_first()
         .ok_or_else(|| anyhow::anyhow!("a workload without a request"))?;

@@ -19,7 +19,7 @@ use wasmlab_model::sample::Resources;
 
 /// How often RSS is sampled. Short enough to see a CLI-per-request child (which lives a few
 /// milliseconds only in aggregate), cheap enough (one /proc scan) not to load the machine.
-pub const SAMPLE_EVERY: Duration = Duration::from_millis(50);
+pub(crate) const SAMPLE_EVERY: Duration = Duration::from_millis(50);
 
 /// The processes of the trees rooted at `roots`, with their /proc stat: the roots, then
 /// repeatedly the children of those already in them. Found through each thread's `children`
@@ -163,7 +163,7 @@ fn read_cpu(roots: &[i32], upstream: Option<i32>) -> CpuReading {
 }
 
 /// The parent of process `pid`, if it still runs.
-pub fn parent(pid: u32) -> Option<u32> {
+pub(crate) fn parent(pid: u32) -> Option<u32> {
     let stat = procfs::process::Process::new(pid as i32)
         .ok()?
         .stat()
@@ -172,7 +172,7 @@ pub fn parent(pid: u32) -> Option<u32> {
 }
 
 /// The summed RSS of the trees rooted at `roots` now, KiB.
-pub fn rss_kib(roots: &[u32]) -> u64 {
+pub(crate) fn rss_kib(roots: &[u32]) -> u64 {
     let roots: Vec<i32> = roots.iter().map(|&r| r as i32).collect();
     rss_bytes(&tree(&roots)) / 1024
 }
@@ -192,7 +192,7 @@ struct Memory {
 }
 
 /// What a cell's resources are measured against.
-pub struct Watch {
+pub(crate) struct Watch {
     /// The roots of the variant's process trees.
     pub roots: Vec<u32>,
     /// The lab's upstream server, whose CPU is read beside (it shares the servers' CPUs).
@@ -202,7 +202,7 @@ pub struct Watch {
 }
 
 /// Samples a variant's process trees on a thread until [`Sampler::finish`].
-pub struct Sampler {
+pub(crate) struct Sampler {
     watch: Watch,
     first: CpuReading,
     stop: Arc<AtomicBool>,
@@ -211,7 +211,7 @@ pub struct Sampler {
 
 impl Sampler {
     /// Reads the CPU time of the trees now, and samples their memory until `finish`.
-    pub fn start(watch: Watch) -> Self {
+    pub(crate) fn start(watch: Watch) -> Self {
         let roots: Vec<i32> = watch.roots.iter().map(|&r| r as i32).collect();
         let first = read_cpu(&roots, watch.upstream.map(|u| u as i32));
         let stop = Arc::new(AtomicBool::new(false));
@@ -243,7 +243,7 @@ impl Sampler {
     }
 
     /// Reads the CPU time again, takes a last memory sample and returns what was seen.
-    pub fn finish(self) -> Resources {
+    pub(crate) fn finish(self) -> Resources {
         // First, before waiting for the memory sampler (up to one of its pauses), so that the
         // wall time between the readings is the cell's.
         let roots: Vec<i32> = self.watch.roots.iter().map(|&r| r as i32).collect();

@@ -5,10 +5,6 @@
 //! says the same; summary.md and report.html are templates over one view model (`view`).
 //! Every figure derived from several runs shows its 95% interval and `n`.
 
-// Only what other crates use is `pub`; the rest is the crate's own, so the compiler says what
-// is left unused.
-#![warn(unreachable_pub)]
-
 mod format;
 mod history;
 mod isolation;

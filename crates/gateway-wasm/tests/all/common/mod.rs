@@ -10,11 +10,11 @@ use wasmlab_gateway::{ExecRequest, Executor, Failure, Reply};
 use wasmlab_gateway_wasm::GuestLimits;
 
 /// The hostile tests' deadline: short, and long enough that an answer before it is not its.
-pub const DEADLINE: Duration = Duration::from_millis(300);
+pub(crate) const DEADLINE: Duration = Duration::from_millis(300);
 
 /// The hostile tests' limits: one instance slot (every request reuses the same slot and its
 /// memory), 16 MiB of memory, [`DEADLINE`].
-pub fn hostile_limits() -> GuestLimits {
+pub(crate) fn hostile_limits() -> GuestLimits {
     GuestLimits {
         max_instances: 1,
         max_memory_bytes: 16 << 20,
@@ -24,7 +24,7 @@ pub fn hostile_limits() -> GuestLimits {
 }
 
 /// A lab upstream on an ephemeral loopback port, as `http://ADDR`.
-pub async fn upstream() -> String {
+pub(crate) async fn upstream() -> String {
     let addr = wasmlab_upstream::spawn("127.0.0.1:0".parse().unwrap())
         .await
         .unwrap();
@@ -33,7 +33,7 @@ pub async fn upstream() -> String {
 
 /// A component's reply without the `content-length` it declares (the server drops a length that
 /// matches the body, as it frames every response itself).
-pub fn unframed(mut r: Reply) -> Reply {
+pub(crate) fn unframed(mut r: Reply) -> Reply {
     if let Some(n) = r.headers.remove(hyper::header::CONTENT_LENGTH) {
         assert_eq!(n.to_str().unwrap(), r.body.len().to_string());
     }
@@ -41,14 +41,14 @@ pub fn unframed(mut r: Reply) -> Reply {
 }
 
 /// The status and body of a reply, or of a failure its status and diagnosis (what the server logs).
-pub struct Answer {
+pub(crate) struct Answer {
     pub status: u16,
     pub text: String,
     pub failed: bool,
 }
 
 /// `GET target` through `ex`.
-pub async fn get<E: Executor>(ex: &E, target: &str) -> Answer {
+pub(crate) async fn get<E: Executor>(ex: &E, target: &str) -> Answer {
     let outcome = ex
         .execute(ExecRequest::new(
             hyper::Method::GET,
@@ -71,7 +71,7 @@ pub async fn get<E: Executor>(ex: &E, target: &str) -> Answer {
 }
 
 /// Two worker threads, as a gateway on two cores runs.
-pub fn runtime() -> tokio::runtime::Runtime {
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -82,7 +82,7 @@ pub fn runtime() -> tokio::runtime::Runtime {
 /// With one instance slot, a queue of one and a 50 ms queue timeout (the test's limits): while the
 /// hostile guest's `/loop` holds the slot until its deadline, one request waits in the queue and
 /// times out, the one after it finds the queue full (both 503), and the slot serves again after.
-pub async fn a_full_pool_queues_then_answers_503<E: Executor>(ex: Arc<E>) {
+pub(crate) async fn a_full_pool_queues_then_answers_503<E: Executor>(ex: Arc<E>) {
     let busy = {
         let ex = ex.clone();
         tokio::spawn(async move { get(ex.as_ref(), "/loop").await.status })

@@ -36,7 +36,7 @@ fn workerd_wasm_interrupted_leaves_nothing_running() {
 
 /// Runs `variant` on hello for 3 s, interrupts the run (Ctrl-C) once the variant is serving, and
 /// checks that none of its processes outlived the run and that the ports they listened on are free.
-pub fn interrupted_leaves_nothing_running(variant: &str) {
+pub(crate) fn interrupted_leaves_nothing_running(variant: &str) {
     let tmp = tempfile::tempdir().unwrap();
     let suite = format!(
         r#"name = "interrupted"

@@ -22,7 +22,7 @@ struct PhasesFile {
 }
 
 /// An engine ready to run programs of a set.
-pub struct Engine {
+pub(crate) struct Engine {
     launchable: Launchable,
     set: ProgramSet,
     cpus: CpuPlan,
@@ -42,7 +42,7 @@ struct Exit {
 static RUNS: AtomicU64 = AtomicU64::new(0);
 
 impl Engine {
-    pub fn new(
+    pub(crate) fn new(
         launchable: Launchable,
         set: &ProgramSet,
         cpus: &CpuPlan,
@@ -61,7 +61,7 @@ impl Engine {
         })
     }
 
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         &self.launchable.spec.name
     }
 
@@ -166,7 +166,7 @@ impl Engine {
     }
 
     /// Runs the program's verify build and compares its output with the expected one.
-    pub fn verify(&self, program: &str, scratch: &Path) -> Result<(), String> {
+    pub(crate) fn verify(&self, program: &str, scratch: &Path) -> Result<(), String> {
         let module = self.set.file(self.build(), program, true);
         if !module.is_file() {
             return Err(format!("{} is missing", module.display()));
@@ -199,7 +199,7 @@ impl Engine {
     }
 
     /// One timed run of the program's timed build.
-    pub fn time(&self, program: &str, repetition: u32, scratch: &Path) -> ProgramSample {
+    pub(crate) fn time(&self, program: &str, repetition: u32, scratch: &Path) -> ProgramSample {
         let mut sample = ProgramSample {
             schema: SAMPLES_SCHEMA,
             engine: self.name().to_owned(),
@@ -269,7 +269,7 @@ fn tail(text: &str, n: usize) -> String {
 }
 
 /// Where the output first differs from the expected one, with a few lines of each.
-pub fn diff(expected: &str, got: &str) -> String {
+pub(crate) fn diff(expected: &str, got: &str) -> String {
     let e: Vec<&str> = expected.lines().collect();
     let g: Vec<&str> = got.lines().collect();
     let at = e

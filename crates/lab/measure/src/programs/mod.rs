@@ -6,8 +6,8 @@
 //! order, timed as a whole process and, through the runner, by phase (compile, instantiate,
 //! execute).
 
-pub mod engine;
-pub mod set;
+pub(crate) mod engine;
+pub(crate) mod set;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -161,7 +161,7 @@ pub struct Http2 {
 }
 
 /// The built-in studies of servers a suite may name.
-pub const SERVER_STUDIES: &[&str] = &[
+pub(super) const SERVER_STUDIES: &[&str] = &[
     "gateway-study",
     "net-limits",
     "wasi-test",
@@ -170,7 +170,7 @@ pub const SERVER_STUDIES: &[&str] = &[
 ];
 
 /// Streams per connection over HTTP/2 when a suite does not say.
-pub const DEFAULT_HTTP2_STREAMS: usize = 10;
+pub(super) const DEFAULT_HTTP2_STREAMS: usize = 10;
 
 fn default_http2_streams() -> usize {
     DEFAULT_HTTP2_STREAMS

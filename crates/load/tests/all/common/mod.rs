@@ -14,7 +14,7 @@ use hyper::{Response, StatusCode};
 use hyper_util::rt::TokioIo;
 
 #[derive(Default, Clone, Copy)]
-pub struct Behaviour {
+pub(crate) struct Behaviour {
     /// Every n-th request answers 500 (0: never).
     pub fail_every: u64,
     /// A request arriving in [from, to) after the server started is held until `to`: a stall
@@ -26,14 +26,16 @@ pub struct Behaviour {
 
 /// Starts the server in its own thread; returns its address and the count of answers.
 #[allow(dead_code)] // Not every test module uses it.
-pub fn server(b: Behaviour) -> (SocketAddr, Arc<AtomicU64>) {
+pub(crate) fn server(b: Behaviour) -> (SocketAddr, Arc<AtomicU64>) {
     let (addr, served, _) = server_with_connections(b);
     (addr, served)
 }
 
 /// As [`server`], and the count of connections closed so far.
 #[allow(dead_code)] // Not every test module uses it.
-pub fn server_with_connections(b: Behaviour) -> (SocketAddr, Arc<AtomicU64>, Arc<AtomicU64>) {
+pub(crate) fn server_with_connections(
+    b: Behaviour,
+) -> (SocketAddr, Arc<AtomicU64>, Arc<AtomicU64>) {
     let served = Arc::new(AtomicU64::new(0));
     let closed = Arc::new(AtomicU64::new(0));
     let counter = served.clone();

@@ -5,15 +5,15 @@
 use std::path::Path;
 use std::process::Command;
 
-pub const WASMLAB: &str = env!("CARGO_BIN_EXE_wasmlab");
+pub(crate) const WASMLAB: &str = env!("CARGO_BIN_EXE_wasmlab");
 
 #[allow(unused_imports)]
-pub use wasmlab_test_support::{
+pub(crate) use wasmlab_test_support::{
     ComponentLanguage, build_component, skipped, skipped_not_installable, tools_dir,
 };
 
 /// Every section report.html must hold.
-pub const REPORT_SECTIONS: &[&str] = &[
+pub(crate) const REPORT_SECTIONS: &[&str] = &[
     "answer",
     "summary",
     "ratios",
@@ -30,7 +30,7 @@ pub const REPORT_SECTIONS: &[&str] = &[
 ];
 
 /// Checks report.html: one offline file with every section and inline SVG plots.
-pub fn assert_report_complete(dir: &Path) {
+pub(crate) fn assert_report_complete(dir: &Path) {
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
     for id in REPORT_SECTIONS {
         assert!(
@@ -47,7 +47,7 @@ pub fn assert_report_complete(dir: &Path) {
 }
 
 /// Runs `wasmlab report DIR`, expects success and a complete report; returns its output.
-pub fn rebuild_report(dir: &Path) -> std::process::Output {
+pub(crate) fn rebuild_report(dir: &Path) -> std::process::Output {
     let out = wasmlab(&["report", dir.to_str().unwrap()]);
     assert!(
         out.status.success(),
@@ -59,7 +59,7 @@ pub fn rebuild_report(dir: &Path) -> std::process::Output {
 }
 
 /// Every file of a results directory parses: JSON, JSON lines and CSV (same field count per row).
-pub fn assert_files_parse(dir: &Path) {
+pub(crate) fn assert_files_parse(dir: &Path) {
     read_json(&dir.join("run.json"));
     for line in std::fs::read_to_string(dir.join("samples.jsonl"))
         .unwrap()
@@ -84,7 +84,7 @@ pub fn assert_files_parse(dir: &Path) {
 
 /// Temporary files left in a results directory (none after an orderly end; a SIGKILL between a
 /// write and its rename may leave one, beside the intact previous version).
-pub fn leftover_tmp_files(dir: &Path) -> usize {
+pub(crate) fn leftover_tmp_files(dir: &Path) -> usize {
     std::fs::read_dir(dir)
         .unwrap()
         .filter(|e| {
@@ -99,7 +99,7 @@ pub fn leftover_tmp_files(dir: &Path) -> usize {
 
 /// A process a test started, killed and reaped when dropped: it goes with the test even when an
 /// assertion fails first.
-pub struct KillOnDrop(pub std::process::Child);
+pub(crate) struct KillOnDrop(pub std::process::Child);
 
 impl std::ops::Deref for KillOnDrop {
     type Target = std::process::Child;
@@ -123,14 +123,14 @@ impl Drop for KillOnDrop {
 
 /// A server the test starts that prints `listening on http://ADDR` on stdout (wasmlab's
 /// upstream, a gateway); killed when dropped.
-pub struct Listening {
+pub(crate) struct Listening {
     _child: KillOnDrop,
     /// `http://ADDR`.
     pub url: String,
 }
 
 impl Listening {
-    pub fn spawn(program: impl AsRef<std::ffi::OsStr>, args: &[&str]) -> Self {
+    pub(crate) fn spawn(program: impl AsRef<std::ffi::OsStr>, args: &[&str]) -> Self {
         use std::io::{BufRead, BufReader};
         let mut child = Command::new(program)
             .args(args)
@@ -150,20 +150,20 @@ impl Listening {
     }
 
     /// wasmlab's upstream echo server (every path answers 200 with `METHOD TARGET`).
-    pub fn upstream() -> Self {
+    pub(crate) fn upstream() -> Self {
         Self::spawn(WASMLAB, &["upstream", "--port", "0"])
     }
 
-    pub fn port(&self) -> u16 {
+    pub(crate) fn port(&self) -> u16 {
         self.url.rsplit(':').next().unwrap().parse().unwrap()
     }
 }
 
-pub fn wasmlab(args: &[&str]) -> std::process::Output {
+pub(crate) fn wasmlab(args: &[&str]) -> std::process::Output {
     Command::new(WASMLAB).args(args).output().unwrap()
 }
 
-pub fn write(dir: &Path, name: &str, text: &str) -> String {
+pub(crate) fn write(dir: &Path, name: &str, text: &str) -> String {
     let p = dir.join(name);
     std::fs::write(&p, text).unwrap();
     p.to_str().unwrap().to_owned()
@@ -171,7 +171,7 @@ pub fn write(dir: &Path, name: &str, text: &str) -> String {
 
 /// The arguments of `wasmlab run --no-build` on the suite `toml` (written to `dir`), with results
 /// under `dir/results`; returns them and that results directory.
-pub fn run_args(dir: &Path, toml: &str) -> (Vec<String>, std::path::PathBuf) {
+pub(crate) fn run_args(dir: &Path, toml: &str) -> (Vec<String>, std::path::PathBuf) {
     let suite = write(dir, "suite.toml", toml);
     let results = dir.join("results");
     let args = [
@@ -188,7 +188,7 @@ pub fn run_args(dir: &Path, toml: &str) -> (Vec<String>, std::path::PathBuf) {
 }
 
 /// `wasmlab run --no-build` on the suite `toml`, results under `dir/results`, plus `extra` flags.
-pub fn run_suite(
+pub(crate) fn run_suite(
     dir: &Path,
     toml: &str,
     extra: &[&str],
@@ -205,14 +205,14 @@ pub fn run_suite(
 }
 
 /// The one run directory under `results`.
-pub fn only_run_dir(results: &Path) -> std::path::PathBuf {
+pub(crate) fn only_run_dir(results: &Path) -> std::path::PathBuf {
     let runs: Vec<_> = std::fs::read_dir(results).unwrap().collect();
     assert_eq!(runs.len(), 1);
     runs[0].as_ref().unwrap().path()
 }
 
 /// Runs wasmlab, expects a non-zero exit and `needle` in its stderr.
-pub fn assert_fails_with(args: &[&str], needle: &str) {
+pub(crate) fn assert_fails_with(args: &[&str], needle: &str) {
     let out = wasmlab(args);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{args:?} succeeded");
@@ -220,14 +220,14 @@ pub fn assert_fails_with(args: &[&str], needle: &str) {
 }
 
 /// A results CSV, its rows' cells found by column name.
-pub struct Csv {
+pub(crate) struct Csv {
     pub text: String,
     head: Vec<String>,
     pub rows: Vec<Vec<String>>,
 }
 
 impl Csv {
-    pub fn read(path: &Path) -> Self {
+    pub(crate) fn read(path: &Path) -> Self {
         let text = std::fs::read_to_string(path).unwrap();
         let split = |l: &str| l.split(',').map(str::to_owned).collect::<Vec<_>>();
         let mut lines = text.lines();
@@ -237,18 +237,18 @@ impl Csv {
     }
 
     /// The cell of `row` in column `name`.
-    pub fn cell<'a>(&self, row: &'a [String], name: &str) -> &'a str {
+    pub(crate) fn cell<'a>(&self, row: &'a [String], name: &str) -> &'a str {
         let col = self.head.iter().position(|h| h == name);
         &row[col.unwrap_or_else(|| panic!("no column {name}: {:?}", self.head))]
     }
 }
 
-pub fn read_json(path: &Path) -> serde_json::Value {
+pub(crate) fn read_json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
 /// A variant's outcome in a run.json (its status, reason and checks).
-pub fn outcome<'a>(run: &'a serde_json::Value, variant: &str) -> &'a serde_json::Value {
+pub(crate) fn outcome<'a>(run: &'a serde_json::Value, variant: &str) -> &'a serde_json::Value {
     run["variants"]
         .as_array()
         .unwrap()
@@ -258,7 +258,7 @@ pub fn outcome<'a>(run: &'a serde_json::Value, variant: &str) -> &'a serde_json:
 }
 
 /// The names of the variants with an outcome in a run.json, in its order.
-pub fn variant_names(run: &serde_json::Value) -> Vec<&str> {
+pub(crate) fn variant_names(run: &serde_json::Value) -> Vec<&str> {
     run["variants"]
         .as_array()
         .unwrap()
@@ -269,7 +269,7 @@ pub fn variant_names(run: &serde_json::Value) -> Vec<&str> {
 
 /// A copy of the committed fixture run (tests/fixtures/small-run: a real two-variant run, two
 /// repetitions, with cold starts, warm and open-loop cells) in a temporary directory.
-pub fn fixture_copy(tmp: &Path, name: &str) -> std::path::PathBuf {
+pub(crate) fn fixture_copy(tmp: &Path, name: &str) -> std::path::PathBuf {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/small-run");
     let dst = tmp.join(name);
     std::fs::create_dir(&dst).unwrap();
@@ -281,7 +281,7 @@ pub fn fixture_copy(tmp: &Path, name: &str) -> std::path::PathBuf {
 
 /// The release build of wasmlab's binaries, where the user variant files of the tests find the native
 /// gateway (`{bin}` is the directory of the `wasmlab` under test).
-pub const TINY: &str = r#"name = "tiny"
+pub(crate) const TINY: &str = r#"name = "tiny"
 workloads = ["hello", "state"]
 connections = [2]
 duration_secs = 0.2
@@ -292,7 +292,7 @@ runs = 2
 "#;
 
 /// Whether the run skipped `variant` (its tool is not here); says so with the reason if it did.
-pub fn was_skipped(run: &serde_json::Value, variant: &str) -> bool {
+pub(crate) fn was_skipped(run: &serde_json::Value, variant: &str) -> bool {
     let o = outcome(run, variant);
     let skip = o["status"] == "skipped";
     if skip {
@@ -303,12 +303,12 @@ pub fn was_skipped(run: &serde_json::Value, variant: &str) -> bool {
 
 /// Runs the verification suite against `variant`: every route verified, hello and echo measured
 /// for a moment; SKIPPED when the run skipped it.
-pub fn verified_and_measured(variant: &str) {
+pub(crate) fn verified_and_measured(variant: &str) {
     verified_and_measured_with(variant, &[]);
 }
 
 /// As [`verified_and_measured`], with more arguments for `wasmlab run` (`--no-setup`).
-pub fn verified_and_measured_with(variant: &str, extra: &[&str]) {
+pub(crate) fn verified_and_measured_with(variant: &str, extra: &[&str]) {
     let tmp = tempfile::tempdir().unwrap();
     let suite = format!(
         r#"name = "peer"
@@ -346,7 +346,7 @@ warmup_secs = 0.1
 
 /// throughput.csv (its text) has a row of `variant` on `workload` at `connections` with
 /// responses and no errors.
-pub fn assert_served(throughput: &str, variant: &str, workload: &str, connections: usize) {
+pub(crate) fn assert_served(throughput: &str, variant: &str, workload: &str, connections: usize) {
     let row = throughput
         .lines()
         .find(|l| l.starts_with(&format!("{variant},{workload},{connections},")))
@@ -362,7 +362,7 @@ pub fn assert_served(throughput: &str, variant: &str, workload: &str, connection
 /// `within`, which
 /// counts builds the first test to need them makes. The child, its results directory and the
 /// ports listened on then; None when the run ended first having skipped the variant.
-pub fn run_until_serving(
+pub(crate) fn run_until_serving(
     tmp: &Path,
     suite: &str,
     variant: &str,
@@ -404,14 +404,19 @@ pub fn run_until_serving(
 }
 
 /// Whether process `pid` runs wasmlab itself (the lab's upstream, or a fork not yet exec'd).
-pub fn is_wasmlab(pid: u32) -> bool {
+pub(crate) fn is_wasmlab(pid: u32) -> bool {
     std::fs::read_link(format!("/proc/{pid}/exe"))
         .is_ok_and(|exe| exe.file_name().is_some_and(|n| n == "wasmlab"))
 }
 
 /// That, within `grace`, no process names `tmp` and none of `ports` is bound: processes that no
 /// longer name it (nginx's workers) may hold a port a moment longer than those that do.
-pub fn assert_nothing_left(tmp: &Path, variant: &str, ports: &[u16], grace: std::time::Duration) {
+pub(crate) fn assert_nothing_left(
+    tmp: &Path,
+    variant: &str,
+    ports: &[u16],
+    grace: std::time::Duration,
+) {
     let gone = std::time::Instant::now() + grace;
     loop {
         let left = processes_naming(tmp);
@@ -434,7 +439,7 @@ pub fn assert_nothing_left(tmp: &Path, variant: &str, ports: &[u16], grace: std:
 
 /// The pids of live processes whose command line names `path` (a test's temporary directory,
 /// which every command of a variant with a `{prepared}` directory names).
-pub fn processes_naming(path: &Path) -> Vec<u32> {
+pub(crate) fn processes_naming(path: &Path) -> Vec<u32> {
     std::fs::read_dir("/proc")
         .unwrap()
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
@@ -456,7 +461,7 @@ fn names(pid: u32, path: &Path) -> bool {
 /// The processes naming `path` that listen, with their ports. A process is asked again after its
 /// ports are read: one wasmlab has forked but not yet exec'd names the run's directory (wasmlab's
 /// own command line) and, a moment later, is the lab's upstream listening on its port.
-pub fn listening_processes_naming(path: &Path) -> Vec<(u32, Vec<u16>)> {
+pub(crate) fn listening_processes_naming(path: &Path) -> Vec<(u32, Vec<u16>)> {
     processes_naming(path)
         .into_iter()
         .map(|pid| (pid, listening_ports(pid)))
@@ -465,7 +470,7 @@ pub fn listening_processes_naming(path: &Path) -> Vec<(u32, Vec<u16>)> {
 }
 
 /// The TCP ports process `pid` listens on (its sockets matched with /proc/net/tcp and tcp6).
-pub fn listening_ports(pid: u32) -> Vec<u16> {
+pub(crate) fn listening_ports(pid: u32) -> Vec<u16> {
     let inodes: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
         .map(|d| {
             d.filter_map(|e| {
