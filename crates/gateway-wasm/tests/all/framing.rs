@@ -8,19 +8,35 @@
 //! component to the `content-length` it declares: a body of another length is aborted, and the
 //! host answers 500 where a core module's false length is dropped.
 
+use rstest::rstest;
 use wasmlab_test_support::{KeepAlive, ServerProcess};
 
 const BIN: &str = env!("CARGO_BIN_EXE_wasmlab-gateway-wasm");
 
-const EXECUTORS: [(&str, &str); 4] = [
-    ("pooled", wasmlab_guest_artifacts::HOSTILE_CORE_PATH),
-    ("naive", wasmlab_guest_artifacts::HOSTILE_COMMAND_PATH),
-    ("component", wasmlab_guest_artifacts::HOSTILE_HTTP_PATH),
-    (
-        "component-reused",
-        wasmlab_guest_artifacts::HOSTILE_HTTP_P3_PATH,
-    ),
-];
+/// An executor and the hostile guest it runs: each test runs once per executor, as a case of
+/// its own (`a_guest_cannot_frame_its_own_response::executor_1_POOLED`).
+#[derive(Debug, Clone, Copy)]
+struct Executor {
+    name: &'static str,
+    guest: &'static str,
+}
+
+const POOLED: Executor = Executor {
+    name: "pooled",
+    guest: wasmlab_guest_artifacts::HOSTILE_CORE_PATH,
+};
+const NAIVE: Executor = Executor {
+    name: "naive",
+    guest: wasmlab_guest_artifacts::HOSTILE_COMMAND_PATH,
+};
+const COMPONENT: Executor = Executor {
+    name: "component",
+    guest: wasmlab_guest_artifacts::HOSTILE_HTTP_PATH,
+};
+const COMPONENT_REUSED: Executor = Executor {
+    name: "component-reused",
+    guest: wasmlab_guest_artifacts::HOSTILE_HTTP_P3_PATH,
+};
 
 /// Whether `executor` runs wasi:http components (WASI 0.2's or 0.3's).
 fn runs_components(executor: &str) -> bool {
@@ -64,127 +80,138 @@ const HOST_OWNED: [(&str, &str); 10] = [
     ("proxy-authenticate", "Basic"),
 ];
 
-#[test]
-fn a_guest_cannot_frame_its_own_response() {
-    for (executor, guest) in EXECUTORS {
-        let server = hostile_gateway(executor, guest, &[]);
-        for (name, value) in HOST_OWNED {
-            let mut conn = KeepAlive::connect(server.addr);
-            let r = conn.get(&format!("/header?name={name}&value={value}"));
-            let what = format!("{executor}, guest set {name}: {value}");
-            if runs_components(executor) && name == "content-length" {
-                // Declared 1000 or 3 bytes, wrote 18: Wasmtime aborts the body.
-                assert_eq!(r.status, 500, "{what}");
-            } else {
-                assert_eq!(r.status, 200, "{what}");
-                assert_eq!(r.text(), "framed by the host", "{what}");
-                assert_eq!(r.header("content-length"), Some("18"), "{what}");
-            }
-            if name != "content-length" {
-                assert_eq!(r.header(name), None, "{what}: reached the client");
-            }
-            // The same connection serves the next request, and nothing was left behind the
-            // first response.
-            let next = conn.get("/");
-            assert_eq!((next.status, next.text().as_str()), (200, "ok"), "{what}");
-            assert!(
-                conn.leftover().is_empty(),
-                "{what}: bytes after the responses"
-            );
-        }
-        // A content-length equal to the body's says nothing the host would not: dropped quietly.
+#[rstest]
+fn a_guest_cannot_frame_its_own_response(
+    #[values(POOLED, NAIVE, COMPONENT, COMPONENT_REUSED)] executor: Executor,
+) {
+    let Executor {
+        name: executor,
+        guest,
+    } = executor;
+    let server = hostile_gateway(executor, guest, &[]);
+    for (name, value) in HOST_OWNED {
         let mut conn = KeepAlive::connect(server.addr);
-        let r = conn.get("/header?name=content-length&value=18");
-        assert_eq!((r.status, r.header("content-length")), (200, Some("18")));
-        let log = server.log();
-        for (name, value) in HOST_OWNED {
-            let line = if runs_components(executor) && name == "content-length" {
-                "its response body did not end well".to_owned()
-            } else if reaches_the_host(executor, name) {
-                format!("{name}: \"{value}\"")
-            } else {
-                continue;
-            };
-            assert!(
-                log.contains(&line),
-                "{executor}: no log line for {name}: {value} in\n{log}"
-            );
+        let r = conn.get(&format!("/header?name={name}&value={value}"));
+        let what = format!("{executor}, guest set {name}: {value}");
+        if runs_components(executor) && name == "content-length" {
+            // Declared 1000 or 3 bytes, wrote 18: Wasmtime aborts the body.
+            assert_eq!(r.status, 500, "{what}");
+        } else {
+            assert_eq!(r.status, 200, "{what}");
+            assert_eq!(r.text(), "framed by the host", "{what}");
+            assert_eq!(r.header("content-length"), Some("18"), "{what}");
         }
+        if name != "content-length" {
+            assert_eq!(r.header(name), None, "{what}: reached the client");
+        }
+        // The same connection serves the next request, and nothing was left behind the
+        // first response.
+        let next = conn.get("/");
+        assert_eq!((next.status, next.text().as_str()), (200, "ok"), "{what}");
         assert!(
-            !log.contains("\"18\""),
-            "{executor}: logged a harmless length:\n{log}"
+            conn.leftover().is_empty(),
+            "{what}: bytes after the responses"
         );
     }
-}
-
-#[test]
-fn an_interim_status_cannot_end_an_exchange() {
-    for (executor, guest) in EXECUTORS {
-        let server = hostile_gateway(executor, guest, &[]);
-        let mut conn = KeepAlive::connect(server.addr);
-        for code in [100, 101, 103, 199] {
-            let r = conn.get(&format!("/status?code={code}"));
-            assert_eq!(r.status, 500, "{executor}: guest status {code}");
-            let next = conn.get("/");
-            assert_eq!(
-                (next.status, next.text().as_str()),
-                (200, "ok"),
-                "{executor}"
-            );
-        }
-        // Any final status is the guest's to choose.
-        assert_eq!(conn.get("/status?code=299").status, 299);
-        assert_eq!(conn.get("/status?code=599").status, 599);
+    // A content-length equal to the body's says nothing the host would not: dropped quietly.
+    let mut conn = KeepAlive::connect(server.addr);
+    let r = conn.get("/header?name=content-length&value=18");
+    assert_eq!((r.status, r.header("content-length")), (200, Some("18")));
+    let log = server.log();
+    for (name, value) in HOST_OWNED {
+        let line = if runs_components(executor) && name == "content-length" {
+            "its response body did not end well".to_owned()
+        } else if reaches_the_host(executor, name) {
+            format!("{name}: \"{value}\"")
+        } else {
+            continue;
+        };
         assert!(
-            server
-                .log()
-                .contains("reply status 101 cannot end an exchange")
+            log.contains(&line),
+            "{executor}: no log line for {name}: {value} in\n{log}"
         );
     }
+    assert!(
+        !log.contains("\"18\""),
+        "{executor}: logged a harmless length:\n{log}"
+    );
 }
 
-#[test]
-fn clients_get_no_guest_internals_and_the_log_gets_them_all() {
-    for (executor, guest) in EXECUTORS {
-        let server = hostile_gateway(executor, guest, &[]);
-        let mut conn = KeepAlive::connect(server.addr);
-        for (target, status, public) in [
-            ("/trap", 500, "the handler failed"),
-            ("/stack", 500, "the handler failed"),
-            ("/grow", 500, "the handler failed"),
-            ("/loop", 504, "the handler did not finish in time"),
-        ] {
-            let r = conn.get(target);
-            assert_eq!(r.status, status, "{executor} {target}");
-            let body = r.text();
-            // "the handler failed (request 3.1)\n": the status's line and the request id only.
-            let id = body
-                .strip_prefix(public)
-                .and_then(|rest| rest.strip_prefix(" (request "))
-                .and_then(|rest| rest.strip_suffix(")\n"))
-                .unwrap_or_else(|| panic!("{executor} {target}: client body {body:?}"));
-            let log_line = server
-                .log()
-                .lines()
-                .find(|l| l.contains(&format!("request {id}: GET {target}: {status}")))
-                .map(str::to_owned)
-                .unwrap_or_else(|| panic!("{executor}: no log line for {id}:\n{}", server.log()));
-            if status == 500 {
-                assert!(
-                    log_line.contains("guest failed: "),
-                    "{executor} {target}: {log_line}"
-                );
-            }
-        }
-        assert!(server.log().contains("wasm trap"), "{}", server.log());
-        assert_eq!(conn.get("/").status, 200);
+#[rstest]
+fn an_interim_status_cannot_end_an_exchange(
+    #[values(POOLED, NAIVE, COMPONENT, COMPONENT_REUSED)] executor: Executor,
+) {
+    let Executor {
+        name: executor,
+        guest,
+    } = executor;
+    let server = hostile_gateway(executor, guest, &[]);
+    let mut conn = KeepAlive::connect(server.addr);
+    for code in [100, 101, 103, 199] {
+        let r = conn.get(&format!("/status?code={code}"));
+        assert_eq!(r.status, 500, "{executor}: guest status {code}");
+        let next = conn.get("/");
+        assert_eq!(
+            (next.status, next.text().as_str()),
+            (200, "ok"),
+            "{executor}"
+        );
     }
+    // Any final status is the guest's to choose.
+    assert_eq!(conn.get("/status?code=299").status, 299);
+    assert_eq!(conn.get("/status?code=599").status, 599);
+    assert!(
+        server
+            .log()
+            .contains("reply status 101 cannot end an exchange")
+    );
+}
+
+#[rstest]
+fn clients_get_no_guest_internals_and_the_log_gets_them_all(
+    #[values(POOLED, NAIVE, COMPONENT, COMPONENT_REUSED)] executor: Executor,
+) {
+    let Executor {
+        name: executor,
+        guest,
+    } = executor;
+    let server = hostile_gateway(executor, guest, &[]);
+    let mut conn = KeepAlive::connect(server.addr);
+    for (target, status, public) in [
+        ("/trap", 500, "the handler failed"),
+        ("/stack", 500, "the handler failed"),
+        ("/grow", 500, "the handler failed"),
+        ("/loop", 504, "the handler did not finish in time"),
+    ] {
+        let r = conn.get(target);
+        assert_eq!(r.status, status, "{executor} {target}");
+        let body = r.text();
+        // "the handler failed (request 3.1)\n": the status's line and the request id only.
+        let id = body
+            .strip_prefix(public)
+            .and_then(|rest| rest.strip_prefix(" (request "))
+            .and_then(|rest| rest.strip_suffix(")\n"))
+            .unwrap_or_else(|| panic!("{executor} {target}: client body {body:?}"));
+        let log_line = server
+            .log()
+            .lines()
+            .find(|l| l.contains(&format!("request {id}: GET {target}: {status}")))
+            .map(str::to_owned)
+            .unwrap_or_else(|| panic!("{executor}: no log line for {id}:\n{}", server.log()));
+        if status == 500 {
+            assert!(
+                log_line.contains("guest failed: "),
+                "{executor} {target}: {log_line}"
+            );
+        }
+    }
+    assert!(server.log().contains("wasm trap"), "{}", server.log());
+    assert_eq!(conn.get("/").status, 200);
 }
 
 #[test]
 fn error_details_is_a_choice_of_the_operator() {
-    let (executor, guest) = EXECUTORS[0];
-    let server = hostile_gateway(executor, guest, &["--error-details"]);
+    let server = hostile_gateway(POOLED.name, POOLED.guest, &["--error-details"]);
     let r = KeepAlive::connect(server.addr).get("/trap");
     assert_eq!(r.status, 500);
     assert!(

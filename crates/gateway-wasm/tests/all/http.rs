@@ -1,6 +1,7 @@
 //! The Wasm gateway binary on an ephemeral port, with each executor: every route and malformed
 //! requests, as for the native gateway.
 
+use rstest::rstest;
 use wasmlab_test_support::{ServerProcess, check_every_route, echo_of, spawn_upstream};
 
 const BIN: &str = env!("CARGO_BIN_EXE_wasmlab-gateway-wasm");
@@ -163,24 +164,24 @@ fn a_recycled_guest_precompiled_for_it_serves_every_route() {
     check_every_route(server.addr, &echo_of("GET", "/proxy"));
 }
 
-#[test]
-fn a_guest_that_cannot_compile_is_refused_with_the_compilers_reason() {
+#[rstest]
+fn a_guest_that_cannot_compile_is_refused_with_the_compilers_reason(
+    #[values("pooled", "component")] executor: &str,
+) {
     // Valid enough to pass the precompiled-module check, not valid Wasm: the child compiling it
     // fails, and the gateway says why, in and out of process alike.
     let tmp = tempfile::tempdir().unwrap();
     let bad = tmp.path().join("bad.wasm");
     std::fs::write(&bad, b"\0asm\x01\0\0\0\x01\xff").unwrap();
     let bad = bad.to_str().unwrap();
-    for executor in ["pooled", "component"] {
-        for extra in [&[][..], &["--compile-in-process"][..]] {
-            let mut args = vec!["--executor", executor, "--wasm", bad];
-            args.extend_from_slice(extra);
-            let err = refused(&args);
-            assert!(err.contains("refused"), "{err}");
-            assert!(!err.contains("panicked"), "{err}");
-            // The start banner once: the compiling child does not say it again.
-            assert!(err.matches("limits:").count() <= 1, "{err}");
-        }
+    for extra in [&[][..], &["--compile-in-process"][..]] {
+        let mut args = vec!["--executor", executor, "--wasm", bad];
+        args.extend_from_slice(extra);
+        let err = refused(&args);
+        assert!(err.contains("refused"), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+        // The start banner once: the compiling child does not say it again.
+        assert!(err.matches("limits:").count() <= 1, "{err}");
     }
 }
 
@@ -206,33 +207,33 @@ fn precompiled_guest_serves_every_route() {
 /// A guest compiled at start by a child process leaves nothing in the temporary directory once
 /// the server listens: a server killed by a signal (as the lab and the tests stop them) leaves
 /// no compiled module behind.
-#[test]
-fn a_guest_compiled_at_start_leaves_no_file_behind() {
+#[rstest]
+fn a_guest_compiled_at_start_leaves_no_file_behind(
+    #[values("pooled", "component")] executor: &str,
+) {
     use std::io::BufRead;
-    for executor in ["pooled", "component"] {
-        let tmp = tempfile::tempdir().unwrap();
-        let mut child = std::process::Command::new(BIN)
-            .args(["--port", "0", "--executor", executor])
-            .env("TMPDIR", tmp.path())
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
-        let listening = stdout
-            .lines()
-            .map_while(Result::ok)
-            .any(|l| l.starts_with("listening on"));
-        let left: Vec<_> = std::fs::read_dir(tmp.path())
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .collect();
-        child.kill().unwrap();
-        child.wait().unwrap();
-        assert!(listening, "{executor}: never listened");
-        assert!(left.is_empty(), "{executor}: left {left:?}");
-    }
+    let tmp = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(BIN)
+        .args(["--port", "0", "--executor", executor])
+        .env("TMPDIR", tmp.path())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let listening = stdout
+        .lines()
+        .map_while(Result::ok)
+        .any(|l| l.starts_with("listening on"));
+    let left: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(listening, "{executor}: never listened");
+    assert!(left.is_empty(), "{executor}: left {left:?}");
 }
 
 /// Starts the gateway expecting it to refuse to start; returns what it printed on stderr.
