@@ -4,13 +4,10 @@
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use crate::histogram::record;
 use crate::pacing::{Alarm, Pacer};
 use crate::report::{Tally, WorkerStats};
 use crate::shared::Shared;
-
-/// In the open loop, a request sent more than this after its intended time counts as late.
-pub const LATE_AFTER: Duration = Duration::from_millis(1);
+use wasmlab_load_data::{LATE_AFTER, record};
 
 /// Why an exchange did not complete.
 pub(crate) enum Failure {

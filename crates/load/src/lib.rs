@@ -19,7 +19,6 @@
 // threads; and this root, which starts them.
 mod config;
 mod exchange;
-mod histogram;
 mod http1;
 mod http1_client;
 mod http2_client;
@@ -30,21 +29,21 @@ mod report;
 mod request;
 mod shared;
 mod spec;
-mod threshold;
 mod timing;
 pub mod tls;
 mod transport;
 mod worker;
 
+// What a run reports, and its thresholds: types of their own crate, which the lab's data model
+// uses without this generator's runtime.
 pub use config::{Edge, LoadConfig, RequestParts, Window, parse_duration};
-pub use exchange::LATE_AFTER;
-pub use histogram::{LatencyMs, histogram_buckets, histogram_from_buckets, new_histogram};
 pub use merge::{Interval, LATE_START_MS, MIN_OVERLAP, Merged, PartSummary, merge};
 pub use part::{FORMAT, Part, PartFile, VERSION, parse_time, rfc3339};
-pub use report::{ErrorCounts, LoadReport, OpenLoop, SATURATED_SHARE};
 pub use spec::{LoadSpec, RequestSpec};
-pub use threshold::{Crossed, Threshold};
-pub use timing::Phases;
+pub use wasmlab_load_data::{
+    Crossed, ErrorCounts, LATE_AFTER, LatencyMs, LoadReport, OpenLoop, Phases, SATURATED_SHARE,
+    Threshold, histogram_buckets, histogram_from_buckets, new_histogram,
+};
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -5,7 +5,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::part::{Part, rfc3339, unix_ns};
-use crate::report::{self, LoadReport, SATURATED_SHARE, Shape, WorkerStats};
+use crate::report::{self, Shape, WorkerStats};
+use wasmlab_load_data::{LoadReport, SATURATED_SHARE};
 
 /// A part that ran together with the others for less than this share of its own run is named:
 /// its load and theirs were not one load (a late start, a skewed clock, a short run).
@@ -276,9 +277,9 @@ fn pace(r: &LoadReport) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::histogram::{histogram_buckets, new_histogram};
     use crate::part::{FORMAT, Generator, Histograms, Timeline, VERSION};
     use proptest::prelude::*;
+    use wasmlab_load_data::{histogram_buckets, new_histogram};
 
     const T0: i128 = 1_795_773_600_000_000_000;
 

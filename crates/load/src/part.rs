@@ -11,9 +11,10 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 use crate::Finished;
-use crate::histogram::{histogram_buckets, histogram_from_buckets};
-use crate::report::{self, LoadReport, TICK, WorkerStats};
+use crate::report::{self, TICK, WorkerStats};
 use crate::timing::PhaseHistograms;
+use wasmlab_load_data::LoadReport;
+use wasmlab_load_data::{histogram_buckets, histogram_from_buckets};
 
 /// What a part file says it is.
 pub const FORMAT: &str = "wasmlab-load-part";

@@ -8,9 +8,9 @@ use tokio::net::TcpStream;
 use tokio_util::either::Either;
 
 use crate::exchange::Failure;
-use crate::histogram::record;
 use crate::report::WorkerStats;
 use crate::shared::Shared;
+use wasmlab_load_data::record;
 
 /// A connection's byte stream: plain TCP, or TLS over it.
 pub(crate) type Stream = Either<TcpStream, Box<tokio_rustls::client::TlsStream<TcpStream>>>;

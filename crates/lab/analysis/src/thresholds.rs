@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use wasmlab_load::Crossed;
+use wasmlab_load_data::Crossed;
 use wasmlab_model::sample::{Sample, cell_label};
 use wasmlab_model::suite::ServerSuite;
 

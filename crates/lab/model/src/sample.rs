@@ -4,7 +4,7 @@
 //! table and plot.
 
 use serde::{Deserialize, Serialize};
-use wasmlab_load::LoadReport;
+use wasmlab_load_data::LoadReport;
 
 /// Version of the samples.jsonl line format and of run.json.
 pub const SAMPLES_SCHEMA: u32 = 2;
@@ -71,7 +71,7 @@ pub enum Pace {
     /// The server: it kept its CPUs (or its busiest thread) at least [`SATURATED_UTILIZATION`]
     /// busy, so its CPU per response is its capacity.
     Server,
-    /// The load generator, busy at least `wasmlab_load::SATURATED_SHARE` of the run: the server
+    /// The load generator, busy at least `wasmlab_load_data::SATURATED_SHARE` of the run: the server
     /// idled while it waited for requests.
     Generator,
     /// The lab's upstream (the `proxy` workload, a component's `state`), which shares the
@@ -174,7 +174,7 @@ pub struct Sample {
     pub start: Option<StartTimes>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load: Option<LoadReport>,
-    /// The latency histogram of `load`, nanoseconds, as `wasmlab_load::histogram_buckets`
+    /// The latency histogram of `load`, nanoseconds, as `wasmlab_load_data::histogram_buckets`
     /// encodes it: `[first value, its count, distance to the next value, its count, ...]`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub histogram: Vec<u64>,
@@ -299,10 +299,10 @@ impl Sample {
     /// the lab grow by 1 MB a second of a run (16 MB to 130 MB in 140 s of a quick run).
     pub fn with_load(mut self, mut r: LoadReport) -> Self {
         if let Some(h) = r.histogram.take() {
-            self.histogram = wasmlab_load::histogram_buckets(&h);
+            self.histogram = wasmlab_load_data::histogram_buckets(&h);
         }
         if let Some(h) = r.uncorrected_histogram.take() {
-            self.uncorrected_histogram = wasmlab_load::histogram_buckets(&h);
+            self.uncorrected_histogram = wasmlab_load_data::histogram_buckets(&h);
         }
         self.connections = Some(r.connections);
         self.load = Some(r);
@@ -373,7 +373,7 @@ impl SampleLine for ProgramSample {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wasmlab_load::{LatencyMs, OpenLoop};
+    use wasmlab_load_data::{LatencyMs, OpenLoop};
 
     /// A closed-loop cell of `responses` in a second, its generator `generator` busy, the server
     /// `cpu_secs` on `cpus` CPUs and the upstream `upstream` seconds.
@@ -402,7 +402,7 @@ mod tests {
 
     #[test]
     fn a_sample_keeps_a_reports_histograms_as_buckets_only() {
-        let mut h = wasmlab_load::new_histogram();
+        let mut h = wasmlab_load_data::new_histogram();
         h.record_n(120_000, 7).unwrap();
         let mut load = cell(0.5, 0.5, 0.0, true).load.unwrap();
         load.histogram = Some(h.clone());
@@ -411,7 +411,7 @@ mod tests {
         let kept = s.load.as_ref().unwrap();
         assert!(kept.histogram.is_none() && kept.uncorrected_histogram.is_none());
         for buckets in [&s.histogram, &s.uncorrected_histogram] {
-            let back = wasmlab_load::histogram_from_buckets(buckets);
+            let back = wasmlab_load_data::histogram_from_buckets(buckets);
             assert_eq!(back.len(), 7);
             assert!(back.equivalent(back.value_at_quantile(0.5), 120_000));
         }

@@ -3,7 +3,7 @@
 
 use wasmlab_analysis::servers::ColdStartRow;
 use wasmlab_analysis::stats::Estimate;
-use wasmlab_load::ErrorCounts;
+use wasmlab_load_data::ErrorCounts;
 
 /// `v` rounded to an integer, with thousands separators ("–" when not finite).
 pub(crate) fn thousands(v: f64) -> String {

@@ -11,7 +11,7 @@ pub(crate) fn saturation_note() -> String {
          threads were on a CPU for at least {:.0}% of the run, so the generator (not the server) \
          may have been the limit: the server may be faster than shown. Flagged on a variant's \
          cell, its ratio to native may be understated; flagged on native's cell, overstated.",
-        wasmlab_load::SATURATED_SHARE * 100.0
+        wasmlab_load_data::SATURATED_SHARE * 100.0
     )
 }
 

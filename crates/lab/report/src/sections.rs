@@ -603,7 +603,7 @@ pub(crate) fn open_loop_columns<'a>() -> Vec<Column<'a, OpenLoop>> {
     let cell = |head: &str, shows, f: fn(&OpenLoop) -> &String| {
         figure(head, shows, move |r: &OpenLoop| f(r).as_str().into())
     };
-    let late = format!("Late (> {:?})", wasmlab_load::LATE_AFTER);
+    let late = format!("Late (> {:?})", wasmlab_load_data::LATE_AFTER);
     let (html, detail) = (Shows::HTML, Shows::DETAILED);
     vec![
         text("Variant", Shows::ALL, |r: &OpenLoop| {

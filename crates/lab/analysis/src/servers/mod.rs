@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use hdrhistogram::Histogram;
 use serde::Serialize;
-use wasmlab_load::{ErrorCounts, LatencyMs, histogram_from_buckets, new_histogram};
+use wasmlab_load_data::{ErrorCounts, LatencyMs, histogram_from_buckets, new_histogram};
 use wasmlab_model::run::ServerRunInfo;
 use wasmlab_model::sample::{Kind, Sample, StartTimes};
 use wasmlab_model::study::Study;
@@ -125,11 +125,11 @@ pub struct OpenLoopRuns {
 
 impl OpenLoopRuns {
     pub(super) fn of(ss: &[&Sample]) -> Self {
-        let ol: Vec<wasmlab_load::OpenLoop> = ss
+        let ol: Vec<wasmlab_load_data::OpenLoop> = ss
             .iter()
             .filter_map(|s| s.load.as_ref()?.open_loop)
             .collect();
-        let sum = |f: fn(&wasmlab_load::OpenLoop) -> u64| ol.iter().map(f).sum();
+        let sum = |f: fn(&wasmlab_load_data::OpenLoop) -> u64| ol.iter().map(f).sum();
         Self {
             corrected: LatencyMs::from_histogram(&merged(ss, false)),
             uncorrected: LatencyMs::from_histogram(&merged(ss, true)),
@@ -665,7 +665,7 @@ fn open_loop(
             .iter()
             .filter_map(|s| s.load.as_ref()?.open_loop)
             .collect();
-        let mean_of = |f: fn(&wasmlab_load::OpenLoop) -> f64| {
+        let mean_of = |f: fn(&wasmlab_load_data::OpenLoop) -> f64| {
             stats::mean(&ol.iter().map(f).collect::<Vec<_>>()).unwrap_or(0.0)
         };
         OpenLoopPoint {
@@ -768,7 +768,7 @@ mod tests {
         generator: f64,
         rate: Option<f64>,
     ) -> Sample {
-        let load: wasmlab_load::LoadReport = serde_json::from_value(serde_json::json!({
+        let load: wasmlab_load_data::LoadReport = serde_json::from_value(serde_json::json!({
             "url": "http://127.0.0.1/", "method": "GET", "connections": 50, "threads": 1,
             "responses": rps as u64, "ok": rps as u64,
             "errors": {"connect": 0, "read_write": 0, "timeout": 0, "non_2xx": 0},

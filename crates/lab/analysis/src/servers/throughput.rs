@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
-use wasmlab_load::{ErrorCounts, LatencyMs};
+use wasmlab_load_data::{ErrorCounts, LatencyMs};
 use wasmlab_model::sample::{Kind, Pace, Resources, Sample};
 
 use super::{BASELINE, errors, grouped, merged, utilization};

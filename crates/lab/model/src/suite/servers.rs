@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use wasmlab_load::Threshold;
+use wasmlab_load_data::Threshold;
 
 use crate::idle::IdlePolicy;
 use crate::sample::Kind;

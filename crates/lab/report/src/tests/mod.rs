@@ -8,7 +8,7 @@ use wasmlab_analysis::analyse_servers as analyse;
 use wasmlab_analysis::servers::{BASELINE, Spectrum};
 use wasmlab_analysis::stats::Estimate;
 use wasmlab_analysis::{ProgramAnalysis, ServerAnalysis};
-use wasmlab_load::{ErrorCounts, LatencyMs, LoadReport, OpenLoop};
+use wasmlab_load_data::{ErrorCounts, LatencyMs, LoadReport, OpenLoop};
 use wasmlab_model::cpus::CpuPlan;
 use wasmlab_model::machine::{Machine, Tools};
 use wasmlab_model::run::{
@@ -172,8 +172,8 @@ fn machine() -> Machine {
 
 /// A load report whose latencies spread from `base_ms` upwards.
 fn load(conns: usize, rps: f64, base_ms: f64, saturated: bool, rate: Option<f64>) -> LoadReport {
-    let mut h = wasmlab_load::new_histogram();
-    let mut u = wasmlab_load::new_histogram();
+    let mut h = wasmlab_load_data::new_histogram();
+    let mut u = wasmlab_load_data::new_histogram();
     for i in 0..2_000u64 {
         let ns = (base_ms * 1e6) as u64 + i * i * 50;
         h.record(ns).unwrap();

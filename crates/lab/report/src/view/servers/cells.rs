@@ -220,6 +220,6 @@ pub(super) fn open_loop(a: &ServerAnalysis) -> Option<OpenLoop> {
     Some(OpenLoop {
         plots,
         table,
-        late_after_ms: wasmlab_load::LATE_AFTER.as_millis().to_string(),
+        late_after_ms: wasmlab_load_data::LATE_AFTER.as_millis().to_string(),
     })
 }

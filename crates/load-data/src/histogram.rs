@@ -7,7 +7,7 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 /// Highest latency the histograms hold (longer ones are clamped to it).
-pub(crate) const MAX_TRACKED_NS: u64 = 120_000_000_000;
+pub const MAX_TRACKED_NS: u64 = 120_000_000_000;
 
 /// Latency percentiles in milliseconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
@@ -43,7 +43,7 @@ pub fn new_histogram() -> Histogram<u64> {
 }
 
 /// Records a duration in nanoseconds, clamped to the histogram's bounds.
-pub(crate) fn record(h: &mut Histogram<u64>, d: Duration) {
+pub fn record(h: &mut Histogram<u64>, d: Duration) {
     let ns = (d.as_nanos() as u64).clamp(1, MAX_TRACKED_NS);
     h.record(ns).expect("clamped to bounds");
 }
