@@ -187,3 +187,96 @@ fn circles_of(g: &Graph) -> Vec<Vec<&str>> {
     }
     circles
 }
+
+/// The lab's crates, in the order the workspace lists them (its phases), each with the crates
+/// of the workspace it depends on (not its dev-dependencies).
+fn lab_crates(workspace: &Path) -> Vec<(String, BTreeSet<String>)> {
+    let root: toml::Table = toml::from_str(
+        &std::fs::read_to_string(workspace.join("Cargo.toml")).expect("the workspace's manifest"),
+    )
+    .expect("a manifest");
+    let members = root["workspace"]["members"].as_array().expect("members");
+    members
+        .iter()
+        .filter_map(|m| m.as_str())
+        .filter(|m| m.starts_with("crates/lab/"))
+        .map(|m| {
+            let (name, deps) = manifest(&workspace.join(m));
+            (
+                name,
+                deps.into_iter()
+                    .filter(|d| d.starts_with("wasmlab"))
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
+/// A package's name and the names of its dependencies.
+fn manifest(dir: &Path) -> (String, BTreeSet<String>) {
+    let t: toml::Table = toml::from_str(
+        &std::fs::read_to_string(dir.join("Cargo.toml")).expect("a crate's manifest"),
+    )
+    .expect("a manifest");
+    let name = t["package"]["name"].as_str().expect("a name").to_owned();
+    let deps = t
+        .get("dependencies")
+        .and_then(|d| d.as_table())
+        .map(|d| d.keys().cloned().collect())
+        .unwrap_or_default();
+    (name, deps)
+}
+
+#[test]
+fn each_lab_crate_depends_only_on_those_before_it() {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../..");
+    let crates = lab_crates(&workspace);
+    assert!(crates.len() >= 8, "{crates:?}");
+    let lab: BTreeSet<&str> = crates.iter().map(|(n, _)| n.as_str()).collect();
+    let mut before = BTreeSet::new();
+    for (name, deps) in &crates {
+        for d in deps.iter().filter(|d| lab.contains(d.as_str())) {
+            assert!(
+                before.contains(d.as_str()),
+                "{name} depends on {d}, listed after it in the workspace's members (docs/layout.md)"
+            );
+        }
+        before.insert(name.as_str());
+    }
+}
+
+/// The data model, and what reads results (record, analysis, report), hold no runtime: no
+/// async executor, HTTP or TLS stack reaches them through the workspace's crates.
+#[test]
+fn the_data_model_and_its_readers_depend_on_no_runtime() {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../..");
+    let dirs: BTreeMap<String, PathBuf> = ["crates", "crates/lab"]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(workspace.join(d)).expect("crates"))
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.join("Cargo.toml").is_file())
+        .map(|p| (manifest(&p).0, p))
+        .collect();
+    for start in [
+        "wasmlab-model",
+        "wasmlab-record",
+        "wasmlab-analysis",
+        "wasmlab-report",
+    ] {
+        let mut seen = BTreeSet::from([start.to_owned()]);
+        let mut todo = vec![start.to_owned()];
+        while let Some(c) = todo.pop() {
+            let (_, deps) = manifest(&dirs[&c]);
+            for d in deps {
+                assert!(
+                    !["tokio", "hyper", "rustls", "wasmlab-load"].contains(&d.as_str()),
+                    "{start} reaches {d} through {c}"
+                );
+                if dirs.contains_key(&d) && seen.insert(d.clone()) {
+                    todo.push(d);
+                }
+            }
+        }
+    }
+}
