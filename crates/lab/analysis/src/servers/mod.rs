@@ -7,140 +7,28 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use hdrhistogram::Histogram;
 use serde::Serialize;
-use wasmlab_load_data::{ErrorCounts, LatencyMs, histogram_from_buckets, new_histogram};
+use wasmlab_load_data::{ErrorCounts, histogram_from_buckets, new_histogram};
 use wasmlab_model::run::ServerRunInfo;
-use wasmlab_model::sample::{Kind, Sample, StartTimes};
+use wasmlab_model::sample::{Kind, Sample};
 use wasmlab_model::study::Study;
 
+mod cold_start;
 mod equal_load;
+mod open_loop;
 mod throughput;
+mod warm;
 mod yours;
 
+pub use cold_start::{ColdStartRow, Quantiles};
 pub use equal_load::EqualLoadPoint;
+pub use open_loop::{OpenLoopPoint, OpenLoopRuns};
 pub use throughput::{CellResources, PaceNote, ThroughputCell, describe};
+pub use warm::WarmRow;
 pub use yours::HandlerCost;
 
-use crate::stats::{self, Estimate, mean_ci, paired_ratio};
+use crate::stats::{self, Estimate};
 
 pub use wasmlab_model::variant::BASELINE;
-
-/// Cold start of one variant over its launches.
-#[derive(Debug, Clone, Serialize)]
-pub struct ColdStartRow {
-    pub variant: String,
-    pub n: usize,
-    /// Exec to the first complete 200, ms: p50 / p90 / p99 over launches.
-    pub first_200: Quantiles,
-    /// Exec to the `listening` line, ms; None for a variant that does not print its address.
-    pub listening: Option<Quantiles>,
-    /// Exec to the first successful TCP connect, ms.
-    pub connected: Quantiles,
-    /// Exec to the first byte of the first 200, ms.
-    pub first_byte: Quantiles,
-    /// p50 of first_200 against the baseline's, with a bootstrap CI over launches (unpaired).
-    pub ratio_to_native: Option<Estimate>,
-    /// Every launch's first_200, ms (for the distribution plot).
-    pub values_ms: Vec<f64>,
-    /// RSS of the process trees right after the first 200, MiB, over the launches that
-    /// recorded it (None for older results).
-    pub rss_mib: Option<Quantiles>,
-}
-
-#[derive(Debug, Clone, Copy, Default, Serialize)]
-pub struct Quantiles {
-    pub p50: f64,
-    pub p90: f64,
-    pub p99: f64,
-    pub min: f64,
-    pub max: f64,
-    pub mean: f64,
-}
-
-impl Quantiles {
-    pub fn of(values: &[f64]) -> Self {
-        let q = |p| stats::percentile(values, p).unwrap_or(0.0);
-        Self {
-            p50: q(0.5),
-            p90: q(0.9),
-            p99: q(0.99),
-            min: q(0.0),
-            max: q(1.0),
-            mean: stats::mean(values).unwrap_or(0.0),
-        }
-    }
-}
-
-/// Warm latency (one connection, sequential requests) of one (variant, workload).
-#[derive(Debug, Clone, Serialize)]
-pub struct WarmRow {
-    pub variant: String,
-    pub workload: String,
-    /// Runs.
-    pub n: usize,
-    pub requests: u64,
-    /// Over all runs' requests together.
-    pub latency: LatencyMs,
-    /// Mean over runs of each run's p50, ms, CI.
-    pub p50: Estimate,
-    /// Mean of run p50s over the baseline's, paired by repetition.
-    pub ratio_to_native: Option<Estimate>,
-    pub errors: ErrorCounts,
-    /// Mean share of its CPUs the variant kept busy.
-    pub utilization: Option<f64>,
-}
-
-/// Open-loop latency of one (variant, workload) at one offered load.
-#[derive(Debug, Clone, Serialize)]
-pub struct OpenLoopPoint {
-    pub variant: String,
-    pub workload: String,
-    /// Fraction of the variant's own closed-loop maximum.
-    pub fraction: f64,
-    pub n: usize,
-    pub connections: usize,
-    /// Mean offered (target) rate, req/s.
-    pub offered_rps: f64,
-    /// Mean achieved send rate, req/s.
-    pub achieved_rps: f64,
-    /// Latency, sends and errors of all runs together.
-    #[serde(flatten)]
-    pub runs: OpenLoopRuns,
-    /// Mean share of its CPUs the variant kept busy.
-    pub utilization: Option<f64>,
-}
-
-/// What the runs of an open-loop cell saw together.
-#[derive(Debug, Clone, Serialize)]
-pub struct OpenLoopRuns {
-    /// From the intended send time (corrected), all runs merged.
-    pub corrected: LatencyMs,
-    /// From the actual send time (uncorrected), all runs merged.
-    pub uncorrected: LatencyMs,
-    pub intended: u64,
-    pub sent: u64,
-    pub dropped: u64,
-    pub late: u64,
-    pub errors: ErrorCounts,
-}
-
-impl OpenLoopRuns {
-    pub(super) fn of(ss: &[&Sample]) -> Self {
-        let ol: Vec<wasmlab_load_data::OpenLoop> = ss
-            .iter()
-            .filter_map(|s| s.load.as_ref()?.open_loop)
-            .collect();
-        let sum = |f: fn(&wasmlab_load_data::OpenLoop) -> u64| ol.iter().map(f).sum();
-        Self {
-            corrected: LatencyMs::from_histogram(&merged(ss, false)),
-            uncorrected: LatencyMs::from_histogram(&merged(ss, true)),
-            intended: sum(|o| o.intended),
-            sent: sum(|o| o.sent),
-            dropped: sum(|o| o.dropped),
-            late: sum(|o| o.late),
-            errors: errors(ss),
-        }
-    }
-}
 
 /// What a request of a workload costs a variant, as a multiple of its CPU per request over
 /// native's: at equal load, and where both were saturated.
@@ -436,9 +324,9 @@ pub fn own_figures(info: &ServerRunInfo, samples: &[Sample]) -> ServerAnalysis {
     let cpus = info.cpus.server_count();
     let throughput = throughput::throughput(&variants, &workloads, &samples, cpus);
     let equal_load = equal_load::equal_load(&variants, &workloads, &samples, cpus);
-    let cold_start = cold_starts(&variants, &samples);
-    let warm = warm(&variants, &workloads, &samples, cpus);
-    let open_loop = open_loop(&variants, &workloads, &samples, cpus);
+    let cold_start = cold_start::cold_starts(&variants, &samples);
+    let warm = warm::warm(&variants, &workloads, &samples, cpus);
+    let open_loop = open_loop::open_loop(&variants, &workloads, &samples, cpus);
     let levels: BTreeSet<usize> = throughput.iter().map(|c| c.connections).collect();
     let reference_connections = levels.iter().copied().min_by_key(|c| (c.abs_diff(100), *c));
     let spectra = spectra(&variants, &workloads, &samples, reference_connections);
@@ -548,53 +436,6 @@ pub(super) fn of_kind<'a>(
         .filter(move |s| s.kind == kind && s.load.is_some())
 }
 
-/// Each variant's launches, with its median's ratio to native's.
-fn cold_starts(variants: &[String], samples: &[&Sample]) -> Vec<ColdStartRow> {
-    let mut rows: Vec<ColdStartRow> = Vec::new();
-    for v in variants {
-        let starts: Vec<StartTimes> = samples
-            .iter()
-            .filter(|s| s.kind == Kind::ColdStart && &s.variant == v)
-            .filter_map(|s| s.start)
-            .collect();
-        if starts.is_empty() {
-            continue;
-        }
-        let col = |f: fn(&StartTimes) -> f64| -> Vec<f64> { starts.iter().map(f).collect() };
-        let values = col(|s| s.first_200_ms);
-        let printed: Vec<f64> = col(|s| s.listening_ms)
-            .into_iter()
-            .filter(|v| *v > 0.0)
-            .collect();
-        let rss: Vec<f64> = starts
-            .iter()
-            .filter(|s| s.rss_kib > 0)
-            .map(|s| s.rss_kib as f64 / 1024.0)
-            .collect();
-        rows.push(ColdStartRow {
-            variant: v.clone(),
-            n: starts.len(),
-            first_200: Quantiles::of(&values),
-            listening: (!printed.is_empty()).then(|| Quantiles::of(&printed)),
-            connected: Quantiles::of(&col(|s| s.connected_ms)),
-            first_byte: Quantiles::of(&col(|s| s.first_byte_ms)),
-            ratio_to_native: None,
-            values_ms: values,
-            rss_mib: (!rss.is_empty()).then(|| Quantiles::of(&rss)),
-        });
-    }
-    if let Some(base) = rows
-        .iter()
-        .find(|r| r.variant == BASELINE)
-        .map(|r| r.values_ms.clone())
-    {
-        for r in &mut rows {
-            r.ratio_to_native = stats::median_ratio(&r.values_ms, &base);
-        }
-    }
-    rows
-}
-
 /// The mean share of their CPUs the samples' variant kept busy.
 pub(super) fn utilization(ss: &[&Sample], server_cpus: usize) -> Option<f64> {
     let values: Vec<f64> = ss
@@ -602,85 +443,6 @@ pub(super) fn utilization(ss: &[&Sample], server_cpus: usize) -> Option<f64> {
         .filter_map(|s| s.utilization(s.cpus_or(server_cpus)))
         .collect();
     stats::mean(&values)
-}
-
-/// Warm latency per (variant, workload), with its p50's ratio to native's.
-fn warm(
-    variants: &[String],
-    workloads: &[String],
-    samples: &[&Sample],
-    server_cpus: usize,
-) -> Vec<WarmRow> {
-    let mut rows: Vec<WarmRow> = Vec::new();
-    for v in variants {
-        for w in workloads {
-            let ss: Vec<&Sample> = of_kind(samples, Kind::Warm)
-                .filter(|s| &s.variant == v && s.workload.as_ref() == Some(w))
-                .collect();
-            if ss.is_empty() {
-                continue;
-            }
-            let runs: Vec<(u32, f64)> = ss
-                .iter()
-                .map(|s| {
-                    (
-                        s.repetition,
-                        s.load.as_ref().map_or(0.0, |l| l.latency_ms.p50),
-                    )
-                })
-                .collect();
-            rows.push(WarmRow {
-                variant: v.clone(),
-                workload: w.clone(),
-                n: ss.len(),
-                requests: ss
-                    .iter()
-                    .map(|s| s.load.as_ref().map_or(0, |l| l.responses))
-                    .sum(),
-                latency: LatencyMs::from_histogram(&merged(&ss, false)),
-                p50: mean_ci(&runs.iter().map(|r| r.1).collect::<Vec<_>>()),
-                ratio_to_native: warm_runs(samples, BASELINE, w)
-                    .and_then(|base| paired_ratio(&runs, &base)),
-                errors: errors(&ss),
-                utilization: utilization(&ss, server_cpus),
-            });
-        }
-    }
-    rows
-}
-
-/// One point per (variant, workload, offered load).
-fn open_loop(
-    variants: &[String],
-    workloads: &[String],
-    samples: &[&Sample],
-    server_cpus: usize,
-) -> Vec<OpenLoopPoint> {
-    grouped(samples, Kind::OpenLoop, variants, workloads, |s| {
-        (s.load_fraction.unwrap_or(0.0) * 1e6).round() as u64
-    })
-    .iter()
-    .map(|(&(v, w, f), ss)| {
-        let ol: Vec<_> = ss
-            .iter()
-            .filter_map(|s| s.load.as_ref()?.open_loop)
-            .collect();
-        let mean_of = |f: fn(&wasmlab_load_data::OpenLoop) -> f64| {
-            stats::mean(&ol.iter().map(f).collect::<Vec<_>>()).unwrap_or(0.0)
-        };
-        OpenLoopPoint {
-            variant: variants[v].clone(),
-            workload: workloads[w].clone(),
-            fraction: f as f64 / 1e6,
-            n: ss.len(),
-            connections: ss[0].connections.unwrap_or(0),
-            offered_rps: mean_of(|o| o.target_rate),
-            achieved_rps: mean_of(|o| o.achieved_rate),
-            runs: OpenLoopRuns::of(ss),
-            utilization: utilization(ss, server_cpus),
-        }
-    })
-    .collect()
 }
 
 /// Latency spectra: the warm cells, and the throughput cells at the reference concurrency.
@@ -726,17 +488,6 @@ fn spectra(
         }
     }
     spectra
-}
-
-fn warm_runs(samples: &[&Sample], variant: &str, workload: &str) -> Option<Vec<(u32, f64)>> {
-    let runs: Vec<(u32, f64)> = samples
-        .iter()
-        .filter(|s| {
-            s.kind == Kind::Warm && s.variant == variant && s.workload.as_deref() == Some(workload)
-        })
-        .filter_map(|s| Some((s.repetition, s.load.as_ref()?.latency_ms.p50)))
-        .collect();
-    (!runs.is_empty()).then_some(runs)
 }
 
 #[cfg(test)]
