@@ -61,6 +61,7 @@ use wasmtime_wasi_http::{
 };
 
 use crate::calls::arm_async;
+use crate::instance_pool::{InstancePool, Keep};
 use crate::limits::{DeadlineExceeded, EpochTicker, GuestCalls, GuestLimits, guest_failure};
 use crate::load::{Load, Source};
 use crate::resettable::{RECYCLED_MIN_MEMORY_MIB, RESET_EXPORT};
@@ -235,8 +236,8 @@ pub(crate) unsafe fn load_component(
 pub struct ComponentExecutor {
     host: ComponentHost,
     pre: ProxyPre<ComponentCtx>,
-    /// Idle instances, for `component-recycled`; `None` for a fresh instance per request.
-    kept: Option<Mutex<Vec<Kept>>>,
+    /// Idle instances, for `component-recycled`; none kept for a fresh instance per request.
+    kept: InstancePool<Kept>,
     /// The rewritten component's reset, for `component-recycled`.
     reset: Option<ComponentExportIndex>,
     /// WASI contexts of stores that ended, for later stores (see [`Self::retire`]).
@@ -386,7 +387,11 @@ impl ComponentExecutor {
                 None
             },
             pre,
-            kept: options.recycled.then(Default::default),
+            kept: InstancePool::new(if options.recycled {
+                Keep::Always
+            } else {
+                Keep::Never
+            }),
             spare_wasi: Mutex::default(),
             #[cfg(test)]
             interrupt_resets: AtomicU64::new(0),
@@ -439,12 +444,9 @@ impl ComponentExecutor {
     }
 
     /// An instance for a request ending at `deadline`: an idle one given new contexts, or a new one.
-    async fn instance(&self, deadline: Instant) -> anyhow::Result<Kept> {
-        if let Some(mut k) = self
-            .kept
-            .as_ref()
-            .and_then(|idle| idle.lock().expect("never poisoned").pop())
-        {
+    /// With it, how many requests it has served.
+    async fn instance(&self, deadline: Instant) -> anyhow::Result<(Kept, u32)> {
+        if let Some((mut k, served)) = self.kept.take() {
             let ctx = k.store.data_mut();
             // A new table: a handle the last request left undropped reaches nothing of it. New
             // random generators and HTTP state make this one's a fresh instance's (the rest of
@@ -454,7 +456,7 @@ impl ComponentExecutor {
             ctx.http = WasiHttpCtx::new();
             ctx.deadline = deadline;
             k.store.set_epoch_deadline(1);
-            return Ok(k);
+            return Ok((k, served));
         }
         let mut store = self.store(deadline);
         let (proxy, reset) = match &self.reset {
@@ -472,23 +474,29 @@ impl ComponentExecutor {
         };
         store.data_mut().limits.instantiated = true;
         self.host.made_one();
-        Ok(Kept {
-            store,
-            proxy,
-            reset,
-            left: 0,
-        })
+        Ok((
+            Kept {
+                store,
+                proxy,
+                reset,
+                left: 0,
+            },
+            0,
+        ))
     }
 
     async fn run(&self, req: ExecRequest) -> Result<Reply, Failure> {
         let limits = &self.host.limits;
         let deadline = Instant::now() + limits.deadline;
-        let Kept {
-            mut store,
-            proxy,
-            reset,
-            mut left,
-        } = self
+        let (
+            Kept {
+                mut store,
+                proxy,
+                reset,
+                mut left,
+            },
+            served,
+        ) = self
             .instance(deadline)
             .await
             .map_err(|e| guest_failure(&e, limits))?;
@@ -569,7 +577,7 @@ impl ComponentExecutor {
         // holds no resource (each one it holds, an unfinished body among them, is an entry in the
         // table), and its reset then ran to its end; then the response, if not read yet, ends
         // without the store going. Any other store goes now, and ends whatever the guest held.
-        let mut keep = self.kept.is_some() && matches!(called, Some(Ok(()))) && !aborted && {
+        let mut keep = self.kept.keeps() && matches!(called, Some(Ok(()))) && !aborted && {
             let ctx = store.data_mut();
             !ctx.limits.grew && (ctx.table.is_empty() || reset.is_some())
         };
@@ -610,15 +618,16 @@ impl ComponentExecutor {
             })
             .await;
         }
-        if let Some(idle) = &self.kept {
+        if self.kept.keeps() {
             match kept {
                 Some(store) if matches!(answered, Some(Ok(_))) => {
-                    idle.lock().expect("never poisoned").push(Kept {
+                    let again = Kept {
                         store,
                         proxy,
                         reset,
                         left,
-                    });
+                    };
+                    self.kept.give_back(again, served);
                 }
                 kept => {
                     if let Some(store) = kept {
@@ -676,7 +685,7 @@ impl Load for ComponentExecutor {
 
 impl Executor for ComponentExecutor {
     fn name(&self) -> &'static str {
-        if self.kept.is_some() {
+        if self.kept.keeps() {
             "component-recycled"
         } else {
             "component-pooled"

@@ -11,7 +11,7 @@
 //! to 16 at once in one); an instance that traps, runs out of time or fails to answer is
 //! discarded, and one that has served [`REQUESTS_PER_INSTANCE`] is replaced by a fresh one.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
 use http_body_util::{BodyExt, Limited};
@@ -25,6 +25,7 @@ use wasmtime_wasi_http::p3::bindings::{Service, ServicePre};
 use crate::component::{
     ComponentCtx, ComponentExecutor, ComponentHost, ComponentOptions, incoming, load_component,
 };
+use crate::instance_pool::{InstancePool, Keep};
 use crate::limits::{DeadlineExceeded, GuestCalls, GuestLimits, guest_failure};
 use crate::load::{Load, Source};
 
@@ -35,14 +36,13 @@ pub const REQUESTS_PER_INSTANCE: u32 = 128;
 pub struct ReusedComponentExecutor {
     host: ComponentHost,
     pre: ServicePre<ComponentCtx>,
-    idle: Mutex<Vec<Reused>>,
+    idle: InstancePool<Reused>,
 }
 
-/// An instance between its requests, with its store and how many it has served.
+/// An instance between its requests, with its store.
 struct Reused {
     store: Store<ComponentCtx>,
     service: Service,
-    served: u32,
 }
 
 /// How one exchange with the guest ended, inside its store's event loop.
@@ -109,7 +109,7 @@ impl ReusedComponentExecutor {
         Ok(Self {
             host: ComponentHost::new(engine, &options, limits)?,
             pre,
-            idle: Mutex::default(),
+            idle: InstancePool::new(Keep::UpTo(REQUESTS_PER_INSTANCE)),
         })
     }
 
@@ -121,7 +121,7 @@ impl ReusedComponentExecutor {
             .await;
         match first {
             Ok(first) => {
-                self.idle.lock().expect("never poisoned").push(first);
+                self.idle.hold(first);
                 Ok(self)
             }
             Err(e) => Err(self.host.cannot_make_one(&e)),
@@ -139,34 +139,26 @@ impl ReusedComponentExecutor {
         let service = self.pre.instantiate_async(&mut store).await?;
         store.data_mut().limits.instantiated = true;
         self.host.made_one();
-        Ok(Reused {
-            store,
-            service,
-            served: 0,
-        })
+        Ok(Reused { store, service })
     }
 
-    /// An idle instance given this request's deadline, or a new one.
-    async fn instance(&self, deadline: Instant) -> wasmtime::Result<Reused> {
-        let idle = self.idle.lock().expect("never poisoned").pop();
-        match idle {
-            Some(mut reused) => {
+    /// An idle instance given this request's deadline, or a new one; with it, how many requests
+    /// it has served.
+    async fn instance(&self, deadline: Instant) -> wasmtime::Result<(Reused, u32)> {
+        match self.idle.take() {
+            Some((mut reused, served)) => {
                 reused.store.data_mut().deadline = deadline;
                 reused.store.set_epoch_deadline(1);
-                Ok(reused)
+                Ok((reused, served))
             }
-            None => self.instantiate(deadline).await,
+            None => Ok((self.instantiate(deadline).await?, 0)),
         }
     }
 
     async fn run(&self, req: ExecRequest) -> Result<Reply, Failure> {
         let limits = &self.host.limits;
         let deadline = Instant::now() + limits.deadline;
-        let Reused {
-            mut store,
-            service,
-            served,
-        } = self
+        let (Reused { mut store, service }, served) = self
             .instance(deadline)
             .await
             .map_err(|e| guest_failure(&e.into(), limits))?;
@@ -205,14 +197,7 @@ impl ReusedComponentExecutor {
         let outcome = tokio::time::timeout_at(deadline.into(), exchange).await;
         let answer = match outcome {
             Ok(Ok(Ok(Exchange::Answered(reply)))) => {
-                let served = served + 1;
-                if served < REQUESTS_PER_INSTANCE {
-                    self.idle.lock().expect("never poisoned").push(Reused {
-                        store,
-                        service,
-                        served,
-                    });
-                }
+                self.idle.give_back(Reused { store, service }, served);
                 return Ok(reply);
             }
             Ok(Ok(Ok(Exchange::Refused(detail)))) => Failure::new(500, detail),

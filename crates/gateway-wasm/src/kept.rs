@@ -13,8 +13,8 @@
 //! went away takes its instance with it. Live instances are bounded like the pooled executor's,
 //! with the same queue.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 
 use wasmlab_gateway::{Capabilities, ExecRequest, Executor, Failure, Reply};
 use wasmtime::{Engine, Store};
@@ -22,6 +22,7 @@ use wasmtime::{Engine, Store};
 use crate::PooledExecutor;
 use crate::guest::{Call, LinkedGuest, Ready};
 use crate::imports::HostCtx;
+use crate::instance_pool::{InstancePool, Keep};
 use crate::limits::{GuestCalls, GuestLimits};
 use crate::load::{Load, Source, core_module};
 #[cfg(feature = "compiler")]
@@ -43,7 +44,7 @@ pub struct KeptExecutor {
     reset: Option<ResetNames>,
     /// Idle instances, by how they are called: synchronously, and async (for paths that wait in
     /// a host call, or all with async guest calls).
-    idle: [Mutex<Vec<Kept>>; 2],
+    idle: [InstancePool<Kept>; 2],
     /// Instances made, and instances discarded (after a trap, a timeout, growth).
     made: AtomicU64,
     discarded: AtomicU64,
@@ -123,10 +124,9 @@ impl KeptExecutor {
     async fn run(&self, req: ExecRequest) -> anyhow::Result<Reply> {
         let call = self.guest.call_for(&req.target);
         let idle = &self.idle[call as usize];
-        let kept = idle.lock().expect("never poisoned").pop();
-        let mut kept = match kept {
+        let (mut kept, served) = match idle.take() {
             Some(k) => k,
-            None => self.make(call).await?,
+            None => (self.make(call).await?, 0),
         };
         kept.store.data_mut().begin(req, self.guest.limits());
         // The epoch deadline counts from now, for this request.
@@ -143,7 +143,7 @@ impl KeptExecutor {
             None => true,
         };
         if reusable {
-            idle.lock().expect("never poisoned").push(kept);
+            idle.give_back(kept, served);
         } else {
             self.discarded.fetch_add(1, Ordering::Relaxed);
         }
@@ -203,7 +203,10 @@ impl Load for KeptExecutor {
             guest: LinkedGuest::new(engine, module, &caps, &limits, Self::DEFAULT_CALLS)?,
             reuse,
             reset,
-            idle: Default::default(),
+            idle: [
+                InstancePool::new(Keep::Always),
+                InstancePool::new(Keep::Always),
+            ],
             made: AtomicU64::new(0),
             discarded: AtomicU64::new(0),
         })

@@ -28,6 +28,7 @@ mod component_reused;
 pub mod differential;
 mod guest;
 mod imports;
+mod instance_pool;
 mod kept;
 mod limits;
 mod load;
