@@ -52,12 +52,12 @@ fn reaches_the_host(executor: &str, name: &str) -> bool {
             .any(|h| h.as_str() == name)
 }
 
-fn hostile_gateway(executor: &str, guest: &str, extra: &[&str]) -> ServerProcess {
+fn hostile_gateway(executor: Executor, extra: &[&str]) -> ServerProcess {
     let mut args = vec![
         "--executor",
-        executor,
+        executor.name,
         "--wasm",
-        guest,
+        executor.guest,
         "--deadline-ms",
         "300",
     ];
@@ -84,11 +84,8 @@ const HOST_OWNED: [(&str, &str); 10] = [
 fn a_guest_cannot_frame_its_own_response(
     #[values(POOLED, NAIVE, COMPONENT, COMPONENT_REUSED)] executor: Executor,
 ) {
-    let Executor {
-        name: executor,
-        guest,
-    } = executor;
-    let server = hostile_gateway(executor, guest, &[]);
+    let server = hostile_gateway(executor, &[]);
+    let executor = executor.name;
     for (name, value) in HOST_OWNED {
         let mut conn = KeepAlive::connect(server.addr);
         let r = conn.get(&format!("/header?name={name}&value={value}"));
@@ -141,11 +138,8 @@ fn a_guest_cannot_frame_its_own_response(
 fn an_interim_status_cannot_end_an_exchange(
     #[values(POOLED, NAIVE, COMPONENT, COMPONENT_REUSED)] executor: Executor,
 ) {
-    let Executor {
-        name: executor,
-        guest,
-    } = executor;
-    let server = hostile_gateway(executor, guest, &[]);
+    let server = hostile_gateway(executor, &[]);
+    let executor = executor.name;
     let mut conn = KeepAlive::connect(server.addr);
     for code in [100, 101, 103, 199] {
         let r = conn.get(&format!("/status?code={code}"));
@@ -171,11 +165,8 @@ fn an_interim_status_cannot_end_an_exchange(
 fn clients_get_no_guest_internals_and_the_log_gets_them_all(
     #[values(POOLED, NAIVE, COMPONENT, COMPONENT_REUSED)] executor: Executor,
 ) {
-    let Executor {
-        name: executor,
-        guest,
-    } = executor;
-    let server = hostile_gateway(executor, guest, &[]);
+    let server = hostile_gateway(executor, &[]);
+    let executor = executor.name;
     let mut conn = KeepAlive::connect(server.addr);
     for (target, status, public) in [
         ("/trap", 500, "the handler failed"),
@@ -211,7 +202,7 @@ fn clients_get_no_guest_internals_and_the_log_gets_them_all(
 
 #[test]
 fn error_details_is_a_choice_of_the_operator() {
-    let server = hostile_gateway(POOLED.name, POOLED.guest, &["--error-details"]);
+    let server = hostile_gateway(POOLED, &["--error-details"]);
     let r = KeepAlive::connect(server.addr).get("/trap");
     assert_eq!(r.status, 500);
     assert!(
