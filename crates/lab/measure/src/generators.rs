@@ -110,7 +110,7 @@ impl Fleet<'_> {
         part: &mut LoadConfig,
         at: &str,
     ) -> anyhow::Result<(String, Command, Option<Vec<usize>>)> {
-        let exe = std::env::current_exe()?;
+        let exe = wasmlab_plan::exec::own_exe()?;
         let mut cmd = Command::new(exe);
         cmd.args(["load", "--config", "-", "--start-at", at, "--out", "-"]);
         let per = self.cpus.load.len() / self.local.max(1);

@@ -329,7 +329,7 @@ impl<'a> ServerRun<'a> {
     /// The upstream echo server for /proxy: wasmlab itself, as a child process like the
     /// variants.
     fn start_upstream(&self) -> anyhow::Result<Running> {
-        let mut cmd = std::process::Command::new(std::env::current_exe()?);
+        let mut cmd = std::process::Command::new(wasmlab_plan::exec::own_exe()?);
         cmd.args(["upstream", "--port", "0"]);
         let ready = SentRequest::get("/");
         let ctx = LaunchContext {

@@ -1,7 +1,7 @@
 //! Finding and running this machine's programs: the tools directory, a name on PATH, a command
 //! with a deadline. What every probe of the plan (tools, containers, containerd) uses.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -59,4 +59,19 @@ pub fn run_with_timeout(cmd: &mut Command, timeout: Duration) -> Result<String, 
         ));
     }
     Ok(if stdout.is_empty() { stderr } else { stdout })
+}
+
+/// This program's path, to start another of its commands (the upstream, a load generator). When
+/// a build meanwhile put a new link at the same path (`cargo build-wasmlab` re-links
+/// target/release/wasmlab even when nothing changed), Linux names the one running
+/// "PATH (deleted)": the path itself then holds the program, as built now.
+pub fn own_exe() -> std::io::Result<PathBuf> {
+    let exe = std::env::current_exe()?;
+    if !exe.exists()
+        && let Some(name) = exe.to_str().and_then(|s| s.strip_suffix(" (deleted)"))
+        && Path::new(name).is_file()
+    {
+        return Ok(PathBuf::from(name));
+    }
+    Ok(exe)
 }

@@ -119,7 +119,7 @@ impl Launchable {
             vars.set("ctr", c.ctr.clone());
             vars.add_env(&c.env);
         }
-        if let Ok(me) = std::env::current_exe() {
+        if let Ok(me) = wasmlab_plan::exec::own_exe() {
             vars.set("wasmlab", path(&me));
         }
         Self {
