@@ -28,6 +28,19 @@ fn clean_removes_what_a_killed_lab_left_and_nothing_of_a_live_one() {
             .spawn()
             .unwrap(),
     );
+    // `spawn` returns when the kernel lets go of the parent's memory, before the new program's
+    // arguments are in place; on a loaded machine `clean` read an empty command line and
+    // counted no process.
+    let log = dir.join("containerd.log");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !std::fs::read(format!("/proc/{}/cmdline", shim.id()))
+        .unwrap_or_default()
+        .split(|&b| b == 0)
+        .any(|arg| arg == log.as_os_str().as_encoded_bytes())
+    {
+        assert!(Instant::now() < deadline, "tail never started");
+        std::thread::sleep(Duration::from_millis(5));
+    }
     // A lab still running: its directory stays.
     let mut live = live_lab();
     let kept = tmp
@@ -71,13 +84,22 @@ fn clean_removes_what_a_killed_lab_left_and_nothing_of_a_live_one() {
 
 /// A process standing for a lab still running (the lab's upstream, a `wasmlab` process).
 fn live_lab() -> KillOnDrop {
-    KillOnDrop(
+    let lab = KillOnDrop(
         Command::new(WASMLAB)
             .args(["upstream", "--port", "0"])
             .stdout(Stdio::null())
             .spawn()
             .unwrap(),
-    )
+    );
+    // Its name is the test's until the kernel has finished starting it (see above).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !std::fs::read_to_string(format!("/proc/{}/comm", lab.id()))
+        .is_ok_and(|c| c.starts_with("wasmlab"))
+    {
+        assert!(Instant::now() < deadline, "wasmlab upstream never started");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    lab
 }
 
 /// A container a killed lab left (named for its process, which is gone) is removed by `wasmlab
