@@ -45,7 +45,7 @@ pub struct ServerArgs {
     #[arg(long, default_value_t = 64 << 10, value_parser = clap::value_parser!(u32).range(1024..))]
     pub max_header_bytes: u32,
     /// Connections open at once; past it the gateway accepts no more until one closes (they wait
-    /// in the kernel's accept queue). Bounds the memory connections take (see docs/method.md).
+    /// in the kernel's accept queue). Bounds the memory connections take (see docs/gateways.md).
     #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_connections: u32,
     /// Send the diagnosis of a failed request (a trap, a broken ABI) to the client too. Without

@@ -149,7 +149,7 @@ async fn serve(args: Args, caps: Arc<Capabilities>) -> anyhow::Result<()> {
                         // Each response in one write: hyper's vectored write of head and body became two
                         // sends under wasi-libc, and with Nagle on (above) the body waited for the
                         // client's delayed ACK of the head: 44 ms a response, 1,148 req/s at 50
-                        // connections (docs/method.md, "Wasm servers that own their socket").
+                        // connections (docs/systems.md, "Wasm servers that own their socket").
                         .writev(false)
                         .timer(TokioTimer::new())
                         .header_read_timeout(header_timeout)
