@@ -5,8 +5,6 @@
 //! of a program in an engine, each program's output checked first. Both go through one
 //! recorder, and the repetitions of both through one loop ([`repetitions`]).
 
-mod cells;
-mod equal_load;
 mod generators;
 pub mod launch;
 mod programs;

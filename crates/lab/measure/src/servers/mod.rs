@@ -18,8 +18,8 @@ use wasmlab_analysis::analyse_servers as analyse;
 use wasmlab_analysis::servers::{NOISY_SPREAD, plus_minus};
 use wasmlab_analysis::stats::stein_total;
 use wasmlab_model::idle::IdleRecord;
-use wasmlab_model::run::{AddedRepetitions, EqualLoadRates, Run, RunState, ServerRunInfo};
-use wasmlab_model::sample::{Kind, Sample};
+use wasmlab_model::run::{AddedRepetitions, Run, RunState, ServerRunInfo};
+use wasmlab_model::sample::Sample;
 use wasmlab_model::suite::ServerSuite;
 use wasmlab_plan::Plan;
 use wasmlab_plan::idle::IdleHold;
@@ -27,13 +27,17 @@ use wasmlab_plan::tools::State;
 use wasmlab_record::{Recorder, ResultsDir, Servers};
 
 use crate::AnswerSoFar;
-use crate::cells;
-use crate::equal_load;
 use crate::launch::prepare;
 use crate::launch::{Exited, LaunchContext, Launchable, RunValues, Running};
 use crate::requests::{SentRequest, Workloads};
-use crate::resources;
 use crate::verify;
+
+mod cells;
+mod cold_start;
+mod equal_load;
+mod open_loop;
+mod throughput;
+mod warm;
 
 /// Measures a server suite's run, recorded into a new directory under `results`.
 pub(crate) fn run(
@@ -560,8 +564,13 @@ impl<'a> ServerRun<'a> {
                 }
                 if self.suite.variants.iter().any(|n| n == v.name()) {
                     let suite = self.suite_for(v);
-                    let found =
-                        cells::probe(&mut self.rec, &suite, self.workloads, v.name(), &running);
+                    let found = equal_load::probe(
+                        &mut self.rec,
+                        &suite,
+                        self.workloads,
+                        v.name(),
+                        &running,
+                    );
                     match found {
                         Ok(found) => probed.extend(
                             found
@@ -582,122 +591,6 @@ impl<'a> ServerRun<'a> {
         }
         self.rec.save_info()?;
         Ok(probed)
-    }
-
-    /// Each equal-load workload's rates: the suite's, offered to every variant; else chosen from
-    /// the capacities the probes measured among the variants still in the run, or an earlier
-    /// run's where they agree (see [`equal_load::choose`]). Recorded in run.json and said.
-    fn choose_equal_load_rates(&mut self, probed: &[(String, String, f64)]) -> anyhow::Result<()> {
-        let Some(equal) = &self.suite.equal_load else {
-            return Ok(());
-        };
-        for line in &self.plan.earlier_rates_said {
-            self.rec.say(line.clone());
-        }
-        if let Some(earlier) = &self.plan.earlier_rates {
-            self.rec.say(format!(
-                "equal load: each variant's capacity kept from run {} ({}) where this run's \
-                 probe agrees with it, so that both runs offer it the same rates (--new-rates: \
-                 from this run's probes alone)",
-                earlier.run_id, earlier.found
-            ));
-        }
-        let mut chosen = Vec::new();
-        for workload in self.suite.equal_load_workloads() {
-            let mine: Vec<(String, f64)> = probed
-                .iter()
-                .filter(|(v, w, rps)| *w == workload && !self.rec.out(v) && *rps > 0.0)
-                .map(|(v, _, rps)| (v.clone(), *rps))
-                .collect();
-            let e = match equal.rates.of(&workload) {
-                Some(rates) => EqualLoadRates {
-                    workload,
-                    rates: equal_load::sorted(rates.to_vec()),
-                    offered: Vec::new(),
-                    slowest: None,
-                    probed: mine,
-                    kept: None,
-                },
-                None => {
-                    let earlier = self
-                        .plan
-                        .earlier_rates
-                        .as_ref()
-                        .map(|r| (r.run_id.as_str(), r.capacities(&workload)));
-                    let chosen = equal_load::choose(
-                        &workload,
-                        mine,
-                        earlier,
-                        &equal.fractions,
-                        equal.common_rate,
-                    );
-                    let Some((e, said)) = chosen else {
-                        if !self.rec.cancelled() {
-                            self.rec.say(format!(
-                                "equal load: no capacity measured for {workload}, so no rates"
-                            ));
-                        }
-                        continue;
-                    };
-                    for line in said {
-                        self.rec.say(format!("equal load: {line}"));
-                    }
-                    let mut e = e;
-                    equal_load::share_with_floors(&mut e, &self.floors());
-                    e
-                }
-            };
-            self.rec
-                .say(format!("equal load: {} at {}", e.workload, e.describe()));
-            chosen.push(e);
-        }
-        self.rec.info.equal_load = chosen;
-        self.rec.save_info()
-    }
-
-    /// `runs` launches of each variant, in a shuffled order each round: exec to the first
-    /// complete answer to the first workload with its expected status.
-    fn cold_starts(&mut self, variants: &[&Launchable], runs: u32) -> anyhow::Result<()> {
-        let (remote, variants): (Vec<&Launchable>, Vec<&Launchable>) =
-            variants.iter().partition(|v| v.spec.is_remote());
-        for v in remote {
-            self.rec.say(format!(
-                "{}: cold start not observable (a remote target: the lab does not start it)",
-                v.name()
-            ));
-            self.rec.progress.inc(u64::from(runs));
-        }
-        for i in 0..runs {
-            for v in self.plan.cold_start_order(&variants, i) {
-                if self.rec.cancelled() {
-                    return Ok(());
-                }
-                self.rec.progress.inc(1);
-                let recorded = |s: &Sample| {
-                    s.kind == Kind::ColdStart && s.variant == v.name() && s.repetition == i
-                };
-                if self.rec.out(v.name()) || self.rec.samples.iter().any(recorded) {
-                    continue;
-                }
-                self.rec
-                    .progress
-                    .set_message(format!("{}: cold start {}/{runs}", v.name(), i + 1));
-                match v.launch(&self.ctx(v.name())) {
-                    Ok(mut running) => {
-                        let mut s = Sample::new(Kind::ColdStart, v.name(), i);
-                        let mut start = running.start;
-                        if let Some(roots) = running.process_roots() {
-                            start.rss_kib = resources::rss_kib(&roots);
-                        }
-                        s.start = Some(start);
-                        running.stop();
-                        self.rec.record(s)?;
-                    }
-                    Err(e) => self.rec.fail(v.name(), format!("{e:#}"))?,
-                }
-            }
-        }
-        Ok(())
     }
 
     /// The suite's repetitions, then those its intervals ask for (see [`Self::add_repetitions`]);

@@ -5,8 +5,18 @@
 //! from a probe that moved by 15% moved the figure by as much (docs/method.md, "Rates kept
 //! from the last run").
 
-use wasmlab_model::run::{EqualLoadRates, KeptCapacities};
-use wasmlab_model::sample::rate_label;
+use std::time::Duration;
+
+use wasmlab_model::run::{EqualLoadRates, KeptCapacities, ServerRunInfo};
+use wasmlab_model::sample::{Kind, rate_label};
+use wasmlab_model::suite::ServerSuite;
+use wasmlab_model::variant::Protocol;
+use wasmlab_record::{Recorder, Servers};
+
+use super::ServerRun;
+use super::cells::{Planned, load_config};
+use crate::launch::Running;
+use crate::requests::Workloads;
 
 /// How far this run's probe may read from an earlier run's capacity for that capacity to be
 /// kept: from 20% below it to 50% above. Within that, a rate set at 60% of the earlier capacity
@@ -152,6 +162,155 @@ fn round_down(v: f64) -> f64 {
     }
     let unit = 10f64.powf(v.log10().floor() - 1.0);
     (v / unit * (1.0 + 1e-9)).floor() * unit
+}
+
+/// The equal-load cells of `workload` for variant `name`: one at each rate the run offers it.
+pub(super) fn planned(
+    suite: &ServerSuite,
+    info: &ServerRunInfo,
+    workload: &str,
+    name: &str,
+) -> Vec<Planned> {
+    let Some(equal) = &suite.equal_load else {
+        return Vec::new();
+    };
+    info.equal_load_rates(workload, name)
+        .into_iter()
+        .map(|rate| Planned {
+            rate: Some(rate),
+            ..Planned::new(
+                Kind::EqualLoad,
+                workload,
+                equal.connections,
+                equal.duration_secs,
+                equal.warmup_secs,
+            )
+        })
+        .collect()
+}
+
+impl ServerRun<'_> {
+    /// Each equal-load workload's rates: the suite's, offered to every variant; else chosen from
+    /// the capacities the probes measured among the variants still in the run, or an earlier
+    /// run's where they agree (see [`choose`]). Recorded in run.json and said.
+    pub(super) fn choose_equal_load_rates(
+        &mut self,
+        probed: &[(String, String, f64)],
+    ) -> anyhow::Result<()> {
+        let Some(equal) = &self.suite.equal_load else {
+            return Ok(());
+        };
+        for line in &self.plan.earlier_rates_said {
+            self.rec.say(line.clone());
+        }
+        if let Some(earlier) = &self.plan.earlier_rates {
+            self.rec.say(format!(
+                "equal load: each variant's capacity kept from run {} ({}) where this run's \
+                 probe agrees with it, so that both runs offer it the same rates (--new-rates: \
+                 from this run's probes alone)",
+                earlier.run_id, earlier.found
+            ));
+        }
+        let mut chosen = Vec::new();
+        for workload in self.suite.equal_load_workloads() {
+            let mine: Vec<(String, f64)> = probed
+                .iter()
+                .filter(|(v, w, rps)| *w == workload && !self.rec.out(v) && *rps > 0.0)
+                .map(|(v, _, rps)| (v.clone(), *rps))
+                .collect();
+            let e = match equal.rates.of(&workload) {
+                Some(rates) => EqualLoadRates {
+                    workload,
+                    rates: sorted(rates.to_vec()),
+                    offered: Vec::new(),
+                    slowest: None,
+                    probed: mine,
+                    kept: None,
+                },
+                None => {
+                    let earlier = self
+                        .plan
+                        .earlier_rates
+                        .as_ref()
+                        .map(|r| (r.run_id.as_str(), r.capacities(&workload)));
+                    let chosen = choose(
+                        &workload,
+                        mine,
+                        earlier,
+                        &equal.fractions,
+                        equal.common_rate,
+                    );
+                    let Some((e, said)) = chosen else {
+                        if !self.rec.cancelled() {
+                            self.rec.say(format!(
+                                "equal load: no capacity measured for {workload}, so no rates"
+                            ));
+                        }
+                        continue;
+                    };
+                    for line in said {
+                        self.rec.say(format!("equal load: {line}"));
+                    }
+                    let mut e = e;
+                    share_with_floors(&mut e, &self.floors());
+                    e
+                }
+            };
+            self.rec
+                .say(format!("equal load: {} at {}", e.workload, e.describe()));
+            chosen.push(e);
+        }
+        self.rec.info.equal_load = chosen;
+        self.rec.save_info()
+    }
+}
+
+/// A probe: after its warm-up, this many short closed loops, the highest req/s taken (a machine
+/// disturbed while one ran only lowers it: on the 2-core VM one such 0.3 s probe read
+/// component-pooled at 18,000 req/s where the others read 30,000–32,000, and halved its rates).
+const PROBES: usize = 3;
+const PROBE: Duration = Duration::from_millis(150);
+const PROBE_WARMUP: Duration = Duration::from_millis(100);
+
+/// A running variant's capacity for each workload whose equal-load rates are shares of its (and
+/// native's) capacity: the highest req/s of [`PROBES`] short closed loops at the equal-load
+/// connections. Empty when cancelled.
+pub(crate) fn probe(
+    lab: &mut Recorder<Servers>,
+    suite: &ServerSuite,
+    workloads: &Workloads,
+    name: &str,
+    running: &Running,
+) -> anyhow::Result<Vec<(String, f64)>> {
+    let Some(equal) = &suite.equal_load else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    for workload in suite.equal_load_workloads() {
+        if equal.rates.of(&workload).is_some() {
+            continue;
+        }
+        if lab.cancelled() {
+            return Ok(Vec::new());
+        }
+        lab.progress
+            .set_message(format!("{name}: probing its capacity for {workload}"));
+        let (connections, streams) = match running.protocol {
+            Protocol::Http1 => (equal.connections, 1),
+            Protocol::Http2 => suite.http2_split(equal.connections),
+        };
+        let requests = workloads.requests(&workload)?;
+        let mut config = load_config(lab, suite, running, requests, connections, streams)?;
+        config.duration = Some(PROBE_WARMUP);
+        wasmlab_load::run(config.clone())?;
+        config.duration = Some(PROBE);
+        let mut highest: f64 = 0.0;
+        for _ in 0..PROBES {
+            highest = highest.max(wasmlab_load::run(config.clone())?.rps);
+        }
+        out.push((workload, highest));
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
-//! The load cells of one variant in one repetition: closed loop at each concurrency level, then
-//! the workload's equal-load rates, warm latency on one connection, and open loop at fractions of
-//! the variant's own maximum, each with its process trees' resources read meanwhile. And the
-//! probe that measures a variant's capacity, from which equal-load rates are chosen.
+//! The load cells of one variant in one repetition, as each measurement plans them (closed loop
+//! at each concurrency level, then the workload's equal-load rates, warm latency on one
+//! connection, and open loop at fractions of the variant's own maximum), each measured with its
+//! process trees' resources read meanwhile.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -18,6 +18,8 @@ use crate::generators::Fleet;
 use crate::launch::Running;
 use crate::requests::{self, SentRequest, Workloads};
 use crate::resources::{Sampler, Watch};
+
+use super::{equal_load, open_loop, throughput, warm};
 
 /// The variant's process died while being measured.
 #[derive(Debug)]
@@ -72,8 +74,8 @@ pub(crate) struct Planned {
     pub kind: Kind,
     pub workload: String,
     pub connections: usize,
-    duration: f64,
-    warmup: f64,
+    pub duration: f64,
+    pub warmup: f64,
     /// Equal load: the offered rate.
     pub rate: Option<f64>,
     /// Open loop: the fraction of the maximum.
@@ -85,71 +87,34 @@ pub(crate) struct Planned {
 /// latency; open loop.
 pub(crate) fn planned(suite: &ServerSuite, lab: &Recorder<Servers>, name: &str) -> Vec<Planned> {
     let mut cells = Vec::new();
-    let cell = |kind, workload: &str, connections, duration, warmup| Planned {
-        kind,
-        workload: workload.to_owned(),
-        connections,
-        duration,
-        warmup,
-        rate: None,
-        fraction: None,
-    };
     for workload in &suite.workloads {
-        for &conns in &suite.connections {
-            cells.push(cell(
-                Kind::Throughput,
-                workload,
-                conns,
-                suite.duration_secs,
-                suite.warmup_secs,
-            ));
-        }
-        let Some(equal) = &suite.equal_load else {
-            continue;
-        };
-        for rate in lab.info.equal_load_rates(workload, name) {
-            cells.push(Planned {
-                rate: Some(rate),
-                ..cell(
-                    Kind::EqualLoad,
-                    workload,
-                    equal.connections,
-                    equal.duration_secs,
-                    equal.warmup_secs,
-                )
-            });
-        }
+        cells.extend(throughput::planned(suite, workload));
+        cells.extend(equal_load::planned(suite, &lab.info, workload, name));
     }
-    if let Some(warm) = &suite.warm {
-        for workload in suite.warm_workloads() {
-            cells.push(cell(
-                Kind::Warm,
-                &workload,
-                1,
-                warm.duration_secs,
-                warm.warmup_secs,
-            ));
-        }
-    }
-    if let Some(open) = &suite.open_loop {
-        for workload in suite.open_loop_workloads() {
-            for &fraction in &open.fractions {
-                // At the cell's own rate, on its connections, so that their set-up is not in
-                // the readings.
-                cells.push(Planned {
-                    fraction: Some(fraction),
-                    ..cell(
-                        Kind::OpenLoop,
-                        &workload,
-                        open.connections,
-                        open.duration_secs,
-                        suite.warmup_secs,
-                    )
-                });
-            }
-        }
-    }
+    cells.extend(warm::planned(suite));
+    cells.extend(open_loop::planned(suite));
     cells
+}
+
+impl Planned {
+    /// A cell at no rate of its own (closed loop, warm latency).
+    pub(super) fn new(
+        kind: Kind,
+        workload: &str,
+        connections: usize,
+        duration: f64,
+        warmup: f64,
+    ) -> Self {
+        Planned {
+            kind,
+            workload: workload.to_owned(),
+            connections,
+            duration,
+            warmup,
+            rate: None,
+            fraction: None,
+        }
+    }
 }
 
 /// The sample of cell `p` of `name` in repetition `r`, if the run recorded it (a resumed run's).
@@ -391,7 +356,7 @@ fn fleet<'a>(lab: &'a Recorder<Servers>, suite: &'a ServerSuite) -> Option<Fleet
 
 /// The load generator's configuration for `requests` against a running variant: `connections`
 /// of `streams` each, the suite's threads and timeout, spinning when it has CPUs of its own.
-fn load_config(
+pub(super) fn load_config(
     lab: &Recorder<Servers>,
     suite: &ServerSuite,
     running: &Running,
@@ -415,54 +380,6 @@ fn load_config(
     // of a maximum measured that way.
     config.spin = lab.info.cpus.generator_alone(config.threads);
     Ok(config)
-}
-
-/// A probe: after its warm-up, this many short closed loops, the highest req/s taken (a machine
-/// disturbed while one ran only lowers it: on the 2-core VM one such 0.3 s probe read
-/// component-pooled at 18,000 req/s where the others read 30,000–32,000, and halved its rates).
-const PROBES: usize = 3;
-const PROBE: Duration = Duration::from_millis(150);
-const PROBE_WARMUP: Duration = Duration::from_millis(100);
-
-/// A running variant's capacity for each workload whose equal-load rates are shares of its (and
-/// native's) capacity: the highest req/s of [`PROBES`] short closed loops at the equal-load
-/// connections. Empty when cancelled.
-pub(crate) fn probe(
-    lab: &mut Recorder<Servers>,
-    suite: &ServerSuite,
-    workloads: &Workloads,
-    name: &str,
-    running: &Running,
-) -> anyhow::Result<Vec<(String, f64)>> {
-    let Some(equal) = &suite.equal_load else {
-        return Ok(Vec::new());
-    };
-    let mut out = Vec::new();
-    for workload in suite.equal_load_workloads() {
-        if equal.rates.of(&workload).is_some() {
-            continue;
-        }
-        if lab.cancelled() {
-            return Ok(Vec::new());
-        }
-        lab.progress
-            .set_message(format!("{name}: probing its capacity for {workload}"));
-        let (connections, streams) = match running.protocol {
-            Protocol::Http1 => (equal.connections, 1),
-            Protocol::Http2 => suite.http2_split(equal.connections),
-        };
-        let requests = workloads.requests(&workload)?;
-        let mut config = load_config(lab, suite, running, requests, connections, streams)?;
-        config.duration = Some(PROBE_WARMUP);
-        wasmlab_load::run(config.clone())?;
-        config.duration = Some(PROBE);
-        let mut highest: f64 = 0.0;
-        for _ in 0..PROBES {
-            highest = highest.max(wasmlab_load::run(config.clone())?.rps);
-        }
-        out.push((workload, highest));
-    }
-    Ok(out)
 }
 
 /// The terminal's line for a measured cell: what the load generator saw, and how busy the
