@@ -1,7 +1,11 @@
 //! Cold start: each variant's launches, and their columns.
 
-use super::*;
+use serde::Serialize;
+use wasmlab_analysis::ServerAnalysis;
 
+use super::{Ratio, ratio};
+use crate::format::{fmt_ms, fmt_rss_after};
+use crate::table::{Column, Shows, Value, figure, text};
 /// A variant's cold starts.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct ColdStart {

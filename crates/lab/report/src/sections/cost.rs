@@ -1,7 +1,11 @@
 //! The cost of a request × native's, at equal load and saturated: the answer's rows and columns.
 
-use super::*;
+use serde::Serialize;
+use wasmlab_analysis::ServerAnalysis;
 
+use super::{Conditional, Ratio};
+use crate::format::{SERVER_RATIO, fmt_rps, percent};
+use crate::table::{Column, Shows, Value, figure, text};
 /// The answer for one variant on one workload: what a request costs it, as a multiple of what
 /// it costs native, at equal load and where both were saturated.
 #[derive(Debug, Clone, Serialize)]

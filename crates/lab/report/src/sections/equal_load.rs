@@ -1,8 +1,13 @@
 //! Equal load: what a request cost each variant at the rates every variant and native were offered,
 //! and its columns.
 
-use super::*;
+use serde::Serialize;
+use wasmlab_analysis::ServerAnalysis;
+use wasmlab_analysis::servers::{BASELINE, EqualLoadPoint};
 
+use super::{Conditional, NOT_OBSERVABLE, Ratio, busy};
+use crate::format::{SERVER_RATIO, fmt_errors, fmt_ms, fmt_rps, fmt_us, thousands};
+use crate::table::{Column, Flag, Shows, Value, figure, text};
 /// A variant on a workload at an equal-load rate: what a request cost it there, against native.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct EqualLoad {

@@ -4,16 +4,12 @@
 
 use serde::Serialize;
 use wasmlab_analysis::ServerAnalysis;
-use wasmlab_analysis::servers::{BASELINE, EqualLoadPoint, PaceNote, ThroughputCell, describe};
+use wasmlab_analysis::servers::{BASELINE, PaceNote, ThroughputCell, describe};
 use wasmlab_analysis::stats::Estimate;
 use wasmlab_model::run::Status;
-use wasmlab_model::study::FigureKind;
 
-use crate::format::{
-    SERVER_RATIO, cpu_per_1k, fmt_errors, fmt_ms, fmt_rps, fmt_rss_after, fmt_us, mib, percent,
-    thousands,
-};
-use crate::table::{Column, Flag, Mark, Shows, Value, figure, text};
+use crate::format::{SERVER_RATIO, percent};
+use crate::table::{Flag, Mark, Value};
 
 mod cold_start;
 mod cost;
@@ -24,14 +20,14 @@ mod study;
 mod throughput;
 mod warm;
 
-pub(crate) use cold_start::*;
-pub(crate) use cost::*;
-pub(crate) use equal_load::*;
-pub(crate) use open_loop::*;
-pub(crate) use resources::*;
-pub(crate) use study::*;
-pub(crate) use throughput::*;
-pub(crate) use warm::*;
+pub(crate) use cold_start::{cold_start_columns, cold_starts};
+pub(crate) use cost::{cost_columns, costs};
+pub(crate) use equal_load::{EqualLoad, equal_load, equal_load_columns, equal_load_rates};
+pub(crate) use open_loop::{open_loop, open_loop_columns};
+pub(crate) use resources::{Resources, capacity_columns, resources, resources_columns};
+pub(crate) use study::{capacity_plan, study, study_measured};
+pub(crate) use throughput::{Throughput, capacity, throughput, throughput_columns};
+pub(crate) use warm::{warm, warm_columns};
 
 /// A ratio to native as shown: `0.652 [0.611–0.690] n=3`, `1 (baseline)` in native's own row,
 /// `–` without one.

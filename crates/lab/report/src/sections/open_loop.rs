@@ -1,7 +1,11 @@
 //! Open loop: each variant at offered loads that are shares of its own capacity, and their columns.
 
-use super::*;
+use serde::Serialize;
+use wasmlab_analysis::ServerAnalysis;
 
+use super::busy;
+use crate::format::{fmt_errors, fmt_ms, fmt_rps, percent, thousands};
+use crate::table::{Column, Shows, Value, figure, text};
 /// A variant on a workload at one offered load (a fraction of its own maximum).
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct OpenLoop {

@@ -1,7 +1,10 @@
 //! What the closed-loop cells cost the variants' processes (CPU, memory), and capacity's columns.
 
-use super::*;
+use serde::Serialize;
+use wasmlab_analysis::servers::{ThroughputCell, describe};
 
+use crate::format::{cpu_per_1k, fmt_rps, mib, percent};
+use crate::table::{Column, Shows, Value, figure, text};
 /// What a closed-loop cell cost the variant's processes.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct Resources {

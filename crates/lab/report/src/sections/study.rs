@@ -1,7 +1,10 @@
 //! The suite's study beside this run: its figures, and its sizing rule beside this run's capacity.
 
-use super::*;
+use serde::Serialize;
+use wasmlab_analysis::ServerAnalysis;
+use wasmlab_model::study::FigureKind;
 
+use crate::format::{SERVER_RATIO, fmt_ms, fmt_rps, thousands};
 /// A study's figure beside this run's, one row per variant.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct StudyFigure {

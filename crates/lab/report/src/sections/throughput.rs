@@ -1,8 +1,15 @@
 //! The closed-loop cells: each variant on each workload at each concurrency level, its throughput,
 //! capacity and latency, and their columns.
 
-use super::*;
+use serde::Serialize;
+use wasmlab_analysis::ServerAnalysis;
+use wasmlab_analysis::servers::{BASELINE, ThroughputCell};
 
+use super::{
+    CAPACITY_HEAD, Conditional, Ratio, Saturation, busy, connection_levels, pace_flag, ratio,
+};
+use crate::format::{fmt_errors, fmt_ms, fmt_rps, percent, thousands};
+use crate::table::{Column, Shows, Value, figure, text};
 /// One closed-loop cell: a variant on a workload at a concurrency level, over its runs.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct Throughput {

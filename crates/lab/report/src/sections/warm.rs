@@ -1,7 +1,11 @@
 //! Warm latency: one connection, sequential requests, and its columns.
 
-use super::*;
+use serde::Serialize;
+use wasmlab_analysis::ServerAnalysis;
 
+use super::{Ratio, busy, ratio};
+use crate::format::{fmt_errors, fmt_ms, thousands};
+use crate::table::{Column, Shows, Value, figure, text};
 /// Warm latency of a variant on a workload: one connection, sequential requests.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct Warm {
