@@ -319,3 +319,121 @@ fn figures_are_read_as_written() {
     let x = numbers_before("937× saturated, 2-core, 11.1×", "×");
     assert_eq!(x.iter().map(|q| q.value).collect::<Vec<_>>(), [937.0, 11.1]);
 }
+
+/// A heading's anchor as GitHub makes it: lower case, punctuation but `-` and `_` dropped,
+/// spaces made `-`.
+fn anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | ' '))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+/// The relative links of a markdown text (`[text](target)`), with their line numbers.
+fn links(text: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let mut rest = line;
+        while let Some(i) = rest.find("](") {
+            rest = &rest[i + 2..];
+            let Some(end) = rest.find([')', ' ']) else {
+                break;
+            };
+            let target = &rest[..end];
+            if !target.contains("://") && !target.starts_with("mailto:") && !target.is_empty() {
+                out.push((n + 1, target.to_owned()));
+            }
+            rest = &rest[end..];
+        }
+    }
+    out
+}
+
+/// Every page of docs/ (results kept as examples aside) and the README.
+fn pages(workspace: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = vec![workspace.join("README.md")];
+    let mut dirs = vec![workspace.join("docs")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() && !path.ends_with("results") {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "md") {
+                out.push(path);
+            }
+        }
+    }
+    out
+}
+
+/// What in `pages` links to a file that is not there, or to a heading its page does not have.
+fn broken_links(pages: &[std::path::PathBuf]) -> Vec<String> {
+    let headings = |path: &std::path::Path| -> Vec<String> {
+        std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.strip_prefix('#'))
+            .map(|l| anchor(l.trim_start_matches('#')))
+            .collect()
+    };
+    let mut broken = Vec::new();
+    for page in pages {
+        let text = std::fs::read_to_string(page).unwrap();
+        for (line, target) in links(&text) {
+            let (file, fragment) = target.split_once('#').unwrap_or((&target, ""));
+            let path = match file {
+                "" => page.clone(),
+                f => page.parent().unwrap().join(f),
+            };
+            if !path.exists() {
+                broken.push(format!("{}:{line}: {target}: no such file", page.display()));
+            } else if !fragment.is_empty()
+                && path.extension().is_some_and(|e| e == "md")
+                && !headings(&path).iter().any(|h| h == fragment)
+            {
+                broken.push(format!(
+                    "{}:{line}: {target}: no such heading",
+                    page.display()
+                ));
+            }
+        }
+    }
+    broken
+}
+
+/// Pages move and headings are renamed (method.md's evidence went to pages of its own): every
+/// relative link of the README and docs/ reaches a file, and a heading of it where it names one.
+#[test]
+fn every_link_of_the_docs_reaches_its_page_and_heading() {
+    let workspace = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../..");
+    let pages = pages(&workspace);
+    assert!(pages.len() > 40, "{} pages", pages.len());
+    let broken = broken_links(&pages);
+    assert!(broken.is_empty(), "{}", broken.join("\n"));
+}
+
+#[test]
+fn a_link_to_a_missing_page_or_heading_is_found() {
+    let tmp = tempfile::tempdir().unwrap();
+    let page = tmp.path().join("a.md");
+    std::fs::write(tmp.path().join("b.md"), "# B: the page\n\n## Its `part`\n").unwrap();
+    std::fs::write(
+        &page,
+        "[ok](b.md) [ok](b.md#b-the-page) [ok](b.md#its-part) [ok](#here)\n\n# Here\n\
+         [gone](c.md) [no heading](b.md#nothing) [web](https://example.com/x.md)\n",
+    )
+    .unwrap();
+    let broken = broken_links(&[page]);
+    assert_eq!(broken.len(), 2, "{broken:?}");
+    assert!(
+        broken[0].ends_with("a.md:4: c.md: no such file"),
+        "{broken:?}"
+    );
+    assert!(
+        broken[1].ends_with("a.md:4: b.md#nothing: no such heading"),
+        "{broken:?}"
+    );
+}
