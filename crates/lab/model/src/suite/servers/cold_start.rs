@@ -13,3 +13,10 @@ pub struct ColdStart {
     #[serde(default)]
     pub variants: Vec<String>,
 }
+
+impl ColdStart {
+    pub(super) fn validate(&self) -> anyhow::Result<()> {
+        anyhow::ensure!(self.runs >= 1, "`cold_start.runs` must be >= 1");
+        Ok(())
+    }
+}

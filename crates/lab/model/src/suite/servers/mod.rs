@@ -15,6 +15,7 @@ use crate::workload::{self, Workload};
 mod cold_start;
 mod equal_load;
 mod open_loop;
+mod throughput;
 mod warm;
 
 pub use cold_start::ColdStart;
@@ -572,17 +573,8 @@ impl ServerSuite {
                 workload::library_names()
             );
         }
-        anyhow::ensure!(!self.connections.is_empty(), "`connections` is empty");
-        anyhow::ensure!(
-            self.connections.iter().all(|&c| (1..=100_000).contains(&c)),
-            "every `connections` level must be in 1..=100000"
-        );
+        self.validate_throughput()?;
         let positive = |v: f64| v.is_finite() && v > 0.0;
-        anyhow::ensure!(positive(self.duration_secs), "`duration_secs` must be > 0");
-        anyhow::ensure!(
-            self.warmup_secs.is_finite() && self.warmup_secs >= 0.0,
-            "`warmup_secs` must be >= 0"
-        );
         anyhow::ensure!(positive(self.timeout_secs), "`timeout_secs` must be > 0");
         anyhow::ensure!(
             positive(self.start_timeout_secs),
@@ -613,17 +605,10 @@ impl ServerSuite {
             );
         }
         if let Some(c) = &self.cold_start {
-            anyhow::ensure!(c.runs >= 1, "`cold_start.runs` must be >= 1");
+            c.validate()?;
         }
         if let Some(w) = &self.warm {
-            anyhow::ensure!(
-                positive(w.duration_secs),
-                "`warm.duration_secs` must be > 0"
-            );
-            anyhow::ensure!(
-                w.warmup_secs.is_finite() && w.warmup_secs >= 0.0,
-                "`warm.warmup_secs` must be >= 0"
-            );
+            w.validate()?;
         }
         self.study()?;
         if let Some(h) = &self.http2 {
@@ -643,19 +628,7 @@ impl ServerSuite {
             self.validate_equal_load(e)?;
         }
         if let Some(o) = &self.open_loop {
-            anyhow::ensure!(!o.fractions.is_empty(), "`open_loop.fractions` is empty");
-            anyhow::ensure!(
-                o.fractions.iter().all(|f| *f > 0.0 && *f <= 2.0),
-                "every `open_loop.fractions` entry must be in (0, 2]"
-            );
-            anyhow::ensure!(
-                positive(o.duration_secs),
-                "`open_loop.duration_secs` must be > 0"
-            );
-            anyhow::ensure!(
-                (1..=100_000).contains(&o.connections),
-                "`open_loop.connections` must be in 1..=100000"
-            );
+            o.validate()?;
         }
         self.validate_generators()
     }

@@ -15,3 +15,22 @@ pub struct OpenLoop {
     #[serde(default)]
     pub workloads: Vec<String>,
 }
+
+impl OpenLoop {
+    pub(super) fn validate(&self) -> anyhow::Result<()> {
+        anyhow::ensure!(!self.fractions.is_empty(), "`open_loop.fractions` is empty");
+        anyhow::ensure!(
+            self.fractions.iter().all(|f| *f > 0.0 && *f <= 2.0),
+            "every `open_loop.fractions` entry must be in (0, 2]"
+        );
+        anyhow::ensure!(
+            self.duration_secs.is_finite() && self.duration_secs > 0.0,
+            "`open_loop.duration_secs` must be > 0"
+        );
+        anyhow::ensure!(
+            (1..=100_000).contains(&self.connections),
+            "`open_loop.connections` must be in 1..=100000"
+        );
+        Ok(())
+    }
+}

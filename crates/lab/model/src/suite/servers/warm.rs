@@ -12,3 +12,17 @@ pub struct Warm {
     #[serde(default)]
     pub workloads: Vec<String>,
 }
+
+impl Warm {
+    pub(super) fn validate(&self) -> anyhow::Result<()> {
+        anyhow::ensure!(
+            self.duration_secs.is_finite() && self.duration_secs > 0.0,
+            "`warm.duration_secs` must be > 0"
+        );
+        anyhow::ensure!(
+            self.warmup_secs.is_finite() && self.warmup_secs >= 0.0,
+            "`warm.warmup_secs` must be >= 0"
+        );
+        Ok(())
+    }
+}

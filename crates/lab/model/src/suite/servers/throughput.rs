@@ -1,0 +1,24 @@
+//! Throughput, the closed loop: its settings are the suite's own fields (`connections`, the
+//! levels measured for every workload; `duration_secs`; `warmup_secs`), which the other
+//! measurements' tables fall back on.
+
+use super::ServerSuite;
+
+impl ServerSuite {
+    pub(super) fn validate_throughput(&self) -> anyhow::Result<()> {
+        anyhow::ensure!(!self.connections.is_empty(), "`connections` is empty");
+        anyhow::ensure!(
+            self.connections.iter().all(|&c| (1..=100_000).contains(&c)),
+            "every `connections` level must be in 1..=100000"
+        );
+        anyhow::ensure!(
+            self.duration_secs.is_finite() && self.duration_secs > 0.0,
+            "`duration_secs` must be > 0"
+        );
+        anyhow::ensure!(
+            self.warmup_secs.is_finite() && self.warmup_secs >= 0.0,
+            "`warmup_secs` must be >= 0"
+        );
+        Ok(())
+    }
+}
