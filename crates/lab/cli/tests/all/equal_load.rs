@@ -69,7 +69,7 @@ repetitions = 2
 rates = [100, 2000]
 duration_secs = 0.3
 warmup_secs = 0.05
-connections = 8
+connections = 32
 "#,
     ) else {
         return;
@@ -87,7 +87,9 @@ connections = 8
     for row in throughput.lines().filter(|l| l.starts_with("sleepy,")) {
         assert!(row.ends_with(",latency-bound"), "{row}");
     }
-    // At 100 req/s both keep up; at 2,000 the sleeper cannot (8 connections of 20 ms each):
+    // At 100 req/s both keep up; at 2,000 the sleeper cannot (32 connections of 20 ms each, at
+    // most 1,600 a second; with 8, native on a machine busy with other tests stalled for 4 ms
+    // at the end of a cell, dropped its last 8 sends, 1.3%, and was marked over capacity):
     // measured, dropped sends counted, marked over capacity.
     let equal = Csv::read(&dir.join("equal_load.csv"));
     assert_eq!(

@@ -1,3 +1,6 @@
+//! Equal load: the cells at each rate a variant is offered, the probe of its capacity when it is
+//! verified, and the rates chosen from those capacities, recorded and said.
+//!
 //! Where a workload's equal-load rates come from when its suite names none: shares of the
 //! variants' capacities, each probed when the variant is verified, or, where its probe agrees
 //! with it, an earlier run's capacity, so that two runs offer the variant the same rates. CPU
