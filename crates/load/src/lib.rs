@@ -3,7 +3,7 @@
 //! C connections are spread over T worker threads, each a single-threaded tokio runtime. Each
 //! connection sends the same request, serialised once, and frames each response with its own
 //! HTTP/1.1 parser (module `http1`): no general client on the hot path, so the generator's CPU per
-//! request is about wrk's (docs/method.md has the comparison). In the
+//! request is about wrk's (docs/load.md, "The load generator against wrk", has the comparison). In the
 //! closed loop every connection sends a request, waits for the whole response, records the latency
 //! in its worker's HDR histogram and sends the next. In the open loop (`rate`) requests are due at
 //! a constant arrival rate (wrk2's semantics): a free connection takes the next due send time,
