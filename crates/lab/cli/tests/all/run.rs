@@ -477,11 +477,12 @@ fn assert_samples(dir: &Path) {
     );
     // A cell's warm-up opens its connections and the server's resources are read over the
     // measured part alone: no connection opened in it, and the readings' wall time is its 0.3 s
-    // (less the moment the first reading takes; the warm-up's 0.1 s would take it past 0.38).
+    // (less the moment the first reading takes: 6 ms once on a clean clone's CPUs busy with the
+    // other tests; the warm-up's 0.1 s would take it past 0.38).
     for s in samples.iter().filter(|s| s["kind"] == "throughput") {
         assert_eq!(s["load"]["phases"]["connections_opened"], 0, "{s}");
         let wall = s["resources"]["wall_secs"].as_f64().unwrap();
-        assert!((0.295..0.38).contains(&wall), "read over {wall} s");
+        assert!((0.28..0.38).contains(&wall), "read over {wall} s");
     }
     for s in samples.iter().filter(|s| s["kind"] == "open_loop") {
         let o = &s["load"]["open_loop"];
