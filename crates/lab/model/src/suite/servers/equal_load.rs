@@ -93,14 +93,7 @@ fn default_equal_load_connections() -> usize {
 impl ServerSuite {
     pub(super) fn validate_equal_load(&self, e: &EqualLoad) -> anyhow::Result<()> {
         let positive = |v: f64| v.is_finite() && v > 0.0;
-        anyhow::ensure!(
-            positive(e.duration_secs),
-            "`equal_load.duration_secs` must be > 0"
-        );
-        anyhow::ensure!(
-            e.warmup_secs.is_finite() && e.warmup_secs >= 0.0,
-            "`equal_load.warmup_secs` must be >= 0"
-        );
+        super::check_timing("equal_load.", e.duration_secs, Some(e.warmup_secs))?;
         anyhow::ensure!(
             (1..=100_000).contains(&e.connections),
             "`equal_load.connections` must be in 1..=100000"

@@ -715,5 +715,21 @@ fn narrow<T>(
     }
 }
 
+/// A measurement's cell length and warm-up, as its table (`prefix`, e.g. "warm.") names them:
+/// the length positive, the warm-up none or positive.
+fn check_timing(prefix: &str, duration: f64, warmup: Option<f64>) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        duration.is_finite() && duration > 0.0,
+        "`{prefix}duration_secs` must be > 0"
+    );
+    if let Some(w) = warmup {
+        anyhow::ensure!(
+            w.is_finite() && w >= 0.0,
+            "`{prefix}warmup_secs` must be >= 0"
+        );
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests;

@@ -23,10 +23,7 @@ impl OpenLoop {
             self.fractions.iter().all(|f| *f > 0.0 && *f <= 2.0),
             "every `open_loop.fractions` entry must be in (0, 2]"
         );
-        anyhow::ensure!(
-            self.duration_secs.is_finite() && self.duration_secs > 0.0,
-            "`open_loop.duration_secs` must be > 0"
-        );
+        super::check_timing("open_loop.", self.duration_secs, None)?;
         anyhow::ensure!(
             (1..=100_000).contains(&self.connections),
             "`open_loop.connections` must be in 1..=100000"

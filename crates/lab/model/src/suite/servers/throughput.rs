@@ -11,14 +11,6 @@ impl ServerSuite {
             self.connections.iter().all(|&c| (1..=100_000).contains(&c)),
             "every `connections` level must be in 1..=100000"
         );
-        anyhow::ensure!(
-            self.duration_secs.is_finite() && self.duration_secs > 0.0,
-            "`duration_secs` must be > 0"
-        );
-        anyhow::ensure!(
-            self.warmup_secs.is_finite() && self.warmup_secs >= 0.0,
-            "`warmup_secs` must be >= 0"
-        );
-        Ok(())
+        super::check_timing("", self.duration_secs, Some(self.warmup_secs))
     }
 }

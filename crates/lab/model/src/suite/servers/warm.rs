@@ -15,14 +15,6 @@ pub struct Warm {
 
 impl Warm {
     pub(super) fn validate(&self) -> anyhow::Result<()> {
-        anyhow::ensure!(
-            self.duration_secs.is_finite() && self.duration_secs > 0.0,
-            "`warm.duration_secs` must be > 0"
-        );
-        anyhow::ensure!(
-            self.warmup_secs.is_finite() && self.warmup_secs >= 0.0,
-            "`warm.warmup_secs` must be >= 0"
-        );
-        Ok(())
+        super::check_timing("warm.", self.duration_secs, Some(self.warmup_secs))
     }
 }
