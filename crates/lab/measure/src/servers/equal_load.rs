@@ -275,6 +275,17 @@ const PROBES: usize = 3;
 const PROBE: Duration = Duration::from_millis(150);
 const PROBE_WARMUP: Duration = Duration::from_millis(100);
 
+/// Whether the suite probes each variant's capacity before measuring: an equal load whose rates,
+/// for some workload, are shares of a capacity rather than given.
+pub(crate) fn probes(suite: &ServerSuite) -> bool {
+    suite.equal_load.as_ref().is_some_and(|e| {
+        suite
+            .equal_load_workloads()
+            .iter()
+            .any(|w| e.rates.of(w).is_none())
+    })
+}
+
 /// A running variant's capacity for each workload whose equal-load rates are shares of its (and
 /// native's) capacity: the highest req/s of [`PROBES`] short closed loops at the equal-load
 /// connections. Empty when cancelled.

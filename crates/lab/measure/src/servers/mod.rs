@@ -1,6 +1,7 @@
 //! A server suite's run, in the order it is measured: every variant of the repetitions
 //! prepared, then verified before anything is measured (and its capacity probed, where the
-//! suite's equal-load rates are shares of the slowest variant's); then, for each repetition, each
+//! suite's equal-load rates are shares of the slowest variant's; in a run of one repetition with
+//! nothing to probe, only by the launch that measures it); then, for each repetition, each
 //! variant in a shuffled order: launch, verify, its load cells (closed loop and equal load, warm,
 //! open loop) with resources read, stop. After the first repetition, whose answer is said then,
 //! the variants measured only for their cold start are prepared (a build of their own, minutes
@@ -83,7 +84,14 @@ pub(crate) fn run(
     // cold starts. A run stopped before then has no cold starts; the answer came first.
     let mut cold_only = Vec::new();
     let mut measure = || -> anyhow::Result<()> {
-        let probed = run.verify_all(&variants.iter().collect::<Vec<_>>())?;
+        let measured: Vec<&Launchable> = variants.iter().collect();
+        let probed = match verified_when_measured(suite) {
+            true => {
+                run.verify_when_measured(&measured);
+                Vec::new()
+            }
+            false => run.verify_all(&measured)?,
+        };
         // A resumed run offers the rates it chose before it was interrupted.
         if resumed && !run.rec.info.equal_load.is_empty() {
             for e in &run.rec.info.equal_load {
@@ -119,6 +127,15 @@ pub(crate) fn run(
     measured?;
     run.rec.info.idle = Some(idle.finish());
     run.rec.finish()
+}
+
+/// Whether each measured variant is verified only in the launch that measures it: one repetition
+/// and no capacity to probe, where a launch only to verify would start every server twice (an
+/// 18 MB Python component compiled twice: twice 25 s in a wasmCloud host on 2 cores) for nothing
+/// the measuring launch does not check as well. A variant that answers wrongly is still measured
+/// in no way at all: its launch is verified before its cells.
+fn verified_when_measured(suite: &ServerSuite) -> bool {
+    suite.repetitions == 1 && !equal_load::probes(suite)
 }
 
 /// The variants `names` names, in that order, from those prepared in `lists`.
@@ -544,24 +561,7 @@ impl<'a> ServerRun<'a> {
                 continue;
             }
             if let Some(mut running) = self.launch_verified(v, &self.ctx(v.name()))? {
-                let unserved = &v.spec.unserved;
-                let left: Vec<&String> = self
-                    .suite
-                    .named_workloads()
-                    .iter()
-                    .filter_map(|w| unserved.get_key_value(w).map(|(k, _)| k))
-                    .collect();
-                if !left.is_empty() {
-                    let said: Vec<String> = left
-                        .iter()
-                        .map(|w| format!("{w} ({})", unserved[*w]))
-                        .collect();
-                    self.rec.say(format!(
-                        "{}: not verified or measured on what it does not serve: {}",
-                        v.name(),
-                        said.join("; ")
-                    ));
-                }
+                self.say_unserved(v);
                 if self.suite.variants.iter().any(|n| n == v.name()) {
                     let suite = self.suite_for(v);
                     let found = equal_load::probe(
@@ -591,6 +591,40 @@ impl<'a> ServerRun<'a> {
         }
         self.rec.save_info()?;
         Ok(probed)
+    }
+
+    /// In place of [`Self::verify_all`] where [`verified_when_measured`]: nothing launched, what
+    /// each variant does not serve said as its verification would.
+    fn verify_when_measured(&mut self, variants: &[&Launchable]) {
+        self.rec.say(
+            "wasmlab: one repetition and no capacity to probe: each variant is verified in the \
+             launch that measures it"
+                .to_owned(),
+        );
+        for v in variants {
+            self.rec.progress.inc(1);
+            if !self.rec.out(v.name()) && self.unservable(v).is_none() {
+                self.say_unserved(v);
+            }
+        }
+    }
+
+    /// The workloads of the suite `v` does not serve, said once: neither verified nor measured.
+    fn say_unserved(&mut self, v: &Launchable) {
+        let unserved = &v.spec.unserved;
+        let left: Vec<String> = self
+            .suite
+            .named_workloads()
+            .iter()
+            .filter_map(|w| unserved.get(w).map(|why| format!("{w} ({why})")))
+            .collect();
+        if !left.is_empty() {
+            self.rec.say(format!(
+                "{}: not verified or measured on what it does not serve: {}",
+                v.name(),
+                left.join("; ")
+            ));
+        }
     }
 
     /// The suite's repetitions, then those its intervals ask for (see [`Self::add_repetitions`]);
@@ -815,6 +849,29 @@ fn without_log_prefix(line: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_repetition_with_nothing_to_probe_verifies_in_the_measuring_launch() {
+        let suite = |more: &str| {
+            ServerSuite::parse(&format!(
+                "name = \"s\"\nvariants = [\"native\"]\nworkloads = [\"hello\", \"compute\"]\nconnections = [4]\nduration_secs = 1.0\n{more}"
+            ))
+            .unwrap()
+        };
+        assert!(verified_when_measured(&suite("")));
+        assert!(!verified_when_measured(&suite("repetitions = 2\n")));
+        // Rates that are shares of a probed capacity need the probe, so a launch before measuring.
+        assert!(!verified_when_measured(&suite(
+            "[equal_load]\nduration_secs = 1.0\n"
+        )));
+        // Rates given: nothing to probe.
+        assert!(verified_when_measured(&suite(
+            "[equal_load]\nduration_secs = 1.0\nrates = [1000]\n"
+        )));
+        assert!(!verified_when_measured(&suite(
+            "[equal_load]\nduration_secs = 1.0\nrates = { compute = [100] }\n"
+        )));
+    }
 
     #[test]
     fn a_log_line_is_said_without_its_logger_s_fields() {
