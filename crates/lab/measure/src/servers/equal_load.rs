@@ -275,15 +275,15 @@ const PROBES: usize = 3;
 const PROBE: Duration = Duration::from_millis(150);
 const PROBE_WARMUP: Duration = Duration::from_millis(100);
 
-/// Whether the suite probes each variant's capacity before measuring: an equal load whose rates,
-/// for some workload, are shares of a capacity rather than given.
-pub(crate) fn probes(suite: &ServerSuite) -> bool {
-    suite.equal_load.as_ref().is_some_and(|e| {
-        suite
-            .equal_load_workloads()
-            .iter()
-            .any(|w| e.rates.of(w).is_none())
-    })
+/// The workloads whose equal-load rates are shares of a capacity rather than given: those a
+/// variant's capacity is probed for when it is verified (none: nothing to probe).
+pub(crate) fn probed_workloads(suite: &ServerSuite) -> Vec<String> {
+    let Some(equal) = &suite.equal_load else {
+        return Vec::new();
+    };
+    let mut workloads = suite.equal_load_workloads();
+    workloads.retain(|w| equal.rates.of(w).is_none());
+    workloads
 }
 
 /// A running variant's capacity for each workload whose equal-load rates are shares of its (and
@@ -300,10 +300,7 @@ pub(crate) fn probe(
         return Ok(Vec::new());
     };
     let mut out = Vec::new();
-    for workload in suite.equal_load_workloads() {
-        if equal.rates.of(&workload).is_some() {
-            continue;
-        }
+    for workload in probed_workloads(suite) {
         if lab.cancelled() {
             return Ok(Vec::new());
         }

@@ -135,7 +135,7 @@ pub(crate) fn run(
 /// the measuring launch does not check as well. A variant that answers wrongly is still measured
 /// in no way at all: its launch is verified before its cells.
 fn verified_when_measured(suite: &ServerSuite) -> bool {
-    suite.repetitions == 1 && !equal_load::probes(suite)
+    suite.repetitions == 1 && equal_load::probed_workloads(suite).is_empty()
 }
 
 /// The variants `names` names, in that order, from those prepared in `lists`.
