@@ -218,6 +218,29 @@ impl ServerArgs {
     }
 }
 
+/// The command line of `wasmlab-gateway-native`: the server's options only.
+#[derive(clap::Parser)]
+#[command(
+    version,
+    about = "wasmlab gateway, native executor: the handlers compiled into the server"
+)]
+struct NativeArgs {
+    #[command(flatten)]
+    server: ServerArgs,
+}
+
+/// `wasmlab-gateway-native`'s whole program: the gateway with the handlers compiled in. Also the
+/// statically linked build's (`wasmlab-gateway-native-static`, for container images), so that
+/// both are the same program.
+pub fn native_main() -> std::process::ExitCode {
+    use clap::Parser as _;
+    let args = NativeArgs::parse();
+    let result = args
+        .server
+        .run(|caps| async move { Ok(crate::NativeExecutor::new(caps)) });
+    exit_code("wasmlab-gateway-native", result)
+}
+
 /// Ends a gateway binary: prints an error as one line (no backtrace: the lab shows the last lines
 /// of a server's log as the reason it failed) and exits 2.
 pub fn exit_code(program: &str, result: anyhow::Result<()>) -> std::process::ExitCode {
