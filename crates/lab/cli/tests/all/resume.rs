@@ -112,7 +112,10 @@ fn kill_at(args: &[String], results: &Path, samples: Option<usize>, resumed: usi
             while let Some(pid) = started.iter().find(|p| running(**p)) {
                 assert!(
                     Instant::now() < gone,
-                    "process {pid} outlived the killed lab"
+                    "process {pid} ({}) outlived the killed lab",
+                    std::fs::read_to_string(format!("/proc/{pid}/cmdline"))
+                        .unwrap_or_default()
+                        .replace('\0', " ")
                 );
                 std::thread::sleep(Duration::from_millis(20));
             }

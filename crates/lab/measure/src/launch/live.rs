@@ -6,7 +6,7 @@ use std::ffi::OsString;
 use std::io::Write;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -74,7 +74,7 @@ for g in $groups; do kill -s KILL -- "-$g" 2>/dev/null; done
 static WATCHED: Mutex<Option<Option<ChildStdin>>> = Mutex::new(None);
 
 /// Starts the watchdog if it is not running yet: called before a server is spawned and timed.
-pub(super) fn watch() {
+fn watch() {
     let Ok(mut watched) = WATCHED.lock() else {
         return;
     };
@@ -108,12 +108,65 @@ fn tell_watchdog(sign: char, group: i32) {
     }
 }
 
-/// A server now leads process group `group`; `stop` is run before it is signalled.
-pub(super) fn started(group: i32, stop: Option<&Command>) {
-    if let Ok(mut live) = LIVE.lock() {
-        live.push((group, stop.map(StopArgv::of)));
+/// A process group made for one server before the server is spawned, and known to the watchdog
+/// from then on. The server is spawned into it (posix_spawn joins the group before the program
+/// starts), so a wasmlab killed at any moment, even between the spawn and the bookkeeping after
+/// it, leaves no server the watchdog does not kill: a server that led a group of its own was
+/// listed only once `spawn` had returned, and one killed in between outlived wasmlab. The group's
+/// first member, a shell waiting on a pipe only wasmlab writes to, ends when wasmlab does, or
+/// once the server is in the group ([`Group::joined`]); the group lives on with the server.
+pub(super) struct Group {
+    id: i32,
+    holder: Child,
+    joined: bool,
+}
+
+impl Group {
+    /// A new group, the watchdog told of it (and started, if it was not).
+    pub(super) fn new() -> std::io::Result<Self> {
+        watch();
+        let holder = Command::new("/bin/sh")
+            .args(["-c", "read -r line"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()?;
+        let id = holder.id() as i32;
+        tell_watchdog('+', id);
+        Ok(Self {
+            id,
+            holder,
+            joined: false,
+        })
     }
-    tell_watchdog('+', group);
+
+    /// The process group's id, for `Command::process_group`.
+    pub(super) fn id(&self) -> i32 {
+        self.id
+    }
+
+    /// Its server is spawned into it: listed with `stop`, run before the group is signalled. The
+    /// group's id, which signals it.
+    pub(super) fn joined(mut self, stop: Option<&Command>) -> i32 {
+        if let Ok(mut live) = LIVE.lock() {
+            live.push((self.id, stop.map(StopArgv::of)));
+        }
+        self.joined = true;
+        self.id
+    }
+}
+
+impl Drop for Group {
+    /// Its holder ended either way; a group no server joined taken off the watchdog's list.
+    fn drop(&mut self) {
+        drop(self.holder.stdin.take());
+        let _ = self.holder.kill();
+        let _ = self.holder.wait();
+        if !self.joined {
+            tell_watchdog('-', self.id);
+        }
+    }
 }
 
 /// The server of `group` is being stopped the usual way.
@@ -147,5 +200,60 @@ pub fn stop_all_now() {
             libc::kill(-group, libc::SIGKILL);
         }
         tell_watchdog('-', group);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The field of /proc/PID/stat after the name: 0 its state, 2 its process group.
+    fn stat_field(pid: u32, n: usize) -> Option<String> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        Some(
+            stat.rsplit_once(')')?
+                .1
+                .split_whitespace()
+                .nth(n)?
+                .to_owned(),
+        )
+    }
+
+    /// A process spawned into a group is in it from its start, the group outlives its holder, and
+    /// signalling the group reaches the process; a group no process joined ends with its holder.
+    #[test]
+    fn a_server_spawned_into_its_group_is_in_it_from_the_start() {
+        let group = Group::new().unwrap();
+        let holder = group.holder.id();
+        let id = group.id();
+        assert_eq!(id, holder as i32, "the holder leads the group");
+        let mut server = Command::new("sleep")
+            .arg("30")
+            .process_group(id)
+            .spawn()
+            .unwrap();
+        assert_eq!(id, group.joined(None));
+        assert_eq!(
+            stat_field(server.id(), 2).as_deref(),
+            Some(id.to_string().as_str())
+        );
+        assert!(
+            stat_field(holder, 0).is_none(),
+            "the holder is gone once the server is in its group"
+        );
+        // SAFETY: signalling the group made above.
+        unsafe {
+            libc::kill(-id, libc::SIGKILL);
+        }
+        assert!(!server.wait().unwrap().success());
+        stopping(id);
+
+        let unused = Group::new().unwrap();
+        let holder = unused.holder.id();
+        drop(unused);
+        assert!(
+            stat_field(holder, 0).is_none(),
+            "an unused group's holder ends"
+        );
     }
 }

@@ -154,6 +154,8 @@ pub struct Running {
     pub start: StartTimes,
     /// The process the lab started; None for a remote target.
     child: Option<Child>,
+    /// The process group it was started in (0 for a remote target).
+    group: i32,
     /// The environment it was started with (empty for a remote target).
     pub env: std::collections::BTreeMap<String, String>,
     /// Run before SIGTERM (e.g. removing a container), with the variant's environment.
@@ -285,6 +287,7 @@ fn reach(
         protocol: Protocol::Http1,
         start: StartTimes::default(),
         child: None,
+        group: 0,
         env: Default::default(),
         stop_command: None,
         processes_command: None,
@@ -326,13 +329,14 @@ pub fn spawn_server(
     let env = wasmlab_plan::environment::minimal(&mut cmd);
     // A process group of its own: stopping the server signals the group, so a process it started
     // and does not stop itself (`jco serve`'s Node server) goes with it; and the watchdog kills
-    // the group if wasmlab ends without stopping it.
-    cmd.process_group(0);
-    live::watch();
+    // the group if wasmlab ends without stopping it, from before the spawn (`live::Group`).
+    let group = live::Group::new()
+        .map_err(|e| anyhow::anyhow!("start {name}: a process group for it: {e}"))?;
+    cmd.process_group(group.id());
     let t0 = Instant::now();
     let mut child = wasmlab_plan::cpus::spawn_confined(ctx.cpus, &mut cmd)
         .map_err(|e| anyhow::anyhow!("start {name} ({:?}): {e}", cmd.get_program()))?;
-    live::started(child.id() as i32, stop.as_ref());
+    let group = group.joined(stop.as_ref());
     let (tx, rx) = mpsc::channel();
     if let Some(stdout) = child.stdout.take() {
         std::thread::spawn(move || {
@@ -351,6 +355,7 @@ pub fn spawn_server(
         protocol: Protocol::Http1,
         start: StartTimes::default(),
         child: Some(child),
+        group,
         env,
         stop_command: stop,
         processes_command: None,
@@ -640,8 +645,8 @@ impl Running {
         let Some(mut child) = self.child.take() else {
             return;
         };
-        // The server leads a process group of its own (`spawn_server`).
-        let group = -(child.id() as i32);
+        // The server's own process group (`spawn_server`), negated to signal the whole group.
+        let group = -self.group;
         let exited = |c: &mut Child| c.try_wait().ok().flatten().is_some();
         if !exited(&mut child) {
             // SAFETY: signalling the process group of our own child.
