@@ -160,7 +160,6 @@ impl Group {
 impl Drop for Group {
     /// Its holder ended either way; a group no server joined taken off the watchdog's list.
     fn drop(&mut self) {
-        drop(self.holder.stdin.take());
         let _ = self.holder.kill();
         let _ = self.holder.wait();
         if !self.joined {
